@@ -1,0 +1,8 @@
+"""The Accumulation protocol and the standard library of accumulations."""
+from .base import Accumulation, FieldAccumulation
+from .collections import ToList, TopN
+from .generic import Combine, Reduce
+from .numeric import Count, Max, Mean, Min, Sum
+
+__all__ = ["Accumulation", "FieldAccumulation", "Sum", "Count", "Min", "Max", "Mean", "TopN", "ToList",
+           "Reduce", "Combine"]

@@ -1,0 +1,88 @@
+"""The Accumulation protocol: the business logic of a windowed operator.
+
+An accumulation folds inputs ``I`` into an accumulated value ``A`` and reads an output ``O`` from
+it.  ``merge`` is required (not optional) because sessions merge windows and panes combine
+partial results; ``get_retraction`` says what a downstream consumer must add to undo an output.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Callable, ClassVar, Generic, Optional, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+I = TypeVar("I")
+A = TypeVar("A")
+O = TypeVar("O")
+
+
+class Accumulation(BaseModel, Generic[I, A, O]):
+    """Subclass and implement the five methods; ``subtract`` is optional (an inverse of accumulate).
+
+    Accumulations are pydantic models so their parameters are validated and they can be named in
+    pipeline files; they must be picklable, since the Spark runner ships them to executors.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    _positional: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(self._positional):
+            raise TypeError(f"{type(self).__name__} takes at most {len(self._positional)} positional argument(s)")
+        for name, value in zip(self._positional, args):
+            kwargs[name] = value
+        super().__init__(**kwargs)
+
+    def default_accumulated_value(self) -> A:
+        raise NotImplementedError
+
+    def accumulate(self, accumulated: A, value: I) -> A:
+        raise NotImplementedError
+
+    def merge(self, a1: A, a2: A) -> A:
+        raise NotImplementedError
+
+    def get_output(self, accumulated: A) -> O:
+        raise NotImplementedError
+
+    def get_retraction(self, output: O) -> O:
+        """By default a number retracts as its negation (so panes and retractions sum to the final
+        value); anything else retracts as itself, marked by the record's ``is_retraction`` flag."""
+        if isinstance(output, numbers.Number) and not isinstance(output, bool):
+            return -output  # type: ignore[return-value]
+        return output
+
+    #: Set to a callable ``subtract(accumulated, value) -> accumulated`` when the fold is invertible.
+    def supports_subtract(self) -> bool:
+        return type(self).subtract is not Accumulation.subtract
+
+    def subtract(self, accumulated: A, value: I) -> A:
+        raise NotImplementedError(f"{type(self).__name__} has no inverse")
+
+    def accumulate_all(self, accumulated: A, values: list[I]) -> A:
+        """Fold many values; accumulations with a vectorized form override this."""
+        for value in values:
+            accumulated = self.accumulate(accumulated, value)
+        return accumulated
+
+
+class FieldAccumulation(Accumulation[Any, A, O]):
+    """An accumulation over one field of each input (``Sum(field="amount")``) or the input itself."""
+
+    _positional: ClassVar[tuple[str, ...]] = ("field",)
+    field: Optional[str] = None
+
+    def extract(self, value: Any) -> Any:
+        if self.field is None:
+            return value
+        if isinstance(value, dict):
+            if self.field not in value:
+                raise KeyError(f"{type(self).__name__}: input {value!r} has no field {self.field!r}")
+            return value[self.field]
+        try:
+            return getattr(value, self.field)
+        except AttributeError:
+            raise KeyError(f"{type(self).__name__}: input {value!r} has no field {self.field!r}") from None
+
+
+Fn = Callable[..., Any]

@@ -1,0 +1,54 @@
+"""Accumulations whose output is a collection: ToList and TopN."""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable, ClassVar, Optional
+
+from pydantic import Field
+
+from .base import Accumulation, FieldAccumulation
+
+
+class ToList(FieldAccumulation[list, list]):
+    """Every input of the window, in arrival order (merged lists are concatenated in window order)."""
+
+    def default_accumulated_value(self) -> list:
+        return []
+
+    def accumulate(self, accumulated: list, value: Any) -> list:
+        accumulated.append(self.extract(value))  # the core owns accumulated values; outputs are copies
+        return accumulated
+
+    def merge(self, a1: list, a2: list) -> list:
+        return a1 + a2
+
+    def get_output(self, accumulated: list) -> list:
+        return list(accumulated)
+
+
+class TopN(Accumulation[Any, list, list]):
+    """The ``n`` largest inputs (by ``field`` or ``key``), largest first."""
+
+    _positional: ClassVar[tuple[str, ...]] = ("n",)
+    n: int = Field(gt=0, description="how many values to keep")
+    field: Optional[str] = None
+    key: Optional[Callable[[Any], Any]] = None
+
+    def _rank(self, value: Any) -> Any:
+        if self.key is not None:
+            return self.key(value)
+        if self.field is not None:
+            return value[self.field] if isinstance(value, dict) else getattr(value, self.field)
+        return value
+
+    def default_accumulated_value(self) -> list:
+        return []
+
+    def accumulate(self, accumulated: list, value: Any) -> list:
+        return self.merge(accumulated, [value])
+
+    def merge(self, a1: list, a2: list) -> list:
+        return heapq.nlargest(self.n, a1 + a2, key=self._rank)
+
+    def get_output(self, accumulated: list) -> list:
+        return list(accumulated)

@@ -1,0 +1,101 @@
+"""Sum, Count, Min, Max, Mean: the numeric accumulations, all mergeable."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .base import Accumulation, FieldAccumulation
+
+
+class Sum(FieldAccumulation[Any, Any]):
+    def default_accumulated_value(self) -> Any:
+        return 0
+
+    def accumulate(self, accumulated: Any, value: Any) -> Any:
+        return accumulated + self.extract(value)
+
+    def merge(self, a1: Any, a2: Any) -> Any:
+        return a1 + a2
+
+    def get_output(self, accumulated: Any) -> Any:
+        return accumulated
+
+    def subtract(self, accumulated: Any, value: Any) -> Any:
+        return accumulated - self.extract(value)
+
+
+class Count(Accumulation[Any, int, int]):
+    def default_accumulated_value(self) -> int:
+        return 0
+
+    def accumulate(self, accumulated: int, value: Any) -> int:
+        return accumulated + 1
+
+    def merge(self, a1: int, a2: int) -> int:
+        return a1 + a2
+
+    def get_output(self, accumulated: int) -> int:
+        return accumulated
+
+    def subtract(self, accumulated: int, value: Any) -> int:
+        return accumulated - 1
+
+
+class Min(FieldAccumulation[Optional[Any], Optional[Any]]):
+    """Output is ``None`` for a window with no inputs (an empty pane)."""
+
+    def default_accumulated_value(self) -> Optional[Any]:
+        return None
+
+    def accumulate(self, accumulated: Any, value: Any) -> Any:
+        value = self.extract(value)
+        return value if accumulated is None or value < accumulated else accumulated
+
+    def merge(self, a1: Any, a2: Any) -> Any:
+        if a1 is None:
+            return a2
+        if a2 is None:
+            return a1
+        return a2 if a2 < a1 else a1
+
+    def get_output(self, accumulated: Any) -> Any:
+        return accumulated
+
+
+class Max(FieldAccumulation[Optional[Any], Optional[Any]]):
+    """Output is ``None`` for a window with no inputs (an empty pane)."""
+
+    def default_accumulated_value(self) -> Optional[Any]:
+        return None
+
+    def accumulate(self, accumulated: Any, value: Any) -> Any:
+        value = self.extract(value)
+        return value if accumulated is None or value > accumulated else accumulated
+
+    def merge(self, a1: Any, a2: Any) -> Any:
+        if a1 is None:
+            return a2
+        if a2 is None:
+            return a1
+        return a2 if a2 > a1 else a1
+
+    def get_output(self, accumulated: Any) -> Any:
+        return accumulated
+
+
+class Mean(FieldAccumulation[tuple, Optional[float]]):
+    """Accumulates ``(sum, count)``; output is ``None`` for an empty window."""
+
+    def default_accumulated_value(self) -> tuple:
+        return (0, 0)
+
+    def accumulate(self, accumulated: tuple, value: Any) -> tuple:
+        return (accumulated[0] + self.extract(value), accumulated[1] + 1)
+
+    def merge(self, a1: tuple, a2: tuple) -> tuple:
+        return (a1[0] + a2[0], a1[1] + a2[1])
+
+    def get_output(self, accumulated: tuple) -> Optional[float]:
+        return accumulated[0] / accumulated[1] if accumulated[1] else None
+
+    def subtract(self, accumulated: tuple, value: Any) -> tuple:
+        return (accumulated[0] - self.extract(value), accumulated[1] - 1)

@@ -1,0 +1,103 @@
+"""The trigger protocol (Beam's TriggerFn) and the context a trigger sees for one window.
+
+Triggers are stateless, validated descriptions; everything they remember lives in the window's
+trigger-state dict, addressed by the trigger's path in the trigger tree, so the whole state of a
+window is plain data that a runner can serialize.  Every trigger answers ``on_element``,
+``on_merge``, ``should_fire``, ``on_fire`` (returning whether it has finished) and ``reset``;
+composite triggers are triggers of triggers and call these on their children through nested
+contexts.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Optional
+
+from windowed_operator.config import Config
+from windowed_operator.windows.base import Window
+
+
+class TimeDomain(str, Enum):
+    WATERMARK = "watermark"
+    PROCESSING_TIME = "processing_time"
+
+
+class TriggerContext:
+    """One window's trigger state, timers and clocks, seen from one node of the trigger tree."""
+
+    __slots__ = ("window", "state", "timers", "watermark", "processing_time", "path")
+
+    def __init__(self, window: Window, state: dict, timers: dict, watermark: int, processing_time: int,
+                 path: str = "") -> None:
+        self.window = window
+        self.state = state
+        self.timers = timers
+        self.watermark = watermark
+        self.processing_time = processing_time
+        self.path = path
+
+    def nested(self, tag: Any) -> "TriggerContext":
+        return TriggerContext(self.window, self.state, self.timers, self.watermark, self.processing_time,
+                              f"{self.path}{tag}/")
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.state.get(self.path + name, default)
+
+    def put(self, name: str, value: Any) -> None:
+        self.state[self.path + name] = value
+
+    def clear(self, name: str) -> None:
+        self.state.pop(self.path + name, None)
+
+    def set_timer(self, domain: TimeDomain, time: int) -> None:
+        self.timers[f"{self.path}@{domain.value}"] = time
+
+    def clear_timer(self, domain: TimeDomain) -> None:
+        self.timers.pop(f"{self.path}@{domain.value}", None)
+
+    def clear_subtree(self) -> None:
+        """Forget all state and timers of this node and its children."""
+        for key in [k for k in self.state if k.startswith(self.path)]:
+            del self.state[key]
+        for key in [k for k in self.timers if k.startswith(self.path)]:
+            del self.timers[key]
+
+    @property
+    def is_past_end_of_window(self) -> bool:
+        return self.watermark >= self.window.max_timestamp
+
+
+class Trigger(Config):
+    """Base of every trigger; see the module docstring for the protocol."""
+
+    def on_element(self, ctx: TriggerContext, count: int = 1) -> None:
+        """``count`` elements of one bundle arrived in the window."""
+
+    def on_merge(self, ctx: TriggerContext, sources: list[TriggerContext]) -> None:
+        """The window of ``ctx`` replaces the windows of ``sources`` (session merge)."""
+
+    def should_fire(self, ctx: TriggerContext) -> bool:
+        raise NotImplementedError
+
+    def on_fire(self, ctx: TriggerContext) -> bool:
+        """Called when the trigger fires; returns True when the trigger has finished."""
+        raise NotImplementedError
+
+    def reset(self, ctx: TriggerContext) -> None:
+        ctx.clear_subtree()
+
+    def may_finish(self) -> bool:
+        """Whether this trigger can finish (after which later elements of the window are dropped)."""
+        return True
+
+    def orfinally(self, until: "Trigger") -> "Trigger":
+        from .composite import OrFinally
+
+        return OrFinally(self, until)
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+def earliest(values: list[Optional[int]]) -> Optional[int]:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None

@@ -1,0 +1,128 @@
+"""TriggerOption: the fluent, validated way to say when panes fire and what happens after.
+
+It compiles to the same trigger state machines as the composite triggers:
+``at_watermark().with_early_firings_at_every(count=2)`` is ``AfterWatermark(early=AfterCount(2))``.
+"""
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal, Optional
+
+from pydantic import Field, model_validator
+
+from windowed_operator.config import Config, Duration
+
+from .base import Trigger
+from .count import AfterCount
+from .processing_time import AfterProcessingTime
+from .watermark import AfterWatermark, DefaultTrigger
+
+
+class AccumulationMode(str, Enum):
+    """What a window keeps after it fires a pane."""
+
+    ACCUMULATING = "accumulating"
+    DISCARDING = "discarding"
+    ACCUMULATING_AND_RETRACTING = "accumulating_and_retracting"
+
+
+class Firing(Config):
+    """Early or late firings: every ``duration`` ms of processing time, or every ``count`` elements."""
+
+    duration: Optional[Duration] = Field(default=None, gt=0, description="processing-time period in ms")
+    count: Optional[int] = Field(default=None, gt=0, description="elements per firing")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "Firing":
+        if (self.duration is None) == (self.count is None):
+            raise ValueError("give exactly one of duration= or count=")
+        return self
+
+    def to_trigger(self) -> Trigger:
+        if self.count is not None:
+            return AfterCount(self.count)
+        return AfterProcessingTime(self.duration)
+
+
+class TriggerOption(Config):
+    """``kind``: ``default`` (Beam's default trigger), ``at_watermark`` or ``custom`` (a composite trigger)."""
+
+    kind: Literal["default", "at_watermark", "custom"] = "default"
+    early: Optional[Firing] = None
+    late: Optional[Firing] = None
+    trigger: Optional[Trigger] = None
+    only_updated_panes: bool = False
+    mode: AccumulationMode = AccumulationMode.DISCARDING
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TriggerOption":
+        if self.kind == "custom" and self.trigger is None:
+            raise ValueError("trigger: a custom trigger option needs a trigger")
+        if self.kind != "custom" and self.trigger is not None:
+            raise ValueError("trigger: only a custom trigger option takes a trigger")
+        if self.kind == "default" and (self.early is not None or self.late is not None):
+            raise ValueError("kind: early/late firings need kind 'at_watermark'")
+        return self
+
+    # -- constructors -------------------------------------------------------------------------
+    @classmethod
+    def default(cls) -> "TriggerOption":
+        return cls()
+
+    @classmethod
+    def at_watermark(cls) -> "TriggerOption":
+        return cls(kind="at_watermark")
+
+    @classmethod
+    def of(cls, trigger: Trigger) -> "TriggerOption":
+        return cls(kind="custom", trigger=trigger)
+
+    def _with(self, **changes: Any) -> "TriggerOption":
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        fields.update(changes)
+        return type(self)(**fields)
+
+    # -- fluent modifiers ---------------------------------------------------------------------
+    def with_early_firings_at_every(self, duration: Any = None, *, count: Optional[int] = None) -> "TriggerOption":
+        kind = "at_watermark" if self.kind == "default" else self.kind
+        return self._with(kind=kind, early=Firing(duration=duration, count=count))
+
+    def with_late_firings_at_every(self, duration: Any = None, *, count: Optional[int] = None) -> "TriggerOption":
+        kind = "at_watermark" if self.kind == "default" else self.kind
+        return self._with(kind=kind, late=Firing(duration=duration, count=count))
+
+    def fire_only_updated_panes(self) -> "TriggerOption":
+        return self._with(only_updated_panes=True)
+
+    def accumulating_fired_panes(self) -> "TriggerOption":
+        return self._with(mode=AccumulationMode.ACCUMULATING)
+
+    def discarding_fired_panes(self) -> "TriggerOption":
+        return self._with(mode=AccumulationMode.DISCARDING)
+
+    def accumulating_and_retracting_fired_panes(self) -> "TriggerOption":
+        return self._with(mode=AccumulationMode.ACCUMULATING_AND_RETRACTING)
+
+    # -- compilation --------------------------------------------------------------------------
+    def to_trigger(self) -> Trigger:
+        if self.kind == "custom":
+            assert self.trigger is not None
+            return self.trigger
+        if self.kind == "default":
+            return DefaultTrigger()
+        return AfterWatermark(
+            early=self.early.to_trigger() if self.early is not None else None,
+            late=self.late.to_trigger() if self.late is not None else None,
+        )
+
+    @property
+    def retracting(self) -> bool:
+        return self.mode == AccumulationMode.ACCUMULATING_AND_RETRACTING
+
+    @property
+    def discarding(self) -> bool:
+        return self.mode == AccumulationMode.DISCARDING
+
+    def describe(self) -> str:
+        extra = " only-updated" if self.only_updated_panes else ""
+        return f"{self.to_trigger().describe()} [{self.mode.value}{extra}]"

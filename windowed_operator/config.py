@@ -1,0 +1,45 @@
+"""Base for user-facing configuration: frozen pydantic models that also take positional arguments.
+
+``TimeWindows(10_000)`` reads better than ``TimeWindows(size=10_000)``; pydantic models only take
+keywords, so each model lists the fields its positional arguments fill.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from .time import to_duration_millis
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, (timedelta, float)) and not isinstance(value, bool):
+        try:
+            return to_duration_millis(value)
+        except TypeError:
+            return value
+    return value
+
+
+#: Milliseconds; a ``timedelta`` is converted.  Range checks are added per field.
+Duration = Annotated[int, BeforeValidator(_duration)]
+
+
+class Config(BaseModel):
+    """Frozen, strict-about-extra-fields model with positional-argument support."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    _positional: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(self._positional):
+            raise TypeError(
+                f"{type(self).__name__} takes at most {len(self._positional)} positional argument(s) "
+                f"({', '.join(self._positional) or 'none'}), got {len(args)}"
+            )
+        for name, value in zip(self._positional, args):
+            if name in kwargs:
+                raise TypeError(f"{type(self).__name__} got {name!r} both positionally and by keyword")
+            kwargs[name] = value
+        super().__init__(**kwargs)

@@ -1,0 +1,262 @@
+"""The semantic core: one key's state + a bundle of its elements + clocks -> panes and new state.
+
+Runners own the clocks and the per-key state; the core owns every rule.  Each call mutates the
+``KeyState`` it is given and returns what was emitted; ``next_event_time``/``next_processing_time``
+tell a runner when the key next needs waking.  Per bundle, elements are first added to their
+windows, then every touched window's trigger is asked once whether to fire, which is how count
+triggers are evaluated once per bundle, as in Beam.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Iterable, Optional
+
+from accumulations.base import Accumulation
+from triggers.base import TimeDomain, TriggerContext
+from triggers.option import TriggerOption
+
+from .firing import PaneEmitter
+from .panes import DropReason, DroppedElement, PaneRecord, TimestampCombiner
+from .state import KeyState, WindowState
+from .time import MAX_TIMESTAMP
+from .windows.base import MergingWindowOption, Window, WindowOption
+from .windows.sliding_windows import SlidingWindows
+
+#: One input of the core: event time, value, and the window it already has (window propagation) or None.
+CoreElement = tuple[int, Any, Optional[Window]]
+
+_WATERMARK = TimeDomain.WATERMARK.value
+_PROCESSING = TimeDomain.PROCESSING_TIME.value
+
+
+@dataclass(slots=True)
+class Emission:
+    outputs: list[PaneRecord] = field(default_factory=list)
+    dropped: list[DroppedElement] = field(default_factory=list)
+
+    def extend(self, other: "Emission") -> None:
+        self.outputs.extend(other.outputs)
+        self.dropped.extend(other.dropped)
+
+
+class WindowedCore:
+    def __init__(self, window_option: WindowOption, accumulation: Accumulation, trigger_option: TriggerOption,
+                 allowed_lateness: int = 0,
+                 timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW) -> None:
+        self.window_option = window_option
+        self.accumulation = accumulation
+        self.trigger_option = trigger_option
+        self.trigger = trigger_option.to_trigger()
+        self.allowed_lateness = allowed_lateness
+        self.emitter = PaneEmitter(accumulation, trigger_option, timestamp_combiner)
+        self.kind = window_option.kind
+
+    # -- time rules ---------------------------------------------------------------------------
+    def is_expired(self, window: Window, watermark: int) -> bool:
+        """A window expires once ``watermark >= max_timestamp + allowed_lateness`` (or input ended)."""
+        return watermark >= MAX_TIMESTAMP or watermark >= window.max_timestamp + self.allowed_lateness
+
+    def _context(self, window: Window, ws: WindowState, watermark: int, processing_time: int) -> TriggerContext:
+        return TriggerContext(window, ws.trigger_state, ws.timers, watermark, processing_time)
+
+    def _new_window_state(self) -> WindowState:
+        return WindowState(acc=self.accumulation.default_accumulated_value())
+
+    # -- elements -----------------------------------------------------------------------------
+    def process_elements(self, key: Optional[Hashable], state: KeyState, elements: Iterable[CoreElement],
+                         watermark: int, processing_time: int) -> Emission:
+        emission = Emission()
+        touched: dict[Window, None] = {}
+        for ts, value, inherited in elements:
+            if self.kind == "merging":
+                reason = self._add_to_session(key, state, ts, value, watermark, processing_time, touched, emission)
+            elif self.kind == "per_record":
+                reason = self._add_per_record(state, ts, value, watermark, processing_time, touched)
+            else:
+                windows = [inherited] if self.kind == "inherited" else self.window_option.assign(ts)
+                reason = self._add_to_windows(state, windows, ts, value, watermark, processing_time, touched)
+            if reason is not None:
+                emission.dropped.append(DroppedElement(reason, value, key, ts, watermark))
+        for window in sorted(touched):
+            ws = state.windows.get(window)
+            if ws is None or ws.closed:
+                continue
+            ctx = self._context(window, ws, watermark, processing_time)
+            if self.trigger.should_fire(ctx):
+                finished = self.trigger.on_fire(ctx)
+                emission.outputs.extend(
+                    self.emitter.emit(key, window, ws, watermark, from_watermark=False, finished=finished))
+        return emission
+
+    def _accumulate_into(self, window: Window, ws: WindowState, ts: int, value: Any, watermark: int,
+                         processing_time: int) -> None:
+        ws.acc = self.accumulation.accumulate(ws.acc, value)
+        ws.note_element(ts)
+        self.trigger.on_element(self._context(window, ws, watermark, processing_time))
+
+    def _add_to_windows(self, state: KeyState, windows: list[Window], ts: int, value: Any, watermark: int,
+                        processing_time: int, touched: dict) -> Optional[DropReason]:
+        live = [w for w in windows if not self.is_expired(w, watermark)]
+        if not live:
+            return DropReason.EXPIRED
+        open_windows = [w for w in live if w not in state.windows or not state.windows[w].closed]
+        if not open_windows:
+            return DropReason.CLOSED_WINDOW
+        for window in open_windows:
+            ws = state.windows.get(window)
+            if ws is None:
+                ws = state.windows[window] = self._new_window_state()
+            self._accumulate_into(window, ws, ts, value, watermark, processing_time)
+            touched[window] = None
+        return None
+
+    def _add_to_session(self, key: Optional[Hashable], state: KeyState, ts: int, value: Any, watermark: int,
+                        processing_time: int, touched: dict, emission: Emission) -> Optional[DropReason]:
+        assert isinstance(self.window_option, MergingWindowOption)
+        proto = self.window_option.assign(ts)[0]
+        if self.is_expired(proto, watermark):
+            return DropReason.EXPIRED
+        result, absorbed = self.window_option.merge(state.windows.keys(), proto)
+        if not absorbed:
+            ws = state.windows.get(result)
+            if ws is not None and ws.closed:
+                return DropReason.CLOSED_WINDOW
+            if ws is None:
+                ws = state.windows[result] = self._new_window_state()
+            self._accumulate_into(result, ws, ts, value, watermark, processing_time)
+            touched[result] = None
+            return None
+        if any(state.windows[w].closed for w in absorbed):
+            return DropReason.CLOSED_WINDOW
+        merged = self._new_window_state()
+        sources = []
+        for window in absorbed:
+            old = state.windows.pop(window)
+            touched.pop(window, None)
+            emission.outputs.extend(self.emitter.retract_absorbed(key, window, old, watermark))
+            merged.acc = self.accumulation.merge(merged.acc, old.acc)
+            if old.pending:
+                merged.note_element(old.pane_min_ts, 0)
+                merged.note_element(old.pane_max_ts, old.pending)
+            sources.append(self._context(window, old, watermark, processing_time))
+        state.windows[result] = merged
+        self.trigger.on_merge(self._context(result, merged, watermark, processing_time), sources)
+        self._accumulate_into(result, merged, ts, value, watermark, processing_time)
+        touched[result] = None
+        return None
+
+    def _add_per_record(self, state: KeyState, ts: int, value: Any, watermark: int, processing_time: int,
+                        touched: dict) -> Optional[DropReason]:
+        option = self.window_option
+        assert isinstance(option, SlidingWindows)
+        if watermark >= MAX_TIMESTAMP or watermark >= option.last_window_max_timestamp(ts) + self.allowed_lateness:
+            return DropReason.EXPIRED
+        acc = self.accumulation
+        state.buffer.add(ts, acc.accumulate(state.buffer.get(ts, acc.default_accumulated_value()), value))
+        own = option.window_of(ts)
+        added = False
+        for window, ws in state.windows.items():
+            if window != own and window.contains(ts) and not ws.closed and not self.is_expired(window, watermark):
+                self._accumulate_into(window, ws, ts, value, watermark, processing_time)
+                touched[window] = None
+                added = True
+        if not self.is_expired(own, watermark):
+            ws = state.windows.get(own)
+            if ws is None:
+                ws = state.windows[own] = self._new_window_state()
+                for other_ts, partial in state.buffer.in_range(own.start, ts):
+                    if other_ts != ts:
+                        ws.acc = acc.merge(ws.acc, partial)
+                        ws.note_element(other_ts, 0)
+                self._accumulate_into(own, ws, ts, value, watermark, processing_time)
+                touched[own] = None
+                added = True
+            elif not ws.closed:
+                self._accumulate_into(own, ws, ts, value, watermark, processing_time)
+                touched[own] = None
+                added = True
+            elif not added:
+                return DropReason.CLOSED_WINDOW
+        # An element whose own window already expired stays buffered for later windows that cover it.
+        return None
+
+    # -- clocks -------------------------------------------------------------------------------
+    def on_watermark(self, key: Optional[Hashable], state: KeyState, watermark: int,
+                     processing_time: int) -> Emission:
+        """Fire windows whose event-time timers are due, then expire and purge old windows."""
+        emission = Emission()
+        order = sorted(state.windows, key=lambda w: (w.max_timestamp, w.start))
+        for window in order:
+            ws = state.windows[window]
+            expired = self.is_expired(window, watermark)
+            if ws.closed:
+                if expired:
+                    del state.windows[window]
+                continue
+            due = [k for k, t in ws.timers.items() if k.endswith(_WATERMARK) and t <= watermark]
+            if due or expired:
+                for k in due:
+                    del ws.timers[k]
+                ctx = self._context(window, ws, watermark, processing_time)
+                if self.trigger.should_fire(ctx):
+                    finished = self.trigger.on_fire(ctx) or expired
+                    emission.outputs.extend(
+                        self.emitter.emit(key, window, ws, watermark, from_watermark=True, finished=finished))
+                elif expired and ws.pending:
+                    emission.outputs.extend(
+                        self.emitter.emit(key, window, ws, watermark, from_watermark=True, finished=True))
+            if expired:
+                del state.windows[window]
+        if self.kind == "per_record" and len(state.buffer):
+            assert isinstance(self.window_option, SlidingWindows)
+            if watermark >= MAX_TIMESTAMP:
+                state.buffer.purge_up_to(MAX_TIMESTAMP)
+            else:
+                state.buffer.purge_up_to(watermark - self.window_option.size - self.allowed_lateness)
+        return emission
+
+    def on_processing_time(self, key: Optional[Hashable], state: KeyState, watermark: int,
+                           processing_time: int) -> Emission:
+        """Fire windows whose processing-time timers are due."""
+        emission = Emission()
+        for window in sorted(state.windows):
+            ws = state.windows[window]
+            if ws.closed:
+                continue
+            due = [k for k, t in ws.timers.items() if k.endswith(_PROCESSING) and t <= processing_time]
+            if not due:
+                continue
+            for k in due:
+                del ws.timers[k]
+            ctx = self._context(window, ws, watermark, processing_time)
+            if self.trigger.should_fire(ctx):
+                finished = self.trigger.on_fire(ctx)
+                emission.outputs.extend(
+                    self.emitter.emit(key, window, ws, watermark, from_watermark=False, finished=finished))
+        return emission
+
+    def next_event_time(self, state: KeyState) -> Optional[int]:
+        """The earliest watermark at which this key has something to do (a timer or an expiry)."""
+        times = []
+        for window, ws in state.windows.items():
+            times.append(window.max_timestamp + self.allowed_lateness)
+            times.extend(ws.timer_times(_WATERMARK))
+        if len(state.buffer) and isinstance(self.window_option, SlidingWindows):
+            times.append(state.buffer.times[0] + self.window_option.size + self.allowed_lateness)
+        return min(times) if times else None
+
+    def next_processing_time(self, state: KeyState) -> Optional[int]:
+        times = [t for ws in state.windows.values() if not ws.closed for t in ws.timer_times(_PROCESSING)]
+        return min(times) if times else None
+
+    def process_batch(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
+                      watermark_before: int, watermark_after: int, processing_time: int) -> Emission:
+        """One micro-batch: due processing-time timers, then elements judged against the watermark
+        the batch started with, then the watermark's advance."""
+        emission = self.on_processing_time(key, state, watermark_before, processing_time)
+        if elements:
+            emission.extend(self.process_elements(key, state, elements, watermark_before, processing_time))
+        nxt = self.next_event_time(state)
+        if nxt is not None and nxt <= watermark_after:
+            emission.extend(self.on_watermark(key, state, watermark_after, processing_time))
+        return emission

@@ -1,0 +1,144 @@
+"""Reading raw inputs into (key, timestamp, value, window): the edge where bad elements are caught.
+
+A bad element is never dropped silently: it raises ``BadElementError`` or, when the operator asks
+for it, goes to the dead-letter output with its reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Optional, Union
+
+from .panes import DropReason, PaneRecord
+from .time import TimestampError, to_millis
+from .windows.base import Window
+
+Extractor = Union[str, Callable[[Any], Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampedValue:
+    """An element with an explicit event time (int ms or datetime), as in Beam's TestStream."""
+
+    value: Any
+    timestamp: Any
+
+
+class BadElementError(ValueError):
+    def __init__(self, reason: DropReason, element: Any, detail: str) -> None:
+        super().__init__(f"bad element ({reason.value}): {detail}; element={element!r}")
+        self.reason = reason
+        self.element = element
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class ReadElement:
+    key: Optional[Hashable]
+    timestamp: int
+    value: Any
+    window: Optional[Window]
+
+
+_MISSING = object()
+
+
+def _field(obj: Any, name: str) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, _MISSING)
+    return getattr(obj, name, _MISSING)
+
+
+class ElementReader:
+    """Applies an operator's key, timestamp and value extractors to one raw element."""
+
+    def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor, value: Extractor,
+                 inherit_windows: bool) -> None:
+        self.keyed = keyed
+        self.key = key
+        self.timestamp = timestamp
+        self.value = value
+        self.inherit_windows = inherit_windows
+
+    def read(self, element: Any, default_timestamp: int) -> ReadElement:
+        payload, ts = element, None
+        if isinstance(element, TimestampedValue):
+            payload = element.value
+            try:
+                ts = to_millis(element.timestamp)
+            except TimestampError as exc:
+                raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
+        elif isinstance(payload, PaneRecord):
+            ts = payload.timestamp
+        key, value = self._key_and_value(element, payload)
+        ts = self._timestamp(element, payload, ts, default_timestamp)
+        window = self._window(element, payload) if self.inherit_windows else None
+        return ReadElement(key, ts, value, window)
+
+    def _key_and_value(self, element: Any, payload: Any) -> tuple[Optional[Hashable], Any]:
+        upstream = isinstance(payload, PaneRecord)
+        if not self.keyed:
+            key = None
+            value = payload.value if upstream else payload
+        elif self.key is None:
+            if upstream:
+                key, value = payload.key, payload.value
+            elif isinstance(payload, (tuple, list)) and len(payload) == 2:
+                key, value = payload
+            else:
+                raise BadElementError(DropReason.MISSING_KEY, element,
+                                      "a keyed operator without a key extractor takes (key, value) pairs")
+        else:
+            if callable(self.key):
+                try:
+                    key = self.key(payload)
+                except Exception as exc:  # the user's extractor failed on this element
+                    raise BadElementError(DropReason.MISSING_KEY, element, f"key extractor raised {exc!r}") from None
+            else:
+                key = _field(payload, self.key)
+                if key is _MISSING:
+                    raise BadElementError(DropReason.MISSING_KEY, element, f"no key field {self.key!r}")
+            value = payload
+        if self.keyed:
+            try:
+                hash(key)
+            except TypeError:
+                raise BadElementError(DropReason.INVALID_KEY, element, f"key {key!r} is not hashable") from None
+        if self.value is not None:
+            if callable(self.value):
+                value = self.value(value)
+            else:
+                extracted = _field(value, self.value)
+                if extracted is _MISSING:
+                    raise BadElementError(DropReason.INVALID_VALUE, element, f"no value field {self.value!r}")
+                value = extracted
+        return key, value
+
+    def _timestamp(self, element: Any, payload: Any, ts: Optional[int], default: int) -> int:
+        if self.timestamp is None:
+            return default if ts is None else ts
+        if callable(self.timestamp):
+            try:
+                raw = self.timestamp(payload)
+            except Exception as exc:
+                raise BadElementError(DropReason.MISSING_TIMESTAMP, element,
+                                      f"timestamp extractor raised {exc!r}") from None
+        else:
+            raw = _field(payload, self.timestamp)
+            if raw is _MISSING or raw is None:
+                raise BadElementError(DropReason.MISSING_TIMESTAMP, element, f"no timestamp field {self.timestamp!r}")
+        if raw is None:
+            raise BadElementError(DropReason.MISSING_TIMESTAMP, element, "timestamp extractor returned None")
+        try:
+            return to_millis(raw)
+        except TimestampError as exc:
+            raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
+
+    def _window(self, element: Any, payload: Any) -> Window:
+        start, end = _field(payload, "window_start"), _field(payload, "window_end")
+        if start is _MISSING or end is _MISSING:
+            raise BadElementError(DropReason.MISSING_WINDOW, element,
+                                  "an operator without a window option needs records with window_start/window_end")
+        try:
+            return Window(to_millis(start), to_millis(end))
+        except TimestampError as exc:
+            raise BadElementError(DropReason.MISSING_WINDOW, element, str(exc)) from None

@@ -1,0 +1,78 @@
+"""Turning a firing into pane records: timing, index, retractions, suppression and accumulation mode.
+
+This is the one place that decides what a pane looks like, so both runners (and merges, which
+retract the sessions they absorb) produce identical records.
+"""
+from __future__ import annotations
+
+from typing import Any, Hashable, Optional
+
+from accumulations.base import Accumulation
+from triggers.option import TriggerOption
+
+from .panes import PaneRecord, TimestampCombiner, Timing
+from .state import WindowState
+from .windows.base import Window
+
+
+class PaneEmitter:
+    def __init__(self, accumulation: Accumulation, option: TriggerOption, combiner: TimestampCombiner) -> None:
+        self.accumulation = accumulation
+        self.option = option
+        self.combiner = combiner
+
+    def _timestamp(self, window: Window, ws: WindowState) -> int:
+        if self.combiner == TimestampCombiner.EARLIEST and ws.pane_min_ts is not None:
+            return ws.pane_min_ts
+        if self.combiner == TimestampCombiner.LATEST and ws.pane_max_ts is not None:
+            return ws.pane_max_ts
+        return window.max_timestamp
+
+    def emit(self, key: Optional[Hashable], window: Window, ws: WindowState, watermark: int, *,
+             from_watermark: bool, finished: bool) -> list[PaneRecord]:
+        """Fire one pane of ``window`` and apply the accumulation mode to its state."""
+        if watermark < window.max_timestamp:
+            timing = Timing.EARLY
+        else:
+            timing = Timing.ON_TIME if from_watermark and ws.nonspeculative_index == 0 else Timing.LATE
+            ws.nonspeculative_index += 1
+        value = self.accumulation.get_output(ws.acc)
+        timestamp = self._timestamp(window, ws)
+        # In retracting mode every re-fired pane is preceded by the retraction of the last one, also
+        # when the value is unchanged: the pane's timing (ON_TIME, is_last) stays visible and
+        # downstream sums of panes minus retractions still equal the window's value.
+        suppress = ws.fired and self.option.only_updated_panes and value == ws.last_output
+        records: list[PaneRecord] = []
+        if not suppress:
+            if self.option.retracting and ws.fired:
+                records.append(self._retraction(key, window, ws, timing, is_last=False))
+            records.append(PaneRecord(key, window.start, window.end, value, timing, ws.pane_index,
+                                      ws.pane_index == 0, finished, False, timestamp))
+            ws.pane_index += 1
+            ws.fired = True
+            ws.last_output = value
+            ws.last_timestamp = timestamp
+        ws.pending = 0
+        ws.pane_min_ts = ws.pane_max_ts = None
+        if finished:
+            ws.closed = True
+            ws.acc = self.accumulation.default_accumulated_value()
+            ws.trigger_state.clear()
+            ws.timers.clear()
+        elif self.option.discarding:
+            ws.acc = self.accumulation.default_accumulated_value()
+        return records
+
+    def retract_absorbed(self, key: Optional[Hashable], window: Window, ws: WindowState,
+                         watermark: int) -> list[PaneRecord]:
+        """A session merged away after firing: retract its last pane (retracting mode only)."""
+        if not (self.option.retracting and ws.fired):
+            return []
+        timing = Timing.EARLY if watermark < window.max_timestamp else Timing.LATE
+        return [self._retraction(key, window, ws, timing, is_last=True)]
+
+    def _retraction(self, key: Optional[Hashable], window: Window, ws: WindowState, timing: Timing,
+                    is_last: bool) -> PaneRecord:
+        value: Any = self.accumulation.get_retraction(ws.last_output)
+        return PaneRecord(key, window.start, window.end, value, timing, ws.pane_index, False, is_last, True,
+                          ws.last_timestamp)

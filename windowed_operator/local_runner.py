@@ -1,0 +1,134 @@
+"""The deterministic in-process runner: drives the core from a test stream or step by step."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Hashable, Optional
+
+from .core import CoreElement, Emission, WindowedCore
+from .elements import BadElementError
+from .panes import DroppedElement, PaneRecord
+from .state import KeyState
+from .testing import ElementsEvent, ProcessingTimeEvent, TestStream, WatermarkEvent
+from .time import MAX_TIMESTAMP, to_duration_millis, to_millis
+from .watermarks import WatermarkTracker
+
+if TYPE_CHECKING:
+    from .operator import OperatorBase
+
+
+class LocalRunner:
+    """Holds every key's state in memory; each step returns the records it emitted, in order.
+
+    Keys are visited in the order they first appeared, so output order is deterministic.
+    """
+
+    def __init__(self, operator: "OperatorBase", processing_time: Any = 0) -> None:
+        self.operator = operator
+        self.core: WindowedCore = operator.build_core()
+        self.reader = operator.build_reader()
+        self.states: dict[Optional[Hashable], KeyState] = {}
+        self.tracker = WatermarkTracker(operator.watermark)
+        self.processing_time = to_millis(processing_time)
+        self.outputs: list[PaneRecord] = []
+        self.late_data: list[DroppedElement] = []
+        self.dead_letters: list[DroppedElement] = []
+        self.dropped_counts: Counter = Counter()
+
+    @property
+    def watermark(self) -> int:
+        return self.tracker.current
+
+    # -- steps --------------------------------------------------------------------------------
+    def add_elements(self, *elements: Any) -> list[PaneRecord]:
+        """One bundle.  Every element is read before any state changes, so a bad element that raises
+        leaves the runner exactly as it was."""
+        if len(elements) == 1 and isinstance(elements[0], list):
+            elements = tuple(elements[0])
+        watermark = self.tracker.current
+        batches: dict[Optional[Hashable], list[CoreElement]] = {}
+        bad: list[DroppedElement] = []
+        for element in elements:
+            try:
+                read = self.reader.read(element, watermark)
+            except BadElementError as exc:
+                if self.operator.on_bad_element == "raise":
+                    raise
+                bad.append(DroppedElement(exc.reason, element, detail=exc.detail, watermark=watermark))
+                continue
+            batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
+        for dropped in bad:
+            self.dropped_counts[dropped.reason.value] += 1
+            self.dead_letters.append(dropped)
+        emitted: list[PaneRecord] = []
+        for key, batch in batches.items():
+            for ts, _, _ in batch:
+                self.tracker.observe_event_time(ts)
+            state = self.states.setdefault(key, KeyState())
+            self._collect(self.core.process_elements(key, state, batch, watermark, self.processing_time), emitted)
+            self._forget_if_empty(key)
+        emitted.extend(self._advance_watermark())
+        return emitted
+
+    def advance_watermark_to(self, watermark: Any) -> list[PaneRecord]:
+        self.tracker.observe_upstream(to_millis(watermark))
+        return self._advance_watermark()
+
+    def advance_watermark_to_infinity(self) -> list[PaneRecord]:
+        return self.advance_watermark_to(MAX_TIMESTAMP)
+
+    def advance_processing_time(self, advance_by: Any) -> list[PaneRecord]:
+        self.processing_time += to_duration_millis(advance_by)
+        emitted: list[PaneRecord] = []
+        for key in list(self.states):
+            state = self.states[key]
+            due = self.core.next_processing_time(state)
+            if due is not None and due <= self.processing_time:
+                self._collect(self.core.on_processing_time(key, state, self.watermark, self.processing_time), emitted)
+        emitted.extend(self._advance_watermark())
+        return emitted
+
+    def finish(self) -> list[PaneRecord]:
+        """End of input: the watermark goes to infinity, every window fires what it holds and expires."""
+        return self.advance_watermark_to_infinity()
+
+    def run(self, stream: TestStream, finish: bool = True) -> list[PaneRecord]:
+        emitted: list[PaneRecord] = []
+        for event in stream.events:
+            if isinstance(event, ElementsEvent):
+                emitted.extend(self.add_elements(*event.elements))
+            elif isinstance(event, WatermarkEvent):
+                emitted.extend(self.advance_watermark_to(event.watermark))
+            elif isinstance(event, ProcessingTimeEvent):
+                emitted.extend(self.advance_processing_time(event.advance_by))
+            else:  # pragma: no cover - TestStream only makes the three kinds
+                raise TypeError(f"unknown test stream event {event!r}")
+        if finish and self.watermark < MAX_TIMESTAMP:
+            emitted.extend(self.finish())
+        return emitted
+
+    # -- internals ----------------------------------------------------------------------------
+    def _advance_watermark(self) -> list[PaneRecord]:
+        before = self.tracker.current
+        after = self.tracker.compute(self.processing_time)
+        emitted: list[PaneRecord] = []
+        if after == before:
+            return emitted
+        for key in list(self.states):
+            state = self.states[key]
+            due = self.core.next_event_time(state)
+            if due is not None and due <= after:
+                self._collect(self.core.on_watermark(key, state, after, self.processing_time), emitted)
+                self._forget_if_empty(key)
+        return emitted
+
+    def _collect(self, emission: Emission, emitted: list[PaneRecord]) -> None:
+        emitted.extend(emission.outputs)
+        self.outputs.extend(emission.outputs)
+        for dropped in emission.dropped:
+            self.dropped_counts[dropped.reason.value] += 1
+            if self.operator.late_data_output:
+                self.late_data.append(dropped)
+
+    def _forget_if_empty(self, key: Optional[Hashable]) -> None:
+        if self.states[key].is_empty():
+            del self.states[key]

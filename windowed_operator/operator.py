@@ -1,0 +1,115 @@
+"""The user-facing operators: a validated description that builds a core and runs it.
+
+``KeyedWindowedOperator`` keeps state per key and window; ``WindowedOperator`` per window (every
+element under one key).  An operator without a window option keeps the windows of the records an
+upstream operator gave it (window propagation).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, Optional, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from accumulations.base import Accumulation
+from triggers.base import Trigger
+from triggers.option import TriggerOption
+
+from .config import Config, Duration
+from .core import WindowedCore
+from .elements import ElementReader
+from .panes import PaneRecord, TimestampCombiner
+from .testing import TestStream
+from .watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
+from .windows.base import WindowOption
+from .windows.inherited import InheritedWindows
+
+if TYPE_CHECKING:
+    from .chain import Chain
+    from .local_runner import LocalRunner
+
+Extractor = Optional[Union[str, Callable[[Any], Any]]]
+
+
+class OperatorBase(Config):
+    _positional: ClassVar[tuple[str, ...]] = ("window", "accumulation")
+    keyed: ClassVar[bool] = False
+
+    window: Optional[WindowOption] = Field(default=None, description="None keeps upstream windows")
+    accumulation: Accumulation
+    trigger: TriggerOption = Field(default_factory=TriggerOption)
+    allowed_lateness: Duration = Field(default=0, ge=0, description="ms a window stays open after the watermark passes it")
+    timestamp: Extractor = Field(default=None, description="field name or callable giving each element's event time")
+    value: Extractor = Field(default=None, description="field name or callable giving what is accumulated")
+    watermark: Union[UpstreamWatermark, FixedLagWatermark, BoundedDisorderWatermark] = Field(
+        default_factory=UpstreamWatermark, discriminator="kind")
+    timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW
+    late_data_output: bool = Field(default=False, description="send dropped late elements to the late-data output")
+    on_bad_element: Literal["raise", "dead_letter"] = "raise"
+    name: Optional[str] = None
+
+    @field_validator("trigger", mode="before")
+    @classmethod
+    def _wrap_trigger(cls, value: Any) -> Any:
+        if isinstance(value, Trigger):
+            return TriggerOption.of(value)
+        return value
+
+    @model_validator(mode="after")
+    def _warn_on_data_loss(self) -> "OperatorBase":
+        if self.allowed_lateness > 0 and self.trigger.to_trigger().may_finish():
+            warnings.warn(
+                f"trigger {self.trigger.to_trigger().describe()} can finish before allowed_lateness "
+                f"({self.allowed_lateness} ms) ends; late elements after it are dropped as closed_window "
+                "(add late firings to keep them)", stacklevel=3)
+        return self
+
+    # -- building blocks ----------------------------------------------------------------------
+    @property
+    def window_option(self) -> WindowOption:
+        return self.window if self.window is not None else InheritedWindows()
+
+    def build_core(self) -> WindowedCore:
+        return WindowedCore(self.window_option, self.accumulation, self.trigger, self.allowed_lateness,
+                            self.timestamp_combiner)
+
+    def build_reader(self) -> ElementReader:
+        return ElementReader(keyed=self.keyed, key=getattr(self, "key", None), timestamp=self.timestamp,
+                             value=self.value, inherit_windows=self.window is None)
+
+    # -- running ------------------------------------------------------------------------------
+    def local_runner(self, processing_time: Any = 0) -> "LocalRunner":
+        from .local_runner import LocalRunner
+
+        return LocalRunner(self, processing_time)
+
+    def run_local(self, stream: TestStream, finish: bool = True) -> list[PaneRecord]:
+        """Every output record for the stream, in emission order (the watermark ends at infinity)."""
+        return self.local_runner().run(stream, finish=finish)
+
+    def then(self, downstream: "OperatorBase") -> "Chain":
+        from .chain import Chain
+
+        return Chain(operators=[self, downstream])
+
+    def apply(self, df: Any, **options: Any) -> Any:
+        """Run on a streaming Spark DataFrame (see ``windowed_operator.spark``)."""
+        from .spark import apply_operator
+
+        return apply_operator(self, df, **options)
+
+    def describe(self) -> str:
+        window = self.window.describe() if self.window is not None else "inherited windows"
+        return (f"{type(self).__name__}({window}, {type(self.accumulation).__name__}, {self.trigger.describe()}, "
+                f"allowed_lateness={self.allowed_lateness} ms)")
+
+
+class WindowedOperator(OperatorBase):
+    """Non-keyed: all elements share one state per window; outputs have ``key=None``."""
+
+
+class KeyedWindowedOperator(OperatorBase):
+    """Keyed: elements are ``(key, value)`` pairs, or ``key=`` names a field / gives a callable."""
+
+    keyed: ClassVar[bool] = True
+    key: Extractor = Field(default=None, description="field name or callable giving each element's key")

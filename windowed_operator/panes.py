@@ -1,0 +1,72 @@
+"""What an operator emits: pane records, dropped elements, and the vocabulary describing them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Hashable, Optional
+
+from .windows.base import Window
+
+
+class Timing(str, Enum):
+    """When a pane fired relative to the watermark passing the window's end (Beam's PaneInfo.Timing)."""
+
+    EARLY = "EARLY"
+    ON_TIME = "ON_TIME"
+    LATE = "LATE"
+
+
+class TimestampCombiner(str, Enum):
+    """Which timestamp a pane carries: the window's max timestamp, or the earliest/latest input of the pane."""
+
+    END_OF_WINDOW = "end_of_window"
+    EARLIEST = "earliest"
+    LATEST = "latest"
+
+
+class DropReason(str, Enum):
+    """Why an element did not reach any window's aggregate."""
+
+    EXPIRED = "expired"  # every window of the element is past watermark >= max_timestamp + allowed_lateness
+    CLOSED_WINDOW = "closed_window"  # the window's trigger has finished (Beam's DROPPED_DUE_TO_CLOSED_WINDOW)
+    MISSING_TIMESTAMP = "missing_timestamp"
+    INVALID_TIMESTAMP = "invalid_timestamp"
+    MISSING_KEY = "missing_key"
+    INVALID_KEY = "invalid_key"
+    MISSING_WINDOW = "missing_window"
+    INVALID_VALUE = "invalid_value"
+
+
+@dataclass(frozen=True, slots=True)
+class PaneRecord:
+    """One output row: a pane (or the retraction of an earlier pane) of one window of one key."""
+
+    key: Optional[Hashable]
+    window_start: int
+    window_end: int
+    value: Any
+    timing: Timing
+    index: int
+    is_first: bool
+    is_last: bool
+    is_retraction: bool
+    timestamp: int
+
+    @property
+    def window(self) -> Window:
+        return Window(self.window_start, self.window_end)
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedElement:
+    """An element that was counted as dropped, sent to the late-data or dead-letter output."""
+
+    reason: DropReason
+    element: Any
+    key: Optional[Hashable] = None
+    timestamp: Optional[int] = None
+    watermark: Optional[int] = None
+    detail: str = ""

@@ -1,0 +1,72 @@
+"""Time inside the core is integer milliseconds since the epoch (UTC).
+
+Public APIs accept ``datetime``/``timedelta`` too; conversion happens once, at the edge, so the
+core never has to wonder which unit a number is in.  The bounds follow Beam's: they are the
+largest millisecond values whose microsecond form still fits in a signed 64-bit integer, which
+keeps them representable as Spark ``TimestampType`` values.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+MIN_TIMESTAMP: int = -9_223_372_036_854_775
+MAX_TIMESTAMP: int = 9_223_372_036_854_775
+#: Beam ends the global window one day before the end of time, so that its expiry timer can still fire.
+END_OF_GLOBAL_WINDOW: int = MAX_TIMESTAMP - 86_400_000
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class TimestampError(ValueError):
+    """A value that cannot be read as an event time."""
+
+
+def to_millis(value: Any) -> int:
+    """Read an instant (int ms, float ms, datetime, date, ISO-8601 string) as int milliseconds."""
+    if isinstance(value, bool):
+        raise TimestampError(f"cannot use a boolean {value!r} as a timestamp")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise TimestampError(f"cannot use {value!r} as a timestamp")
+        return int(value)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        delta = value - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    if isinstance(value, date):
+        return to_millis(datetime(value.year, value.month, value.day, tzinfo=timezone.utc))
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            return to_millis(datetime.fromisoformat(text.replace("Z", "+00:00")))
+        except ValueError:
+            raise TimestampError(f"cannot parse {value!r} as a timestamp (int ms or ISO-8601 expected)") from None
+    if hasattr(value, "to_pydatetime"):  # pandas.Timestamp without importing pandas
+        return to_millis(value.to_pydatetime())
+    raise TimestampError(f"cannot use {type(value).__name__} {value!r} as a timestamp")
+
+
+def to_duration_millis(value: Any) -> int:
+    """Read a duration (int ms or timedelta) as int milliseconds."""
+    if isinstance(value, bool):
+        raise TypeError(f"cannot use a boolean {value!r} as a duration")
+    if isinstance(value, timedelta):
+        return (value.days * 86_400 + value.seconds) * 1000 + value.microseconds // 1000
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise TypeError(f"cannot use {type(value).__name__} {value!r} as a duration (int ms or timedelta expected)")
+
+
+def saturating_add(a: int, b: int) -> int:
+    """a + b clamped to the representable range, so 'end of time + lateness' stays the end of time."""
+    return max(MIN_TIMESTAMP, min(MAX_TIMESTAMP, a + b))

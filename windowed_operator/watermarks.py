@@ -1,0 +1,87 @@
+"""Where an operator's watermark comes from, and the rule that it never moves backwards."""
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Optional, Union
+
+from pydantic import Field
+
+from .config import Config, Duration
+from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
+
+
+class UpstreamWatermark(Config):
+    """The watermark of the input: Spark's ``withWatermark`` or watermark records of a test stream."""
+
+    kind: Literal["upstream"] = "upstream"
+
+    def candidate(self, upstream: int, processing_time: int, max_event_time: Optional[int]) -> int:
+        return upstream
+
+
+class FixedLagWatermark(Config):
+    """Processing time minus a fixed lag: elements older than ``lag`` on arrival are late."""
+
+    _positional: ClassVar[tuple[str, ...]] = ("lag",)
+    kind: Literal["fixed_lag"] = "fixed_lag"
+    lag: Duration = Field(ge=0, description="lag behind processing time in ms")
+
+    def candidate(self, upstream: int, processing_time: int, max_event_time: Optional[int]) -> int:
+        return processing_time - self.lag
+
+
+class BoundedDisorderWatermark(Config):
+    """Largest event time seen minus a lag (Flink's bounded out-of-orderness)."""
+
+    _positional: ClassVar[tuple[str, ...]] = ("max_disorder",)
+    kind: Literal["bounded_disorder"] = "bounded_disorder"
+    max_disorder: Duration = Field(ge=0, description="how far behind the largest event time seen elements may be, in ms")
+
+    def candidate(self, upstream: int, processing_time: int, max_event_time: Optional[int]) -> int:
+        if max_event_time is None:
+            return MIN_TIMESTAMP
+        return max_event_time - self.max_disorder
+
+
+WatermarkPolicy = Union[UpstreamWatermark, FixedLagWatermark, BoundedDisorderWatermark]
+
+
+def upstream_watermark() -> UpstreamWatermark:
+    return UpstreamWatermark()
+
+
+def fixed_watermark(lag: int) -> FixedLagWatermark:
+    return FixedLagWatermark(lag=lag)
+
+
+def bounded_disorder(max_disorder: int) -> BoundedDisorderWatermark:
+    return BoundedDisorderWatermark(max_disorder=max_disorder)
+
+
+class WatermarkTracker:
+    """Keeps the operator's watermark monotonic and remembers what its policy needs."""
+
+    __slots__ = ("policy", "current", "upstream", "max_event_time")
+
+    def __init__(self, policy: WatermarkPolicy, current: int = MIN_TIMESTAMP) -> None:
+        self.policy = policy
+        self.current = current
+        self.upstream = MIN_TIMESTAMP
+        self.max_event_time: Optional[int] = None
+
+    def observe_event_time(self, ts: int) -> None:
+        if self.max_event_time is None or ts > self.max_event_time:
+            self.max_event_time = ts
+
+    def observe_upstream(self, watermark: int) -> None:
+        self.upstream = max(self.upstream, watermark)
+
+    def compute(self, processing_time: int) -> int:
+        """Advance (never retreat) to what the policy allows now; end of input always wins."""
+        if self.upstream >= MAX_TIMESTAMP:
+            candidate = MAX_TIMESTAMP
+        else:
+            candidate = self.policy.candidate(self.upstream, processing_time, self.max_event_time)
+        candidate = max(MIN_TIMESTAMP, min(MAX_TIMESTAMP, candidate))
+        if candidate > self.current:
+            self.current = candidate
+        return self.current

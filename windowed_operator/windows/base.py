@@ -1,0 +1,55 @@
+"""The window value type and the protocol every window family answers."""
+from __future__ import annotations
+
+from typing import ClassVar, Iterable, NamedTuple
+
+from ..config import Config
+
+
+class Window(NamedTuple):
+    """Half-open interval ``[start, end)`` of event time in milliseconds."""
+
+    start: int
+    end: int
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.end - 1
+
+    def contains(self, ts: int) -> bool:
+        return self.start <= ts < self.end
+
+    def intersects(self, other: "Window") -> bool:
+        return self.start < other.end and other.start < self.end
+
+    def span(self, other: "Window") -> "Window":
+        return Window(min(self.start, other.start), max(self.end, other.end))
+
+
+class WindowOption(Config):
+    """Which windows an element belongs to.
+
+    ``kind`` tells the core how windows are held: ``assigned`` families map a timestamp to a
+    fixed set of windows; ``merging`` families (sessions) merge windows as elements arrive;
+    ``per_record`` windows (KIP-450 sliding) are defined by the elements themselves.
+    """
+
+    kind: ClassVar[str] = "assigned"
+
+    def assign(self, ts: int) -> list[Window]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        fields = ", ".join(f"{k}={v}" for k, v in self.model_dump().items())
+        return f"{type(self).__name__}({fields})"
+
+
+class MergingWindowOption(WindowOption):
+    kind: ClassVar[str] = "merging"
+
+    def merge(self, active: Iterable[Window], proto: Window) -> tuple[Window, list[Window]]:
+        """Return the window ``proto`` ends up in and the active windows it absorbs.
+
+        If ``proto`` fits inside one active window, that window is the result and nothing is absorbed.
+        """
+        raise NotImplementedError

@@ -1,0 +1,51 @@
+"""Tumbling and hopping (sliding by a period) windows aligned to an offset."""
+from __future__ import annotations
+
+from typing import ClassVar, Optional
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from ..config import Duration
+from .base import Window, WindowOption
+
+
+class TimeWindows(WindowOption):
+    """``TimeWindows(size)`` tumbles; ``TimeWindows(size).slide_by(period)`` hops.
+
+    An element at ``ts`` belongs to every ``[s, s + size)`` with ``s ≡ offset (mod period)`` that
+    contains it, so size/period windows when the period divides the size.
+    """
+
+    _positional: ClassVar[tuple[str, ...]] = ("size", "offset")
+    size: Duration = Field(gt=0, description="window length in ms")
+    offset: Duration = Field(default=0, description="alignment of window starts in ms")
+    period: Optional[Duration] = Field(default=None, gt=0, description="hop between window starts in ms")
+
+    @field_validator("period")
+    @classmethod
+    def _period_within_size(cls, period: Optional[int], info: ValidationInfo) -> Optional[int]:
+        size = info.data.get("size")
+        if period is not None and size is not None and period > size:
+            raise ValueError(
+                f"slide period {period} ms is larger than the window size {size} ms; "
+                "elements between windows would belong to no window"
+            )
+        return period
+
+    def slide_by(self, period: int) -> "TimeWindows":
+        return TimeWindows(size=self.size, offset=self.offset, period=period)
+
+    @property
+    def step(self) -> int:
+        return self.period if self.period is not None else self.size
+
+    def assign(self, ts: int) -> list[Window]:
+        step = self.step
+        last_start = ts - (ts - self.offset) % step
+        windows = []
+        start = last_start
+        while start > ts - self.size:
+            windows.append(Window(start, start + self.size))
+            start -= step
+        windows.reverse()
+        return windows
