@@ -1,0 +1,62 @@
+"""Every standard accumulation: fold, merge (sessions and panes combine partials), output, retraction."""
+import pytest
+from pydantic import ValidationError
+
+from accumulations import Combine, Count, Max, Mean, Min, Reduce, Sum, ToList, TopN
+
+
+def fold(acc, values):
+    a = acc.default_accumulated_value()
+    for v in values:
+        a = acc.accumulate(a, v)
+    return a
+
+
+@pytest.mark.parametrize("acc,values,expected", [
+    (Sum(), [1, 2, 3], 6),
+    (Sum("amount"), [{"amount": 2}, {"amount": 5}], 7),
+    (Count(), ["a", "b"], 2),
+    (Min(), [3, 1, 2], 1),
+    (Max(), [3, 1, 2], 3),
+    (Mean(), [1, 2, 3, 4], 2.5),
+    (TopN(2), [5, 1, 7, 3], [7, 5]),
+    (TopN(1, field="score"), [{"score": 1}, {"score": 9}], [{"score": 9}]),
+    (ToList(), [1, 2, 3], [1, 2, 3]),
+    (Reduce(lambda a, b: a * b), [2, 3, 4], 24),
+    (Combine(set, lambda s, x: s | {x}, lambda a, b: a | b, len), [1, 2, 2, 3], 3),
+])
+def test_fold_and_merge_agree(acc, values, expected):
+    assert acc.get_output(fold(acc, values)) == expected
+    for cut in range(len(values) + 1):
+        merged = acc.merge(fold(acc, values[:cut]), fold(acc, values[cut:]))
+        assert acc.get_output(merged) == expected
+
+
+@pytest.mark.parametrize("acc", [Min(), Max(), Mean(), Reduce(lambda a, b: a + b)])
+def test_empty_outputs_are_none(acc):
+    assert acc.get_output(acc.default_accumulated_value()) is None
+
+
+def test_retractions_negate_numbers_and_repeat_collections():
+    assert Sum().get_retraction(5) == -5
+    assert Mean().get_retraction(2.5) == -2.5
+    assert ToList().get_retraction([1, 2]) == [1, 2]
+    assert Combine(list, lambda a, x: a + [x], lambda a, b: a + b, sum, retract=lambda o: -o).get_retraction(4) == -4
+
+
+def test_subtract_is_the_inverse_where_declared():
+    assert Sum().supports_subtract() and Count().supports_subtract() and Mean().supports_subtract()
+    assert not Min().supports_subtract()
+    assert Sum().subtract(fold(Sum(), [1, 2, 3]), 2) == 4
+    assert Mean().get_output(Mean().subtract(fold(Mean(), [1, 2, 3]), 3)) == 1.5
+
+
+def test_field_missing_names_the_field():
+    with pytest.raises(KeyError, match="amount"):
+        Sum("amount").accumulate(0, {"price": 1})
+
+
+def test_topn_rejects_zero():
+    with pytest.raises(ValidationError) as info:
+        TopN(0)
+    assert info.value.errors()[0]["loc"] == ("n",)
