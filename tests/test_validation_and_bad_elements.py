@@ -1,0 +1,101 @@
+"""Bad configuration raises a pydantic error naming the field; bad elements raise or go to dead letters."""
+from datetime import datetime, timezone
+
+import pytest
+from pydantic import ValidationError
+
+from accumulations import Sum
+from triggers import AfterCount, AfterProcessingTime, TriggerOption
+from windowed_operator import BadElementError, DropReason, KeyedWindowedOperator, TimeWindows, WindowedOperator
+from windowed_operator.testing import TimestampedValue
+
+
+@pytest.mark.parametrize("make,field", [
+    (lambda: TriggerOption.at_watermark().with_early_firings_at_every(count=0), "count"),
+    (lambda: TriggerOption.at_watermark().with_late_firings_at_every(duration=-5), "duration"),
+    (lambda: TriggerOption(mode="sometimes"), "mode"),
+    (lambda: AfterCount(0), "count"),
+    (lambda: AfterProcessingTime(-1), "delay"),
+    (lambda: KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=-1), "allowed_lateness"),
+    (lambda: KeyedWindowedOperator(TimeWindows(10), Sum(), on_bad_element="ignore"), "on_bad_element"),
+    (lambda: KeyedWindowedOperator(TimeWindows(10), Sum(), watermark={"kind": "fixed_lag", "lag": -3}),
+     "watermark"),
+    (lambda: KeyedWindowedOperator(TimeWindows(10), Sum(), windw=TimeWindows(5)), "windw"),
+])
+def test_bad_configuration_names_the_field(make, field):
+    with pytest.raises(ValidationError) as info:
+        make()
+    assert field in info.value.errors()[0]["loc"]
+
+
+def test_firing_needs_exactly_one_of_duration_and_count():
+    with pytest.raises(ValidationError, match="exactly one"):
+        TriggerOption.at_watermark().with_early_firings_at_every()
+
+
+def test_timestamps_can_be_fields_callables_datetimes_and_iso_strings():
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("n"), key="user", timestamp="at")
+    runner = op.local_runner()
+    runner.add_elements({"user": "a", "n": 1, "at": 1_000},
+                        {"user": "a", "n": 2, "at": datetime(1970, 1, 1, 0, 0, 2, tzinfo=timezone.utc)},
+                        {"user": "a", "n": 4, "at": "1970-01-01T00:00:03Z"})
+    [pane] = runner.finish()
+    assert pane.value == 7 and (pane.window_start, pane.window_end) == (0, 10_000)
+    op2 = KeyedWindowedOperator(TimeWindows(10), Sum(), key=lambda e: e[0], value=lambda e: e[1],
+                                timestamp=lambda e: e[2])
+    runner2 = op2.local_runner()
+    runner2.add_elements(("a", 5, 3), ("a", 6, 12))
+    assert [(p.key, p.window_start, p.value) for p in runner2.finish()] == [("a", 0, 5), ("a", 10, 6)]
+
+
+@pytest.mark.parametrize("element,reason", [
+    ({"user": "a", "n": 1}, DropReason.MISSING_TIMESTAMP),
+    ({"user": "a", "n": 1, "at": "yesterday-ish"}, DropReason.INVALID_TIMESTAMP),
+    ({"user": "a", "n": 1, "at": None}, DropReason.MISSING_TIMESTAMP),
+    ({"n": 1, "at": 5}, DropReason.MISSING_KEY),
+    ({"user": ["unhashable"], "n": 1, "at": 5}, DropReason.INVALID_KEY),
+])
+def test_bad_elements_raise_by_default_and_leave_no_trace(element, reason):
+    op = KeyedWindowedOperator(TimeWindows(10), Sum("n"), key="user", timestamp="at")
+    runner = op.local_runner()
+    with pytest.raises(BadElementError) as info:
+        runner.add_elements({"user": "a", "n": 1, "at": 1}, element)
+    assert info.value.reason == reason
+    assert runner.states == {}  # the good element of the bundle was not half-applied
+
+
+@pytest.mark.parametrize("element,reason", [
+    ({"user": "a", "n": 1}, DropReason.MISSING_TIMESTAMP),
+    ({"user": "a", "n": 1, "at": "not a time"}, DropReason.INVALID_TIMESTAMP),
+    ({"n": 1, "at": 5}, DropReason.MISSING_KEY),
+])
+def test_bad_elements_go_to_dead_letters_with_their_reason(element, reason):
+    op = KeyedWindowedOperator(TimeWindows(10), Sum("n"), key="user", timestamp="at", on_bad_element="dead_letter")
+    runner = op.local_runner()
+    runner.add_elements({"user": "a", "n": 1, "at": 1}, element)
+    assert [(d.reason, d.element) for d in runner.dead_letters] == [(reason, element)]
+    assert runner.dropped_counts == {reason.value: 1}
+    assert [p.value for p in runner.finish()] == [1]
+
+
+def test_keyed_operator_without_key_extractor_needs_pairs():
+    runner = KeyedWindowedOperator(TimeWindows(10), Sum()).local_runner()
+    with pytest.raises(BadElementError, match="missing_key"):
+        runner.add_elements(TimestampedValue(5, 1))
+
+
+def test_unparseable_timestamped_value_is_a_bad_element():
+    runner = WindowedOperator(TimeWindows(10), Sum(), on_bad_element="dead_letter").local_runner()
+    runner.add_elements(TimestampedValue(5, "noon"))
+    assert runner.dead_letters[0].reason == DropReason.INVALID_TIMESTAMP
+
+
+def test_operator_without_window_needs_windowed_records():
+    runner = KeyedWindowedOperator(None, Sum()).local_runner()
+    with pytest.raises(BadElementError, match="missing_window"):
+        runner.add_elements(TimestampedValue(("k", 1), 5))
+
+
+def test_a_trigger_that_can_finish_with_allowed_lateness_warns_about_data_loss():
+    with pytest.warns(UserWarning, match="closed_window"):
+        KeyedWindowedOperator(TimeWindows(10), Sum(), trigger=TriggerOption.at_watermark(), allowed_lateness=10)
