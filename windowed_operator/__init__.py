@@ -3,21 +3,39 @@
 The semantic core (windows, watermarks, triggers, accumulation modes, retractions) is pure Python;
 the local runner drives it in-process and the Spark runner (``windowed_operator.spark``) inside
 ``transformWithStateInPandas``.
-"""
-from .chain import Chain
-from .elements import BadElementError, TimestampedValue
-from .operator import KeyedWindowedOperator, OperatorBase, WindowedOperator
-from .panes import DropReason, DroppedElement, PaneRecord, TimestampCombiner, Timing
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from .watermarks import (BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark, bounded_disorder,
-                         fixed_watermark, upstream_watermark)
-from .windows import (CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows, Window,
-                      WindowOption)
 
-__all__ = [
-    "KeyedWindowedOperator", "WindowedOperator", "OperatorBase", "Chain", "PaneRecord", "DroppedElement",
-    "DropReason", "Timing", "TimestampCombiner", "TimestampedValue", "BadElementError", "GlobalWindow",
-    "TimeWindows", "SessionWindows", "SlidingWindows", "CumulativeWindows", "Window", "WindowOption",
-    "UpstreamWatermark", "FixedLagWatermark", "BoundedDisorderWatermark", "upstream_watermark", "fixed_watermark",
-    "bounded_disorder", "MIN_TIMESTAMP", "MAX_TIMESTAMP",
-]
+Names are exported lazily: ``triggers`` and ``accumulations`` import small modules of this package
+(``config``, ``windows``), and an eager import of the operators here would make that a cycle.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "KeyedWindowedOperator": "operator", "WindowedOperator": "operator", "OperatorBase": "operator",
+    "Chain": "chain",
+    "PaneRecord": "panes", "DroppedElement": "panes", "DropReason": "panes", "Timing": "panes",
+    "TimestampCombiner": "panes",
+    "TimestampedValue": "elements", "BadElementError": "elements",
+    "GlobalWindow": "windows", "TimeWindows": "windows", "SessionWindows": "windows", "SlidingWindows": "windows",
+    "CumulativeWindows": "windows", "Window": "windows", "WindowOption": "windows",
+    "UpstreamWatermark": "watermarks", "FixedLagWatermark": "watermarks", "BoundedDisorderWatermark": "watermarks",
+    "upstream_watermark": "watermarks", "fixed_watermark": "watermarks", "bounded_disorder": "watermarks",
+    "MIN_TIMESTAMP": "time", "MAX_TIMESTAMP": "time",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'windowed_operator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

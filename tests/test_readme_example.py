@@ -1,0 +1,14 @@
+"""The README's first example prints what the README says it prints."""
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_first_example_output_matches_readme(capsys):
+    text = README.read_text()
+    code = re.search(r"## A first example\n\n```python\n(.*?)```", text, re.S).group(1)
+    expected = [line[2:] for line in code.splitlines() if line.startswith("# user1")]
+    exec(compile(code, "README", "exec"), {})
+    printed = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert printed == [" ".join(line.split()) for line in expected]
