@@ -1,4 +1,11 @@
 import os
 import sys
 
+from hypothesis import settings
+
 sys.path.insert(0, os.path.dirname(__file__))
+
+# CI runs a fixed sequence of examples (HYPOTHESIS_PROFILE=ci) so a red build is reproducible;
+# local runs explore new random examples each time.
+settings.register_profile("ci", derandomize=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
