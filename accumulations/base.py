@@ -59,6 +59,15 @@ class Accumulation(BaseModel, Generic[I, A, O]):
     def subtract(self, accumulated: A, value: I) -> A:
         raise NotImplementedError(f"{type(self).__name__} has no inverse")
 
+    def output_type(self, input_type: str) -> Optional[str]:
+        """The output's type as a DDL type string (``bigint``, ``double``, ``array<string>``) given the
+        input's, or None when it cannot be known; runners with typed outputs (Spark) need it."""
+        return None
+
+    def input_field(self) -> Optional[str]:
+        """The input field this accumulation reads, if it reads one."""
+        return None
+
     def accumulate_all(self, accumulated: A, values: list[I]) -> A:
         """Fold many values; accumulations with a vectorized form override this."""
         for value in values:
@@ -71,6 +80,9 @@ class FieldAccumulation(Accumulation[Any, A, O]):
 
     _positional: ClassVar[tuple[str, ...]] = ("field",)
     field: Optional[str] = None
+
+    def input_field(self) -> Optional[str]:
+        return self.field
 
     def extract(self, value: Any) -> Any:
         if self.field is None:
@@ -86,3 +98,19 @@ class FieldAccumulation(Accumulation[Any, A, O]):
 
 
 Fn = Callable[..., Any]
+
+INTEGRAL_TYPES = {"tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long"}
+FRACTIONAL_TYPES = {"float", "double"}
+
+
+def is_numeric_type(ddl: str) -> bool:
+    return ddl in INTEGRAL_TYPES or ddl in FRACTIONAL_TYPES or ddl.startswith("decimal")
+
+
+def sum_type(ddl: str) -> Optional[str]:
+    """Python sums integers exactly and floats as doubles."""
+    if ddl in INTEGRAL_TYPES:
+        return "bigint"
+    if ddl in FRACTIONAL_TYPES or ddl.startswith("decimal"):
+        return "double"
+    return None

@@ -25,6 +25,9 @@ class ToList(FieldAccumulation[list, list]):
     def get_output(self, accumulated: list) -> list:
         return list(accumulated)
 
+    def output_type(self, input_type: str) -> Optional[str]:
+        return f"array<{input_type}>"
+
 
 class TopN(Accumulation[Any, list, list]):
     """The ``n`` largest inputs (by ``field`` or ``key``), largest first."""
@@ -52,3 +55,6 @@ class TopN(Accumulation[Any, list, list]):
 
     def get_output(self, accumulated: list) -> list:
         return list(accumulated)
+
+    def output_type(self, input_type: str) -> Optional[str]:
+        return f"array<{input_type}>"

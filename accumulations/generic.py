@@ -13,6 +13,7 @@ class Reduce(Accumulation[Any, Any, Any]):
 
     _positional: ClassVar[tuple[str, ...]] = ("fn",)
     fn: Callable[[Any, Any], Any]
+    result_type: Optional[str] = None
 
     def default_accumulated_value(self) -> Any:
         return _EMPTY
@@ -30,6 +31,9 @@ class Reduce(Accumulation[Any, Any, Any]):
     def get_output(self, accumulated: Any) -> Any:
         return accumulated
 
+    def output_type(self, input_type: str) -> Optional[str]:
+        return self.result_type or input_type
+
 
 class Combine(Accumulation[Any, Any, Any]):
     """Beam's CombineFn shape: ``create() -> A``, ``add(A, I) -> A``, ``merge(A, A) -> A``, ``extract(A) -> O``."""
@@ -40,6 +44,7 @@ class Combine(Accumulation[Any, Any, Any]):
     merge_fn: Callable[[Any, Any], Any]
     extract: Callable[[Any], Any]
     retract: Optional[Callable[[Any], Any]] = None
+    result_type: Optional[str] = None
 
     def default_accumulated_value(self) -> Any:
         return self.create()
@@ -52,6 +57,9 @@ class Combine(Accumulation[Any, Any, Any]):
 
     def get_output(self, accumulated: Any) -> Any:
         return self.extract(accumulated)
+
+    def output_type(self, input_type: str) -> Optional[str]:
+        return self.result_type
 
     def get_retraction(self, output: Any) -> Any:
         if self.retract is not None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .base import Accumulation, FieldAccumulation
+from .base import Accumulation, FieldAccumulation, is_numeric_type, sum_type
 
 
 class Sum(FieldAccumulation[Any, Any]):
@@ -22,6 +22,9 @@ class Sum(FieldAccumulation[Any, Any]):
     def subtract(self, accumulated: Any, value: Any) -> Any:
         return accumulated - self.extract(value)
 
+    def output_type(self, input_type: str) -> Optional[str]:
+        return sum_type(input_type)
+
 
 class Count(Accumulation[Any, int, int]):
     def default_accumulated_value(self) -> int:
@@ -38,6 +41,9 @@ class Count(Accumulation[Any, int, int]):
 
     def subtract(self, accumulated: int, value: Any) -> int:
         return accumulated - 1
+
+    def output_type(self, input_type: str) -> Optional[str]:
+        return "bigint"
 
 
 class Min(FieldAccumulation[Optional[Any], Optional[Any]]):
@@ -60,6 +66,9 @@ class Min(FieldAccumulation[Optional[Any], Optional[Any]]):
     def get_output(self, accumulated: Any) -> Any:
         return accumulated
 
+    def output_type(self, input_type: str) -> Optional[str]:
+        return input_type if not input_type.startswith(("struct", "map", "array")) else None
+
 
 class Max(FieldAccumulation[Optional[Any], Optional[Any]]):
     """Output is ``None`` for a window with no inputs (an empty pane)."""
@@ -81,6 +90,9 @@ class Max(FieldAccumulation[Optional[Any], Optional[Any]]):
     def get_output(self, accumulated: Any) -> Any:
         return accumulated
 
+    def output_type(self, input_type: str) -> Optional[str]:
+        return input_type if not input_type.startswith(("struct", "map", "array")) else None
+
 
 class Mean(FieldAccumulation[tuple, Optional[float]]):
     """Accumulates ``(sum, count)``; output is ``None`` for an empty window."""
@@ -99,3 +111,6 @@ class Mean(FieldAccumulation[tuple, Optional[float]]):
 
     def subtract(self, accumulated: tuple, value: Any) -> tuple:
         return (accumulated[0] - self.extract(value), accumulated[1] - 1)
+
+    def output_type(self, input_type: str) -> Optional[str]:
+        return "double" if is_numeric_type(input_type) else None

@@ -250,13 +250,24 @@ class WindowedCore:
         return min(times) if times else None
 
     def process_batch(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
-                      watermark_before: int, watermark_after: int, processing_time: int) -> Emission:
-        """One micro-batch: due processing-time timers, then elements judged against the watermark
-        the batch started with, then the watermark's advance."""
-        emission = self.on_processing_time(key, state, watermark_before, processing_time)
+                      watermark: int, processing_time: int) -> Emission:
+        """One key's share of a micro-batch (or of one local-runner bundle).
+
+        Order: windows the watermark has reached, then due processing-time timers, then the
+        elements (judged against ``watermark``), then anything the elements made due.  The order is
+        fixed so that a Spark batch and a no-data batch before it produce the same panes as one
+        batch doing both.
+        """
+        emission = Emission()
+        due = self.next_event_time(state)
+        if due is not None and due <= watermark:
+            emission.extend(self.on_watermark(key, state, watermark, processing_time))
+        due = self.next_processing_time(state)
+        if due is not None and due <= processing_time:
+            emission.extend(self.on_processing_time(key, state, watermark, processing_time))
         if elements:
-            emission.extend(self.process_elements(key, state, elements, watermark_before, processing_time))
-        nxt = self.next_event_time(state)
-        if nxt is not None and nxt <= watermark_after:
-            emission.extend(self.on_watermark(key, state, watermark_after, processing_time))
+            emission.extend(self.process_elements(key, state, elements, watermark, processing_time))
+            due = self.next_event_time(state)
+            if due is not None and due <= watermark:
+                emission.extend(self.on_watermark(key, state, watermark, processing_time))
         return emission

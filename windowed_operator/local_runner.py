@@ -64,7 +64,7 @@ class LocalRunner:
             for ts, _, _ in batch:
                 self.tracker.observe_event_time(ts)
             state = self.states.setdefault(key, KeyState())
-            self._collect(self.core.process_elements(key, state, batch, watermark, self.processing_time), emitted)
+            self._collect(self.core.process_batch(key, state, batch, watermark, self.processing_time), emitted)
             self._forget_if_empty(key)
         emitted.extend(self._advance_watermark())
         return emitted
