@@ -85,6 +85,10 @@ class Trigger(Config):
     def reset(self, ctx: TriggerContext) -> None:
         ctx.clear_subtree()
 
+    def uses_processing_time(self) -> bool:
+        """Whether any part of this trigger waits on processing time (runners pick a time mode by it)."""
+        return False
+
     def may_finish(self) -> bool:
         """Whether this trigger can finish (after which later elements of the window are dropped)."""
         return True

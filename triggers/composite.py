@@ -32,6 +32,9 @@ class Repeatedly(Trigger):
     def may_finish(self) -> bool:
         return False
 
+    def uses_processing_time(self) -> bool:
+        return self.trigger.uses_processing_time()
+
     def describe(self) -> str:
         return f"Repeatedly({self.trigger.describe()})"
 
@@ -65,6 +68,9 @@ class _Parallel(Trigger):
     def reset(self, ctx: TriggerContext) -> None:
         for i, trigger in enumerate(self.triggers):
             trigger.reset(ctx.nested(i))
+
+    def uses_processing_time(self) -> bool:
+        return any(t.uses_processing_time() for t in self.triggers)
 
     def describe(self) -> str:
         return f"{type(self).__name__}({', '.join(t.describe() for t in self.triggers)})"
@@ -133,6 +139,9 @@ class AfterEach(Trigger):
 
     def may_finish(self) -> bool:
         return all(t.may_finish() for t in self.triggers)
+
+    def uses_processing_time(self) -> bool:
+        return any(t.uses_processing_time() for t in self.triggers)
 
     def describe(self) -> str:
         return f"AfterEach({', '.join(t.describe() for t in self.triggers)})"

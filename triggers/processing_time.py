@@ -36,5 +36,8 @@ class AfterProcessingTime(Trigger):
         ctx.clear_timer(TimeDomain.PROCESSING_TIME)
         return True
 
+    def uses_processing_time(self) -> bool:
+        return True
+
     def describe(self) -> str:
         return f"AfterProcessingTime({self.delay} ms)"

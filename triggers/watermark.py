@@ -113,6 +113,9 @@ class AfterWatermark(Trigger):
     def may_finish(self) -> bool:
         return self.late is None
 
+    def uses_processing_time(self) -> bool:
+        return any(t is not None and t.uses_processing_time() for t in (self.early, self.late))
+
     def describe(self) -> str:
         parts = []
         if self.early is not None:

@@ -1,0 +1,24 @@
+"""The Spark runner: the semantic core inside ``transformWithStateInPandas``.
+
+This package is the only place that imports pyspark.  Its pure-Python parts (the plan, the clocks,
+the pane-to-row conversion) are importable without Spark so they can be unit-tested fast.
+"""
+from .clock import FileClock, SparkBatchClock
+from .plan import END_OF_INPUT, OUTPUT_COLUMNS, SparkPlan
+
+__all__ = ["apply_operator", "local_session", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
+           "SparkPlan"]
+
+
+def apply_operator(*args, **kwargs):  # noqa: D401 - thin lazy wrapper so `import windowed_operator.spark` is cheap
+    """See :func:`windowed_operator.spark.runner.apply_operator`."""
+    from .runner import apply_operator as _apply
+
+    return _apply(*args, **kwargs)
+
+
+def local_session(*args, **kwargs):
+    """See :func:`windowed_operator.spark.session.local_session`."""
+    from .session import local_session as _session
+
+    return _session(*args, **kwargs)

@@ -1,0 +1,89 @@
+"""What the Spark processor needs to know, resolved once on the driver (pure Python, picklable)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from ..core import Emission
+from ..operator import OperatorBase
+from ..panes import DroppedElement, PaneRecord
+from .clock import FileClock, SparkBatchClock
+
+#: Append a row with this event time (ms) to a finite input to flush it: it moves Spark's watermark
+#: past every real window and is never aggregated.  (9e12 ms, year 2255: larger values overflow the
+#: nanosecond timestamps pandas uses.)
+END_OF_INPUT = 9_000_000_000_000
+
+#: Columns of the operator's output DataFrame, in order (``key`` only for keyed operators).
+OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_index", "is_first", "is_last",
+                  "is_retraction", "timestamp"]
+#: Extra columns when the operator has a late-data or dead-letter output.
+SIDE_OUTPUT_COLUMNS = ["record_type", "reason", "element", "element_timestamp"]
+
+
+@dataclass(frozen=True)
+class SparkPlan:
+    operator: OperatorBase
+    keyed: bool
+    time_mode: str  # "EventTime" or "ProcessingTime"
+    value_type: str
+    key_type: Optional[str]
+    side_outputs: bool
+    clock: Union[SparkBatchClock, FileClock] = field(default_factory=SparkBatchClock)
+    #: ProcessingTime mode polls each key with state once per batch (the watermark has no timers there).
+    poll_ms: int = 1
+
+    def processor_schema(self) -> str:
+        """DDL of the processor's output: times as epoch ms (converted to timestamps by the runner)."""
+        cols = []
+        if self.keyed:
+            cols.append(f"key {self.key_type}")
+        cols += ["window_start bigint", "window_end bigint", f"value {self.value_type}", "timing string",
+                 "pane_index int", "is_first boolean", "is_last boolean", "is_retraction boolean",
+                 "timestamp bigint"]
+        if self.side_outputs:
+            cols += ["record_type string", "reason string", "element string", "element_timestamp bigint"]
+        return ", ".join(cols)
+
+    def rows(self, emission: Emission, dead_letters: list[DroppedElement]) -> dict[str, list[Any]]:
+        """Column lists for one pandas DataFrame of output rows."""
+        names = (["key"] if self.keyed else []) + ["window_start", "window_end", "value", "timing", "pane_index",
+                                                    "is_first", "is_last", "is_retraction", "timestamp"]
+        if self.side_outputs:
+            names += SIDE_OUTPUT_COLUMNS
+        columns: dict[str, list[Any]] = {name: [] for name in names}
+        for pane in emission.outputs:
+            self._add_pane(columns, pane)
+        if self.side_outputs:
+            late = emission.dropped if self.operator.late_data_output else []
+            for dropped in [*late, *dead_letters]:
+                self._add_dropped(columns, dropped)
+        return columns
+
+    def _add_pane(self, columns: dict[str, list[Any]], pane: PaneRecord) -> None:
+        if self.keyed:
+            columns["key"].append(pane.key)
+        columns["window_start"].append(pane.window_start)
+        columns["window_end"].append(pane.window_end)
+        columns["value"].append(pane.value)
+        columns["timing"].append(pane.timing.value)
+        columns["pane_index"].append(pane.index)
+        columns["is_first"].append(pane.is_first)
+        columns["is_last"].append(pane.is_last)
+        columns["is_retraction"].append(pane.is_retraction)
+        columns["timestamp"].append(pane.timestamp)
+        if self.side_outputs:
+            for name in SIDE_OUTPUT_COLUMNS:
+                columns[name].append("pane" if name == "record_type" else None)
+
+    def _add_dropped(self, columns: dict[str, list[Any]], dropped: DroppedElement) -> None:
+        for name in columns:
+            columns[name].append(None)
+        if self.keyed:
+            columns["key"][-1] = dropped.key
+        kind = "late" if dropped.reason.value in ("expired", "closed_window") else "dead_letter"
+        columns["record_type"][-1] = kind
+        columns["reason"][-1] = dropped.reason.value
+        columns["element"][-1] = json.dumps(dropped.element, default=str, sort_keys=True)
+        columns["element_timestamp"][-1] = dropped.timestamp

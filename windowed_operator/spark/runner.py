@@ -1,0 +1,147 @@
+"""``op.apply(df)``: wire an operator into a streaming query around ``transformWithStateInPandas``."""
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
+
+from ..operator import OperatorBase
+from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
+from .clock import FileClock, SparkBatchClock
+from .plan import END_OF_INPUT, SparkPlan
+from .processor import GROUP_COLUMN, WindowedStatefulProcessor
+
+_WATERMARK_HELPER = "__wo_event_time"
+_GROUP_COLUMN = GROUP_COLUMN
+
+
+class SparkOperatorError(ValueError):
+    """A DataFrame or operator that the Spark runner cannot run, with the column or type at fault."""
+
+
+def _has_event_time_watermark(df: DataFrame) -> bool:
+    try:
+        return "EventTimeWatermark" in df._jdf.queryExecution().logical().toString()
+    except Exception:  # Spark Connect has no _jdf: trust the caller
+        return True
+
+
+def _event_time_ms(df: DataFrame, column: str) -> Column:
+    data_type = df.schema[column].dataType
+    if isinstance(data_type, (TimestampType, TimestampNTZType)):
+        return F.unix_millis(F.col(column))
+    if isinstance(data_type, IntegralType):
+        return F.col(column).cast("bigint")
+    raise SparkOperatorError(
+        f"timestamp column {column!r} has type {data_type.simpleString()}; expected timestamp or epoch milliseconds "
+        "(an integral type)")
+
+
+def choose_time_mode(op: OperatorBase, requested: str = "auto") -> str:
+    """ProcessingTime when processing time matters (processing-time triggers, fixed-lag watermark),
+    EventTime otherwise: one mode per query (SPARK_NOTES.md)."""
+    if requested in ("EventTime", "ProcessingTime"):
+        return requested
+    if requested != "auto":
+        raise SparkOperatorError(f"time_mode {requested!r} is not one of 'auto', 'EventTime', 'ProcessingTime'")
+    if op.trigger.to_trigger().uses_processing_time() or isinstance(op.watermark, FixedLagWatermark):
+        return "ProcessingTime"
+    return "EventTime"
+
+
+def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None, timestamp: Optional[str] = None,
+                   value_type: Optional[str] = None, time_mode: str = "auto",
+                   clock: Union[SparkBatchClock, FileClock, None] = None) -> DataFrame:
+    """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
+
+    Output columns: ``key`` (keyed operators), ``window_start``, ``window_end`` (timestamps),
+    ``value`` (typed by the accumulation), ``timing``, ``pane_index``, ``is_first``, ``is_last``,
+    ``is_retraction``, ``timestamp``; plus ``record_type``, ``reason``, ``element``,
+    ``element_timestamp`` when the operator has a late-data output or dead letters.
+    Rows with event time >= ``END_OF_INPUT`` only move the watermark (to flush a finite input).
+    """
+    if not isinstance(df, DataFrame):
+        raise SparkOperatorError(f"apply() takes a Spark DataFrame, got {type(df).__name__}")
+    if not df.isStreaming:
+        raise SparkOperatorError("apply() needs a streaming DataFrame (spark.readStream...); this DataFrame is not "
+                                 "streaming. For a finite batch, use op.run_local() or read it with readStream.")
+    ts_col = timestamp or (op.timestamp if isinstance(op.timestamp, str) else None)
+    if ts_col is None:
+        raise SparkOperatorError("the operator needs a timestamp column on Spark: set timestamp='<column>' on the "
+                                 "operator or pass timestamp= to apply()")
+    if ts_col not in df.columns:
+        raise SparkOperatorError(f"timestamp column {ts_col!r} is not in the DataFrame (columns: {df.columns})")
+    key_col = None
+    if op.keyed:
+        key_col = key or (op.key if isinstance(getattr(op, "key", None), str) else None)
+        if key_col is None:
+            raise SparkOperatorError("a keyed operator needs a key column on Spark: set key='<column>' on the "
+                                     "operator or pass key= to apply()")
+        if key_col not in df.columns:
+            raise SparkOperatorError(f"key column {key_col!r} is not in the DataFrame (columns: {df.columns})")
+    if op.window is None:
+        raise SparkOperatorError("window propagation on Spark is not supported yet: give the operator a window option")
+
+    event_ms = _event_time_ms(df, ts_col)
+    mode = choose_time_mode(op, time_mode)
+    if isinstance(op.watermark, BoundedDisorderWatermark):
+        df = df.withColumn(_WATERMARK_HELPER, F.timestamp_millis(event_ms)).withWatermark(
+            _WATERMARK_HELPER, f"{op.watermark.max_disorder} milliseconds")
+    elif not isinstance(op.watermark, FixedLagWatermark) and not _has_event_time_watermark(df):
+        raise SparkOperatorError(
+            "the operator uses the upstream watermark but the DataFrame has none: call "
+            f"df.withWatermark({ts_col!r}, '<delay>') first, or give the operator watermark=bounded_disorder(ms); "
+            "without a watermark no window would ever fire")
+
+    # Casting the event-time column to epoch ms (and dropping the helper) keeps Spark from dropping
+    # rows behind its watermark before the operator: lateness is decided in the core.
+    # The end-of-input filter references the watermarked column so that Spark cannot push it below
+    # the watermark (the sentinel row must still move the watermark).
+    projected = df.withColumn(ts_col, event_ms)
+    if _WATERMARK_HELPER in projected.columns:
+        projected = projected.where(F.col(_WATERMARK_HELPER).isNull()
+                                    | (F.col(_WATERMARK_HELPER) < F.timestamp_millis(F.lit(END_OF_INPUT))))
+        projected = projected.drop(_WATERMARK_HELPER)
+    else:
+        projected = projected.where(F.col(ts_col).isNull() | (F.col(ts_col) < F.lit(END_OF_INPUT)))
+
+    value_field = op.value if isinstance(op.value, str) else op.accumulation.input_field()
+    if value_field is not None and value_field not in projected.columns:
+        raise SparkOperatorError(f"value column {value_field!r} is not in the DataFrame (columns: {df.columns})")
+    input_type = (projected.schema[value_field].dataType.simpleString() if value_field is not None
+                  else projected.schema.simpleString())
+    resolved_value_type = value_type or op.accumulation.output_type(input_type)
+    if resolved_value_type is None:
+        raise SparkOperatorError(
+            f"cannot map the output of {type(op.accumulation).__name__} over input type {input_type} to a Spark type; "
+            "pass value_type='<DDL type>' to apply()")
+
+    updates: dict[str, Any] = {"timestamp": ts_col}
+    if op.keyed:
+        updates["key"] = key_col
+    core_op = op.model_copy(update=updates)
+    plan = SparkPlan(
+        operator=core_op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
+        key_type=projected.schema[key_col].dataType.simpleString() if key_col else None,
+        side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
+        clock=clock or SparkBatchClock())
+    if op.keyed:
+        grouped = projected.groupBy(key_col)
+    else:
+        grouped = projected.withColumn(_GROUP_COLUMN, F.lit(0)).groupBy(_GROUP_COLUMN)
+    out = grouped.transformWithStateInPandas(
+        statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
+        outputMode="Append", timeMode=mode)
+    columns: list[Column] = []
+    if op.keyed:
+        columns.append(F.col("key"))
+    columns += [F.timestamp_millis("window_start").alias("window_start"),
+                F.timestamp_millis("window_end").alias("window_end"), F.col("value"), F.col("timing"),
+                F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
+                F.timestamp_millis("timestamp").alias("timestamp")]
+    if plan.side_outputs:
+        columns += [F.col("record_type"), F.col("reason"), F.col("element"),
+                    F.timestamp_millis("element_timestamp").alias("element_timestamp")]
+    return out.select(*columns)
