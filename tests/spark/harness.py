@@ -1,0 +1,145 @@
+"""Feed Spark in controlled micro-batches and drive the local runner through the same batches.
+
+Spark: one JSON file per batch (distinct modification times, ``maxFilesPerTrigger=1``), so batch i
+holds exactly file i; a last file with an ``END_OF_INPUT`` row flushes the watermark.  The operator's
+watermark is ``bounded_disorder(delay)``, so batch i sees W_i = (largest event time of batches < i)
+- delay, as Spark computes it at the end of each batch; the first batch sees no watermark.
+
+Local: for each batch, advance the watermark to W_i, advance the processing clock to the batch's
+time, add the batch as one bundle; at the end advance to the final watermark (Spark's no-data
+batch).  The Spark processor applies watermark, then processing time, then elements, per key, so
+both orders agree.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+from windowed_operator.spark import END_OF_INPUT, FileClock
+from windowed_operator.time import MIN_TIMESTAMP
+from windowed_operator.watermarks import UpstreamWatermark
+
+SCHEMA = "user string, amount bigint, ts bigint"
+BASE = 1_700_000_000_000  # aligned to every window size used in the tests
+
+
+def write_batches(directory: Path, batches: list[list[dict]], flush: bool = True) -> list[list[dict]]:
+    directory.mkdir(parents=True, exist_ok=True)
+    files = [*batches, [{"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]] if flush else batches
+    for i, rows in enumerate(files):
+        path = directory / f"batch-{i:05d}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+    return files
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def pane_tuple(row: Any) -> tuple:
+    return (row["key"] if "key" in row else None, row["ws"], row["we"], _hashable(row["value"]), row["timing"],
+            row["pane_index"], row["is_first"], row["is_last"], row["is_retraction"], row["ts_ms"])
+
+
+def _collector(store: dict):
+    def collect(batch_df, batch_id):
+        cols = [c for c in batch_df.columns if c not in ("window_start", "window_end", "timestamp",
+                                                         "element_timestamp")]
+        rows = batch_df.selectExpr(*cols, "unix_millis(window_start) as ws", "unix_millis(window_end) as we",
+                                   "unix_millis(timestamp) as ts_ms").collect()
+        store[batch_id] = [r.asDict() for r in rows]  # idempotent by batch id
+    return collect
+
+
+def run_spark(spark, op, batches: list[list[dict]], workdir: Path, *, clock_times: Optional[list[int]] = None,
+              checkpoint: Optional[Path] = None, stop_after_files: Optional[int] = None, **apply_kwargs) -> dict:
+    """Run ``op`` over the batches; returns {batch_id: [row dicts]}.  With ``clock_times`` the query runs
+    in ProcessingTime mode under a FileClock set to clock_times[i] before file i is visible."""
+    source = workdir / "in"
+    checkpoint = checkpoint or workdir / "checkpoint"
+    store: dict = {}
+    source.mkdir(parents=True, exist_ok=True)
+    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    if clock_times is None:
+        files = write_batches(source, batches)
+        out = op.apply(df, **apply_kwargs)
+        query = (out.writeStream.foreachBatch(_collector(store)).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        return store
+    clock = FileClock(str(workdir / "clock"))
+    clock.set(clock_times[0])
+    out = op.apply(df, clock=clock, **apply_kwargs)
+    source.mkdir(parents=True, exist_ok=True)
+    query = (out.writeStream.foreachBatch(_collector(store)).option("checkpointLocation", str(checkpoint))
+             .trigger(processingTime="100 milliseconds").start())
+    try:
+        files = [*batches, [{"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]]
+        for i, rows in enumerate(files):
+            clock.set(clock_times[min(i, len(clock_times) - 1)])
+            path = source / f"batch-{i:05d}.json"
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+            _wait_for_file(query, i)
+        batches_done = query.lastProgress["batchId"]
+        _wait_for(lambda: query.lastProgress["batchId"] >= batches_done + 2)  # no-data batches apply the last watermark
+    finally:
+        query.stop()
+    return store
+
+
+def _wait_for_file(query, index: int) -> None:
+    def done():
+        progress = query.lastProgress
+        if not progress or not progress["sources"]:
+            return False
+        end = progress["sources"][0]["endOffset"]
+        return end is not None and json.loads(end if isinstance(end, str) else json.dumps(end))["logOffset"] >= index
+    _wait_for(done)
+
+
+def _wait_for(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("Spark query did not make progress in time")
+        time.sleep(0.05)
+
+
+def spark_panes(store: dict) -> Counter:
+    return Counter(pane_tuple(r) for rows in store.values() for r in rows
+                   if r.get("record_type", "pane") == "pane")
+
+
+def run_local_like_spark(op, batches: list[list[dict]], delay: int, clock_times: Optional[list[int]] = None):
+    """The local runner driven through the same batches and watermarks Spark sees."""
+    local_op = op.model_copy(update={"watermark": UpstreamWatermark()})
+    runner = local_op.local_runner(processing_time=clock_times[0] if clock_times else 0)
+    watermark, max_ts = MIN_TIMESTAMP, None
+    sentinel = [{"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]
+    for i, rows in enumerate([*batches, sentinel]):
+        if watermark > MIN_TIMESTAMP:
+            runner.advance_watermark_to(watermark)
+        if clock_times:
+            now = clock_times[min(i, len(clock_times) - 1)]
+            if now > runner.processing_time:
+                runner.advance_processing_time(now - runner.processing_time)
+        real = [r for r in rows if r["ts"] is None or r["ts"] < END_OF_INPUT]
+        if real:
+            runner.add_elements(*real)
+        stamps = [r["ts"] for r in rows if r["ts"] is not None]
+        if stamps:
+            max_ts = max(stamps) if max_ts is None else max(max_ts, *stamps)
+            watermark = max(watermark, max_ts - delay)
+    runner.advance_watermark_to(watermark)
+    return runner
+
+
+def local_panes(runner) -> Counter:
+    return Counter((r.key, r.window_start, r.window_end, _hashable(r.value), r.timing.value, r.index, r.is_first, r.is_last,
+                    r.is_retraction, r.timestamp) for r in runner.outputs)

@@ -1,0 +1,83 @@
+"""The Spark runner's panes equal the local runner's for the same batches and watermarks."""
+import random
+import warnings
+
+import pytest
+
+from accumulations import Sum, ToList
+from triggers import TriggerOption
+from windowed_operator import (CumulativeWindows, KeyedWindowedOperator, SessionWindows, SlidingWindows, TimeWindows,
+                               WindowedOperator, bounded_disorder)
+
+from .harness import BASE, local_panes, run_local_like_spark, run_spark, spark_panes
+
+pytestmark = pytest.mark.spark
+
+DELAY = 3_000
+
+
+def make_batches(seed: int, n_batches: int = 5, per_batch: int = 8) -> list[list[dict]]:
+    """Event times move forward ~6 s per batch with up to 8 s of disorder, so some rows are late."""
+    rng = random.Random(seed)
+    batches = []
+    for b in range(n_batches):
+        front = BASE + 6_000 * (b + 1)
+        batches.append([{"user": rng.choice("abc"), "amount": rng.randint(1, 9),
+                         "ts": front - rng.randint(0, 8_000)} for _ in range(per_batch)])
+    return batches
+
+
+def operator(window, trigger, lateness=10_000, acc=None, keyed=True):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if keyed:
+            return KeyedWindowedOperator(window, acc or Sum("amount"), trigger=trigger, allowed_lateness=lateness,
+                                         key="user", timestamp="ts", watermark=bounded_disorder(DELAY))
+        return WindowedOperator(window, acc or Sum("amount"), trigger=trigger, allowed_lateness=lateness,
+                                timestamp="ts", watermark=bounded_disorder(DELAY))
+
+
+EARLY_LATE_COUNTS = TriggerOption.at_watermark().with_early_firings_at_every(count=2).with_late_firings_at_every(count=1)
+
+CASES = {
+    "tumbling-default-discarding": (TimeWindows(10_000), TriggerOption.default(), 1),
+    "hopping-early-late-count-accumulating": (TimeWindows(10_000).slide_by(5_000),
+                                              EARLY_LATE_COUNTS.accumulating_fired_panes(), 2),
+    "sessions-early-late-count-retracting": (SessionWindows(4_000),
+                                             EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes(), 3),
+    "per-record-sliding-default-accumulating": (SlidingWindows(5_000),
+                                                TriggerOption.default().accumulating_fired_panes(), 4),
+    "cumulative-early-late-count-retracting": (CumulativeWindows(20_000, 5_000),
+                                               EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes(), 5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_spark_equals_local_runner(spark, tmp_path, case):
+    window, trigger, seed = CASES[case]
+    op = operator(window, trigger)
+    batches = make_batches(seed)
+    expected = local_panes(run_local_like_spark(op, batches, DELAY))
+    assert expected, "the stream must produce panes"
+    assert spark_panes(run_spark(spark, op, batches, tmp_path)) == expected
+
+
+def test_processing_time_triggers_with_a_controlled_clock(spark, tmp_path):
+    trig = (TriggerOption.at_watermark().with_early_firings_at_every(duration=1_000)
+            .with_late_firings_at_every(duration=1_000).discarding_fired_panes())
+    op = operator(TimeWindows(10_000), trig)
+    batches = make_batches(6, n_batches=4, per_batch=6)
+    clock = [0, 500, 1_700, 2_000, 3_500, 5_000]
+    runner = run_local_like_spark(op, batches, DELAY, clock_times=clock)
+    expected = local_panes(runner)
+    assert any(p[4] == "EARLY" for p in expected)
+    assert spark_panes(run_spark(spark, op, batches, tmp_path, clock_times=clock)) == expected
+
+
+def test_non_keyed_operator_with_a_list_output(spark, tmp_path):
+    op = operator(TimeWindows(10_000), TriggerOption.default(), acc=ToList("amount"), keyed=False)
+    batches = make_batches(7, n_batches=3)
+    expected = local_panes(run_local_like_spark(op, batches, DELAY))
+    got = spark_panes(run_spark(spark, op, batches, tmp_path))
+    normalise = lambda c: sorted((p[1], p[2], tuple(sorted(p[3]))) for p in c.elements())  # noqa: E731
+    assert normalise(got) == normalise(expected)
