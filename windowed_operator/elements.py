@@ -124,10 +124,10 @@ class ElementReader:
                                       f"timestamp extractor raised {exc!r}") from None
         else:
             raw = _field(payload, self.timestamp)
-            if raw is _MISSING or raw is None:
+            if raw is _MISSING:
                 raise BadElementError(DropReason.MISSING_TIMESTAMP, element, f"no timestamp field {self.timestamp!r}")
-        if raw is None:
-            raise BadElementError(DropReason.MISSING_TIMESTAMP, element, "timestamp extractor returned None")
+        if raw is None or (isinstance(raw, float) and raw != raw) or type(raw).__name__ == "NaTType":
+            raise BadElementError(DropReason.MISSING_TIMESTAMP, element, f"timestamp is null ({raw!r})")
         try:
             return to_millis(raw)
         except TimestampError as exc:

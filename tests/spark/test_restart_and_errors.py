@@ -1,0 +1,142 @@
+"""Exactly-once restart from a checkpoint, late-data output on Spark, and clear user errors."""
+import json
+import warnings
+from collections import Counter
+
+import pytest
+
+from accumulations import Combine, Sum
+from triggers import TriggerOption
+from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
+from windowed_operator.spark.runner import SparkOperatorError
+
+from .harness import BASE, SCHEMA, local_panes, pane_tuple, run_local_like_spark, run_spark, write_batches
+
+pytestmark = pytest.mark.spark
+
+DELAY = 2_000
+
+
+def session_op(**kw):
+    trig = (TriggerOption.at_watermark().with_early_firings_at_every(count=1).with_late_firings_at_every(count=1)
+            .accumulating_and_retracting_fired_panes())
+    return KeyedWindowedOperator(SessionWindows(3_000), Sum("amount"), trigger=trig, allowed_lateness=20_000,
+                                 key="user", timestamp="ts", watermark=bounded_disorder(DELAY), **kw)
+
+
+BATCHES = [
+    [{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": "b", "amount": 2, "ts": BASE + 1_500}],
+    [{"user": "a", "amount": 3, "ts": BASE + 3_000}],
+    [{"user": "a", "amount": 4, "ts": BASE + 12_000}, {"user": "b", "amount": 1, "ts": BASE + 14_000}],
+    # after the restart: a late row within allowed lateness that bridges a's first two sessions
+    [{"user": "a", "amount": 5, "ts": BASE + 5_500}],
+    [{"user": "a", "amount": 6, "ts": BASE + 30_000}],
+]
+
+
+def _file_sink(directory):
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def write(batch_df, batch_id):
+        rows = batch_df.selectExpr("*", "unix_millis(window_start) as ws", "unix_millis(window_end) as we",
+                                   "unix_millis(timestamp) as ts_ms").drop("window_start", "window_end",
+                                                                          "timestamp").collect()
+        tmp = directory / f".batch-{batch_id:05d}.tmp"
+        tmp.write_text("".join(json.dumps(r.asDict(), default=str) + "\n" for r in rows))
+        tmp.replace(directory / f"batch-{batch_id:05d}.json")  # idempotent: a replayed batch overwrites itself
+    return write
+
+
+def _read_sink(directory):
+    rows = []
+    for path in sorted(directory.glob("batch-*.json")):
+        rows += [json.loads(line) for line in path.read_text().splitlines()]
+    return Counter(pane_tuple(r) for r in rows)
+
+
+def test_restart_from_checkpoint_equals_one_uninterrupted_run(spark, tmp_path):
+    op = session_op()
+    expected = local_panes(run_local_like_spark(op, BATCHES, DELAY))
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
+
+    def run_available():
+        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        query = (op.apply(df).writeStream.foreachBatch(_file_sink(sink)).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    write_batches(source, BATCHES[:3], flush=False)
+    run_available()
+    first_run = _read_sink(sink)
+    # the second half arrives while the query is down
+    all_files = write_batches(tmp_path / "staging", BATCHES)
+    for i in range(3, len(all_files)):
+        (tmp_path / "staging" / f"batch-{i:05d}.json").replace(source / f"batch-{i:05d}.json")
+    run_available()
+    combined = _read_sink(sink)
+    assert first_run and combined != first_run
+    assert combined == expected
+    late_merge = [p for p in combined if p[0] == "a" and p[1] == BASE + 1_000 and p[2] == BASE + 8_500]
+    assert late_merge, "the late row after the restart merged a's sessions"
+
+
+def test_late_rows_beyond_lateness_go_to_the_late_data_output(spark, tmp_path):
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts",
+                               watermark=bounded_disorder(DELAY), late_data_output=True)
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}],
+               [{"user": "a", "amount": 2, "ts": BASE + 25_000}],
+               [{"user": "a", "amount": 7, "ts": BASE + 2_000}, {"user": "a", "amount": 3, "ts": BASE + 24_000}]]
+    runner = run_local_like_spark(op, batches, DELAY)
+    store = run_spark(spark, op, batches, tmp_path)
+    rows = [r for b in store.values() for r in b]
+    late = [r for r in rows if r["record_type"] == "late"]
+    assert [(r["key"], r["reason"], json.loads(r["element"])["amount"]) for r in late] == [("a", "expired", 7)]
+    assert runner.dropped_counts == {"expired": 1}
+    assert Counter(pane_tuple(r) for r in rows if r["record_type"] == "pane") == local_panes(runner)
+
+
+def test_bad_rows_go_to_dead_letters_on_spark(spark, tmp_path):
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts",
+                               watermark=bounded_disorder(DELAY), on_bad_element="dead_letter")
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": "a", "amount": 2, "ts": None}]]
+    rows = [r for b in run_spark(spark, op, batches, tmp_path).values() for r in b]
+    assert [(r["record_type"], r["reason"]) for r in rows if r["record_type"] != "pane"] == [
+        ("dead_letter", "missing_timestamp")]
+    assert [r["value"] for r in rows if r["record_type"] == "pane"] == [1]
+
+
+def _stream(spark, tmp_path):
+    (tmp_path / "in").mkdir(exist_ok=True)
+    return spark.readStream.schema(SCHEMA).json(str(tmp_path / "in"))
+
+
+def test_missing_timestamp_column_is_named(spark, tmp_path):
+    op = KeyedWindowedOperator(TimeWindows(10), Sum("amount"), key="user", timestamp="event_time")
+    with pytest.raises(SparkOperatorError, match="'event_time'"):
+        op.apply(_stream(spark, tmp_path))
+
+
+def test_non_streaming_dataframe_is_refused(spark):
+    op = KeyedWindowedOperator(TimeWindows(10), Sum("amount"), key="user", timestamp="ts")
+    with pytest.raises(SparkOperatorError, match="streaming"):
+        op.apply(spark.createDataFrame([("a", 1, 2)], SCHEMA))
+
+
+def test_unmappable_output_type_is_named(spark, tmp_path):
+    acc = Combine(list, lambda a, x: a + [x], lambda a, b: a + b, lambda a: {"n": len(a)})
+    op = KeyedWindowedOperator(TimeWindows(10), acc, key="user", timestamp="ts", watermark=bounded_disorder(5))
+    with pytest.raises(SparkOperatorError, match="Combine.*value_type"):
+        op.apply(_stream(spark, tmp_path))
+
+
+def test_upstream_watermark_needs_with_watermark(spark, tmp_path):
+    op = KeyedWindowedOperator(TimeWindows(10), Sum("amount"), key="user", timestamp="ts")
+    with pytest.raises(SparkOperatorError, match="withWatermark"):
+        op.apply(_stream(spark, tmp_path))
+
+
+def test_wrong_timestamp_type_is_named(spark, tmp_path):
+    op = KeyedWindowedOperator(TimeWindows(10), Sum("amount"), key="user", timestamp="user",
+                               watermark=bounded_disorder(5))
+    with pytest.raises(SparkOperatorError, match="'user' has type string"):
+        op.apply(_stream(spark, tmp_path))
