@@ -264,3 +264,12 @@ def test_25_after_watermark_with_late_firings_is_last_only_at_expiry():
     assert fmts(runner.advance_watermark_to(9)) == ["k [0,10) 1 ON_TIME #0 F"]
     assert fmts(runner.add_elements(T(5, 2))) == ["k [0,10) 5 LATE #1"]
     assert fmts(runner.advance_watermark_to(19)) == []
+
+
+# 26 --------------------------------------------------------------------------------------------
+def test_26_default_trigger_emits_nothing_more_at_expiry_when_no_late_data_came():
+    runner = keyed(allowed_lateness=20).local_runner()
+    runner.add_elements(T(1, 1))
+    assert fmts(runner.advance_watermark_to(9)) == ["k [0,10) 1 ON_TIME #0 F"]
+    assert runner.advance_watermark_to(100) == []
+    assert runner.states == {}

@@ -162,6 +162,9 @@ def check_against_model(window_name, trigger_name, mode, lateness, stream):
     expected, dropped = brute_force(option, lateness, stream)
     assert sum(runner.dropped_counts.values()) == dropped
     by_window = check_pane_structure(outputs)
+    if mode == "discarding":
+        # inputs are positive, so a zero pane is an empty one: only the ON_TIME pane may be empty
+        assert all(r.value != 0 for r in outputs if r.timing != Timing.ON_TIME)
     produced = {}
     for (key, start, end), records in by_window.items():
         if mode == "accumulating":

@@ -194,7 +194,8 @@ class WindowedCore:
                     del state.windows[window]
                 continue
             due = [k for k, t in ws.timers.items() if k.endswith(_WATERMARK) and t <= watermark]
-            if due or expired:
+            fired = False
+            if due:
                 for k in due:
                     del ws.timers[k]
                 ctx = self._context(window, ws, watermark, processing_time)
@@ -202,9 +203,11 @@ class WindowedCore:
                     finished = self.trigger.on_fire(ctx) or expired
                     emission.outputs.extend(
                         self.emitter.emit(key, window, ws, watermark, from_watermark=True, finished=finished))
-                elif expired and ws.pending:
-                    emission.outputs.extend(
-                        self.emitter.emit(key, window, ws, watermark, from_watermark=True, finished=True))
+                    fired = True
+            if expired and not fired and not ws.closed and ws.pending:
+                # Garbage collection fires what the trigger has not (Beam's FIRE_IF_NON_EMPTY).
+                emission.outputs.extend(
+                    self.emitter.emit(key, window, ws, watermark, from_watermark=True, finished=True))
             if expired:
                 del state.windows[window]
         if self.kind == "per_record" and len(state.buffer):
