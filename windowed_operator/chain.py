@@ -11,7 +11,7 @@ from pydantic import Field
 
 from .config import Config
 from .panes import PaneRecord
-from .testing import ElementsEvent, ProcessingTimeEvent, TestStream, WatermarkEvent
+from .testing import replay
 from .time import MAX_TIMESTAMP
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ class Chain(Config):
     def local_runner(self) -> "ChainRunner":
         return ChainRunner([op.local_runner() for op in self.operators])
 
-    def run_local(self, stream: TestStream, finish: bool = True) -> list[PaneRecord]:
+    def run_local(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
         return self.local_runner().run(stream, finish=finish)
 
 
@@ -46,11 +46,14 @@ class ChainRunner:
             emitted = out
         return emitted
 
-    def add_elements(self, *elements: Any) -> list[PaneRecord]:
-        return self._propagate(self.runners[0].add_elements(*elements), 1)
+    def add_elements(self, *args: Any) -> list[PaneRecord]:
+        return self._propagate(self.runners[0].add_elements(*args), 1)
 
-    def advance_watermark_to(self, watermark: Any) -> list[PaneRecord]:
-        return self._propagate(self.runners[0].advance_watermark_to(watermark), 1)
+    def advance_watermark_to(self, *args: Any) -> list[PaneRecord]:
+        return self._propagate(self.runners[0].advance_watermark_to(*args), 1)
+
+    def mark_idle(self, side: str) -> list[PaneRecord]:
+        return self._propagate(self.runners[0].mark_idle(side), 1)
 
     def advance_processing_time(self, advance_by: Any) -> list[PaneRecord]:
         emitted = self.runners[0].advance_processing_time(advance_by)
@@ -63,17 +66,10 @@ class ChainRunner:
         return emitted
 
     def finish(self) -> list[PaneRecord]:
-        return self.advance_watermark_to(MAX_TIMESTAMP)
+        return self._propagate(self.runners[0].finish(), 1)
 
-    def run(self, stream: TestStream, finish: bool = True) -> list[PaneRecord]:
-        emitted: list[PaneRecord] = []
-        for event in stream.events:
-            if isinstance(event, ElementsEvent):
-                emitted.extend(self.add_elements(*event.elements))
-            elif isinstance(event, WatermarkEvent):
-                emitted.extend(self.advance_watermark_to(event.watermark))
-            elif isinstance(event, ProcessingTimeEvent):
-                emitted.extend(self.advance_processing_time(event.advance_by))
+    def run(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
+        emitted = replay(stream.events, self)
         if finish and self.runners[-1].watermark < MAX_TIMESTAMP:
             emitted.extend(self.finish())
         return emitted

@@ -52,7 +52,9 @@ class ElementReader:
     """Applies an operator's key, timestamp and value extractors to one raw element."""
 
     def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor, value: Extractor,
-                 inherit_windows: bool) -> None:
+                 inherit_windows: bool, payload: Optional[str] = None) -> None:
+        #: A field holding the element proper, when key and time sit beside it (Spark's merge rows).
+        self.payload = payload
         self.keyed = keyed
         self.key = key
         self.timestamp = timestamp
@@ -103,6 +105,10 @@ class ElementReader:
                 hash(key)
             except TypeError:
                 raise BadElementError(DropReason.INVALID_KEY, element, f"key {key!r} is not hashable") from None
+        if self.payload is not None:
+            value = _field(value, self.payload)
+            if value is _MISSING or value is None:
+                raise BadElementError(DropReason.INVALID_VALUE, element, f"no payload field {self.payload!r}")
         if self.value is not None:
             if callable(self.value):
                 value = self.value(value)

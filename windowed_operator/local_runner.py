@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Hashable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional
 
 from .core import CoreElement, Emission, WindowedCore
 from .elements import BadElementError
 from .panes import DroppedElement, PaneRecord
 from .state import KeyState
-from .testing import ElementsEvent, ProcessingTimeEvent, TestStream, WatermarkEvent
+from .testing import _elements, replay
 from .time import MAX_TIMESTAMP, to_duration_millis, to_millis
 from .watermarks import WatermarkTracker
 
@@ -25,14 +25,17 @@ class LocalRunner:
     def __init__(self, operator: "OperatorBase", processing_time: Any = 0) -> None:
         self.operator = operator
         self.core: WindowedCore = operator.build_core()
-        self.reader = operator.build_reader()
         self.states: dict[Optional[Hashable], KeyState] = {}
-        self.tracker = WatermarkTracker(operator.watermark)
         self.processing_time = to_millis(processing_time)
+        self._build_inputs(operator)
         self.outputs: list[PaneRecord] = []
         self.late_data: list[DroppedElement] = []
         self.dead_letters: list[DroppedElement] = []
         self.dropped_counts: Counter = Counter()
+
+    def _build_inputs(self, operator: Any) -> None:
+        self.reader = operator.build_reader()
+        self.tracker = WatermarkTracker(operator.watermark)
 
     @property
     def watermark(self) -> int:
@@ -42,27 +45,32 @@ class LocalRunner:
     def add_elements(self, *elements: Any) -> list[PaneRecord]:
         """One bundle.  Every element is read before any state changes, so a bad element that raises
         leaves the runner exactly as it was."""
-        if len(elements) == 1 and isinstance(elements[0], list):
-            elements = tuple(elements[0])
+        return self._add_bundle([(_elements(elements), self.reader, self.tracker.observe_event_time)])
+
+    def _add_bundle(self, parts: list[tuple[tuple, Any, Callable[[int], None]]]) -> list[PaneRecord]:
+        """One bundle made of ``(elements, reader, observe)`` parts (a merge's bundle has one per input)."""
         watermark = self.tracker.current
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
+        observers: dict[Optional[Hashable], list[tuple[Callable[[int], None], int]]] = {}
         bad: list[DroppedElement] = []
-        for element in elements:
-            try:
-                read = self.reader.read(element, watermark)
-            except BadElementError as exc:
-                if self.operator.on_bad_element == "raise":
-                    raise
-                bad.append(DroppedElement(exc.reason, element, detail=exc.detail, watermark=watermark))
-                continue
-            batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
+        for elements, reader, observe in parts:
+            for element in elements:
+                try:
+                    read = reader.read(element, watermark)
+                except BadElementError as exc:
+                    if self.operator.on_bad_element == "raise":
+                        raise
+                    bad.append(DroppedElement(exc.reason, element, detail=exc.detail, watermark=watermark))
+                    continue
+                batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
+                observers.setdefault(read.key, []).append((observe, read.timestamp))
         for dropped in bad:
             self.dropped_counts[dropped.reason.value] += 1
             self.dead_letters.append(dropped)
         emitted: list[PaneRecord] = []
         for key, batch in batches.items():
-            for ts, _, _ in batch:
-                self.tracker.observe_event_time(ts)
+            for observe, ts in observers[key]:
+                observe(ts)
             state = self.states.setdefault(key, KeyState())
             self._collect(self.core.process_batch(key, state, batch, watermark, self.processing_time), emitted)
             self._forget_if_empty(key)
@@ -91,17 +99,8 @@ class LocalRunner:
         """End of input: the watermark goes to infinity, every window fires what it holds and expires."""
         return self.advance_watermark_to_infinity()
 
-    def run(self, stream: TestStream, finish: bool = True) -> list[PaneRecord]:
-        emitted: list[PaneRecord] = []
-        for event in stream.events:
-            if isinstance(event, ElementsEvent):
-                emitted.extend(self.add_elements(*event.elements))
-            elif isinstance(event, WatermarkEvent):
-                emitted.extend(self.advance_watermark_to(event.watermark))
-            elif isinstance(event, ProcessingTimeEvent):
-                emitted.extend(self.advance_processing_time(event.advance_by))
-            else:  # pragma: no cover - TestStream only makes the three kinds
-                raise TypeError(f"unknown test stream event {event!r}")
+    def run(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
+        emitted = replay(stream.events, self)
         if finish and self.watermark < MAX_TIMESTAMP:
             emitted.extend(self.finish())
         return emitted

@@ -31,12 +31,15 @@ if TYPE_CHECKING:
 Extractor = Optional[Union[str, Callable[[Any], Any]]]
 
 
-class OperatorBase(Config):
+class WindowingOptions(Config):
+    """What every windowed operator (one input or a merge of two) shares: windows, trigger,
+    lateness, watermark, outputs for dropped data.  Subclasses say what they accumulate and how they
+    read elements; the core they build is the same."""
+
     _positional: ClassVar[tuple[str, ...]] = ("window", "accumulation")
     keyed: ClassVar[bool] = False
 
     window: Optional[WindowOption] = Field(default=None, description="None keeps upstream windows")
-    accumulation: Accumulation
     trigger: TriggerOption = Field(default_factory=TriggerOption)
     allowed_lateness: Duration = Field(default=0, ge=0, description="ms a window stays open after the watermark passes it")
     timestamp: Extractor = Field(default=None, description="field name or callable giving each element's event time")
@@ -56,7 +59,7 @@ class OperatorBase(Config):
         return value
 
     @model_validator(mode="after")
-    def _warn_on_data_loss(self) -> "OperatorBase":
+    def _warn_on_data_loss(self) -> "WindowingOptions":
         if self.allowed_lateness > 0 and self.trigger.to_trigger().may_finish():
             warnings.warn(
                 f"trigger {self.trigger.to_trigger().describe()} can finish before allowed_lateness "
@@ -69,9 +72,32 @@ class OperatorBase(Config):
     def window_option(self) -> WindowOption:
         return self.window if self.window is not None else InheritedWindows()
 
+    def core_accumulation(self) -> Accumulation:
+        """The one-input accumulation the core folds with."""
+        raise NotImplementedError
+
     def build_core(self) -> WindowedCore:
-        return WindowedCore(self.window_option, self.accumulation, self.trigger, self.allowed_lateness,
+        return WindowedCore(self.window_option, self.core_accumulation(), self.trigger, self.allowed_lateness,
                             self.timestamp_combiner)
+
+    def describe(self) -> str:
+        window = self.window.describe() if self.window is not None else "inherited windows"
+        return (f"{type(self).__name__}({window}, {type(self.accumulation).__name__}, {self.trigger.describe()}, "
+                f"allowed_lateness={self.allowed_lateness} ms)")
+
+    def then(self, downstream: "OperatorBase") -> "Chain":
+        from .chain import Chain
+
+        return Chain(operators=[self, downstream])
+
+
+class OperatorBase(WindowingOptions):
+    """A windowed operator over one input."""
+
+    accumulation: Accumulation
+
+    def core_accumulation(self) -> Accumulation:
+        return self.accumulation
 
     def build_reader(self) -> ElementReader:
         return ElementReader(keyed=self.keyed, key=getattr(self, "key", None), timestamp=self.timestamp,
@@ -87,21 +113,11 @@ class OperatorBase(Config):
         """Every output record for the stream, in emission order (the watermark ends at infinity)."""
         return self.local_runner().run(stream, finish=finish)
 
-    def then(self, downstream: "OperatorBase") -> "Chain":
-        from .chain import Chain
-
-        return Chain(operators=[self, downstream])
-
     def apply(self, df: Any, **options: Any) -> Any:
         """Run on a streaming Spark DataFrame (see ``windowed_operator.spark``)."""
         from .spark import apply_operator
 
         return apply_operator(self, df, **options)
-
-    def describe(self) -> str:
-        window = self.window.describe() if self.window is not None else "inherited windows"
-        return (f"{type(self).__name__}({window}, {type(self.accumulation).__name__}, {self.trigger.describe()}, "
-                f"allowed_lateness={self.allowed_lateness} ms)")
 
 
 class WindowedOperator(OperatorBase):

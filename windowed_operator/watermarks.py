@@ -85,3 +85,48 @@ class WatermarkTracker:
         if candidate > self.current:
             self.current = candidate
         return self.current
+
+
+class TwoInputWatermarkTracker:
+    """The watermark of a merge: the minimum over its inputs that are not idle.
+
+    Each input keeps its own watermark (its own upstream watermark or its own largest event time).
+    An input that has sent nothing holds the watermark back, as in Spark, Flink and Beam, until it is
+    idle: marked idle explicitly, or silent for ``idle_timeout`` ms of processing time (Flink's
+    ``withIdleness``).  An idle input stops counting until its next element; while every input is
+    idle the watermark holds.  It never moves backwards, so an input waking up behind it sends late
+    elements.
+    """
+
+    def __init__(self, policy: WatermarkPolicy, sides: tuple[str, ...], idle_timeout: Optional[int] = None,
+                 processing_time: int = 0) -> None:
+        self.sides = {side: WatermarkTracker(policy) for side in sides}
+        self.idle_timeout = idle_timeout
+        self.last_activity = {side: processing_time for side in sides}
+        self.marked_idle: set[str] = set()
+        self.current = MIN_TIMESTAMP
+
+    def observe_event_time(self, side: str, ts: int, processing_time: int) -> None:
+        self.sides[side].observe_event_time(ts)
+        self.last_activity[side] = processing_time
+        self.marked_idle.discard(side)
+
+    def observe_upstream(self, side: str, watermark: int, processing_time: int) -> None:
+        self.sides[side].observe_upstream(watermark)
+        self.last_activity[side] = processing_time
+        self.marked_idle.discard(side)
+
+    def mark_idle(self, side: str) -> None:
+        self.marked_idle.add(side)
+
+    def is_idle(self, side: str, processing_time: int) -> bool:
+        if side in self.marked_idle:
+            return True
+        return self.idle_timeout is not None and processing_time - self.last_activity[side] >= self.idle_timeout
+
+    def compute(self, processing_time: int) -> int:
+        marks = {side: tracker.compute(processing_time) for side, tracker in self.sides.items()}
+        active = [mark for side, mark in marks.items() if not self.is_idle(side, processing_time)]
+        if active and min(active) > self.current:
+            self.current = min(active)
+        return self.current

@@ -6,7 +6,7 @@ the pane-to-row conversion) are importable without Spark so they can be unit-tes
 from .clock import FileClock, SparkBatchClock
 from .plan import END_OF_INPUT, OUTPUT_COLUMNS, SparkPlan
 
-__all__ = ["apply_operator", "local_session", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
+__all__ = ["apply_operator", "apply_merge_operator", "local_session", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
            "SparkPlan"]
 
 
@@ -22,3 +22,10 @@ def local_session(*args, **kwargs):
     from .session import local_session as _session
 
     return _session(*args, **kwargs)
+
+
+def apply_merge_operator(*args, **kwargs):
+    """See :func:`windowed_operator.spark.merge.apply_merge_operator`."""
+    from .merge import apply_merge_operator as _apply
+
+    return _apply(*args, **kwargs)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from ..core import Emission
-from ..operator import OperatorBase
+from ..elements import ReadElement
+from ..operator import WindowingOptions
 from ..panes import DroppedElement, PaneRecord
 from .clock import FileClock, SparkBatchClock
 
@@ -21,10 +22,27 @@ OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_
 #: Extra columns when the operator has a late-data or dead-letter output.
 SIDE_OUTPUT_COLUMNS = ["record_type", "reason", "element", "element_timestamp"]
 
+#: The union of a merge operator's two inputs: which input a row came from, its key and event time
+#: (epoch ms), and the input's own row as a struct column per side (null on the other side's rows).
+SIDE_COLUMN = "__wo_side"
+MERGE_KEY_COLUMN = "__wo_key"
+MERGE_TIME_COLUMN = "__wo_ts"
+PAYLOAD_COLUMNS = {"left": "__wo_left", "right": "__wo_right"}
+
+
+class SideDispatchReader:
+    """Reads a row of the merged inputs with the reader of the input it came from."""
+
+    def __init__(self, readers: dict[str, Any]) -> None:
+        self.readers = readers
+
+    def read(self, record: dict, default_timestamp: int) -> ReadElement:
+        return self.readers[record[SIDE_COLUMN]].read(record, default_timestamp)
+
 
 @dataclass(frozen=True)
 class SparkPlan:
-    operator: OperatorBase
+    operator: WindowingOptions
     keyed: bool
     time_mode: str  # "EventTime" or "ProcessingTime"
     value_type: str
@@ -33,6 +51,18 @@ class SparkPlan:
     clock: Union[SparkBatchClock, FileClock] = field(default_factory=SparkBatchClock)
     #: ProcessingTime mode polls each key with state once per batch (the watermark has no timers there).
     poll_ms: int = 1
+    #: Rows are the union of a merge operator's two inputs (see ``SIDE_COLUMN``).
+    merge: bool = False
+
+    def record_reader(self) -> Any:
+        """What turns one input row (a dict) into a core element, on the executors."""
+        if not self.merge:
+            return self.operator.build_reader()  # type: ignore[attr-defined]
+        key = MERGE_KEY_COLUMN if self.keyed else None
+        return SideDispatchReader({
+            side: self.operator.build_reader(side, payload=column, key=key,  # type: ignore[attr-defined]
+                                             timestamp=MERGE_TIME_COLUMN)
+            for side, column in PAYLOAD_COLUMNS.items()})
 
     def processor_schema(self) -> str:
         """DDL of the processor's output: times as epoch ms (converted to timestamps by the runner)."""

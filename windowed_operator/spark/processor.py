@@ -36,7 +36,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self.handle = handle
         self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.core = self.plan.operator.build_core()
-        self.reader = self.plan.operator.build_reader()
+        self.reader = self.plan.record_reader()
 
     # -- Spark callbacks ------------------------------------------------------------------------
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:

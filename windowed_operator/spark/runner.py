@@ -7,7 +7,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
 
-from ..operator import OperatorBase
+from ..operator import OperatorBase, WindowingOptions
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
 from .plan import END_OF_INPUT, SparkPlan
@@ -39,7 +39,7 @@ def _event_time_ms(df: DataFrame, column: str) -> Column:
         "(an integral type)")
 
 
-def choose_time_mode(op: OperatorBase, requested: str = "auto") -> str:
+def choose_time_mode(op: WindowingOptions, requested: str = "auto") -> str:
     """ProcessingTime when processing time matters (processing-time triggers, fixed-lag watermark),
     EventTime otherwise: one mode per query (SPARK_NOTES.md)."""
     if requested in ("EventTime", "ProcessingTime"):
@@ -49,6 +49,74 @@ def choose_time_mode(op: OperatorBase, requested: str = "auto") -> str:
     if op.trigger.to_trigger().uses_processing_time() or isinstance(op.watermark, FixedLagWatermark):
         return "ProcessingTime"
     return "EventTime"
+
+
+def require_streaming(df: Any, what: str = "apply()") -> None:
+    if not isinstance(df, DataFrame):
+        raise SparkOperatorError(f"{what} takes a Spark DataFrame, got {type(df).__name__}")
+    if not df.isStreaming:
+        raise SparkOperatorError(f"{what} needs a streaming DataFrame (spark.readStream...); this DataFrame is not "
+                                 "streaming. For a finite batch, use op.run_local() or read it with readStream.")
+
+
+def resolve_column(df: DataFrame, given: Optional[str], configured: Any, role: str, setting: str) -> str:
+    """The column playing ``role`` (timestamp, key): passed to apply() or named on the operator."""
+    name = given or (configured if isinstance(configured, str) else None)
+    if name is None:
+        raise SparkOperatorError(f"the operator needs a {role} column on Spark: set {setting}='<column>' on the "
+                                 f"operator or pass {setting}= to apply()")
+    if name not in df.columns:
+        raise SparkOperatorError(f"{role} column {name!r} is not in the DataFrame (columns: {df.columns})")
+    return name
+
+
+def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str) -> DataFrame:
+    """Apply the operator's watermark policy to one input: Spark's ``withWatermark`` on a helper
+    column for bounded disorder; the input's own watermark for ``upstream``; nothing for a fixed lag
+    (the processor computes it from the batch clock)."""
+    if isinstance(op.watermark, BoundedDisorderWatermark):
+        return df.withColumn(_WATERMARK_HELPER, F.timestamp_millis(_event_time_ms(df, ts_col))).withWatermark(
+            _WATERMARK_HELPER, f"{op.watermark.max_disorder} milliseconds")
+    if not isinstance(op.watermark, FixedLagWatermark) and not _has_event_time_watermark(df):
+        raise SparkOperatorError(
+            "the operator uses the upstream watermark but the DataFrame has none: call "
+            f"df.withWatermark({ts_col!r}, '<delay>') first, or give the operator watermark=bounded_disorder(ms); "
+            "without a watermark no window would ever fire")
+    return df
+
+
+def drop_end_of_input(df: DataFrame, ts_ms_col: str) -> DataFrame:
+    """Remove END_OF_INPUT sentinel rows (they only move the watermark) and the watermark helper.
+
+    The filter references the watermarked column so that Spark cannot push it below the watermark
+    (the sentinel row must still move the watermark)."""
+    if _WATERMARK_HELPER in df.columns:
+        df = df.where(F.col(_WATERMARK_HELPER).isNull()
+                      | (F.col(_WATERMARK_HELPER) < F.timestamp_millis(F.lit(END_OF_INPUT))))
+        return df.drop(_WATERMARK_HELPER)
+    return df.where(F.col(ts_ms_col).isNull() | (F.col(ts_ms_col) < F.lit(END_OF_INPUT)))
+
+
+def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str]) -> DataFrame:
+    """Group by key (or one constant group), run the processor, convert times to timestamps."""
+    if key_col is not None:
+        grouped = projected.groupBy(key_col)
+    else:
+        grouped = projected.withColumn(_GROUP_COLUMN, F.lit(0)).groupBy(_GROUP_COLUMN)
+    out = grouped.transformWithStateInPandas(
+        statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
+        outputMode="Append", timeMode=plan.time_mode)
+    columns: list[Column] = []
+    if plan.keyed:
+        columns.append(F.col("key"))
+    columns += [F.timestamp_millis("window_start").alias("window_start"),
+                F.timestamp_millis("window_end").alias("window_end"), F.col("value"), F.col("timing"),
+                F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
+                F.timestamp_millis("timestamp").alias("timestamp")]
+    if plan.side_outputs:
+        columns += [F.col("record_type"), F.col("reason"), F.col("element"),
+                    F.timestamp_millis("element_timestamp").alias("element_timestamp")]
+    return out.select(*columns)
 
 
 def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None, timestamp: Optional[str] = None,
@@ -62,50 +130,18 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     ``element_timestamp`` when the operator has a late-data output or dead letters.
     Rows with event time >= ``END_OF_INPUT`` only move the watermark (to flush a finite input).
     """
-    if not isinstance(df, DataFrame):
-        raise SparkOperatorError(f"apply() takes a Spark DataFrame, got {type(df).__name__}")
-    if not df.isStreaming:
-        raise SparkOperatorError("apply() needs a streaming DataFrame (spark.readStream...); this DataFrame is not "
-                                 "streaming. For a finite batch, use op.run_local() or read it with readStream.")
-    ts_col = timestamp or (op.timestamp if isinstance(op.timestamp, str) else None)
-    if ts_col is None:
-        raise SparkOperatorError("the operator needs a timestamp column on Spark: set timestamp='<column>' on the "
-                                 "operator or pass timestamp= to apply()")
-    if ts_col not in df.columns:
-        raise SparkOperatorError(f"timestamp column {ts_col!r} is not in the DataFrame (columns: {df.columns})")
-    key_col = None
-    if op.keyed:
-        key_col = key or (op.key if isinstance(getattr(op, "key", None), str) else None)
-        if key_col is None:
-            raise SparkOperatorError("a keyed operator needs a key column on Spark: set key='<column>' on the "
-                                     "operator or pass key= to apply()")
-        if key_col not in df.columns:
-            raise SparkOperatorError(f"key column {key_col!r} is not in the DataFrame (columns: {df.columns})")
+    require_streaming(df)
+    ts_col = resolve_column(df, timestamp, op.timestamp, "timestamp", "timestamp")
+    key_col = resolve_column(df, key, getattr(op, "key", None), "key", "key") if op.keyed else None
     if op.window is None:
         raise SparkOperatorError("window propagation on Spark is not supported yet: give the operator a window option")
 
     event_ms = _event_time_ms(df, ts_col)
     mode = choose_time_mode(op, time_mode)
-    if isinstance(op.watermark, BoundedDisorderWatermark):
-        df = df.withColumn(_WATERMARK_HELPER, F.timestamp_millis(event_ms)).withWatermark(
-            _WATERMARK_HELPER, f"{op.watermark.max_disorder} milliseconds")
-    elif not isinstance(op.watermark, FixedLagWatermark) and not _has_event_time_watermark(df):
-        raise SparkOperatorError(
-            "the operator uses the upstream watermark but the DataFrame has none: call "
-            f"df.withWatermark({ts_col!r}, '<delay>') first, or give the operator watermark=bounded_disorder(ms); "
-            "without a watermark no window would ever fire")
-
+    df = with_operator_watermark(op, df, ts_col)
     # Casting the event-time column to epoch ms (and dropping the helper) keeps Spark from dropping
     # rows behind its watermark before the operator: lateness is decided in the core.
-    # The end-of-input filter references the watermarked column so that Spark cannot push it below
-    # the watermark (the sentinel row must still move the watermark).
-    projected = df.withColumn(ts_col, event_ms)
-    if _WATERMARK_HELPER in projected.columns:
-        projected = projected.where(F.col(_WATERMARK_HELPER).isNull()
-                                    | (F.col(_WATERMARK_HELPER) < F.timestamp_millis(F.lit(END_OF_INPUT))))
-        projected = projected.drop(_WATERMARK_HELPER)
-    else:
-        projected = projected.where(F.col(ts_col).isNull() | (F.col(ts_col) < F.lit(END_OF_INPUT)))
+    projected = drop_end_of_input(df.withColumn(ts_col, event_ms), ts_col)
 
     value_field = op.value if isinstance(op.value, str) else op.accumulation.input_field()
     if value_field is not None and value_field not in projected.columns:
@@ -121,27 +157,9 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     updates: dict[str, Any] = {"timestamp": ts_col}
     if op.keyed:
         updates["key"] = key_col
-    core_op = op.model_copy(update=updates)
     plan = SparkPlan(
-        operator=core_op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
+        operator=op.model_copy(update=updates), keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
         key_type=projected.schema[key_col].dataType.simpleString() if key_col else None,
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock())
-    if op.keyed:
-        grouped = projected.groupBy(key_col)
-    else:
-        grouped = projected.withColumn(_GROUP_COLUMN, F.lit(0)).groupBy(_GROUP_COLUMN)
-    out = grouped.transformWithStateInPandas(
-        statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
-        outputMode="Append", timeMode=mode)
-    columns: list[Column] = []
-    if op.keyed:
-        columns.append(F.col("key"))
-    columns += [F.timestamp_millis("window_start").alias("window_start"),
-                F.timestamp_millis("window_end").alias("window_end"), F.col("value"), F.col("timing"),
-                F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
-                F.timestamp_millis("timestamp").alias("timestamp")]
-    if plan.side_outputs:
-        columns += [F.col("record_type"), F.col("reason"), F.col("element"),
-                    F.timestamp_millis("element_timestamp").alias("element_timestamp")]
-    return out.select(*columns)
+    return run_processor(projected, plan, key_col)

@@ -1,0 +1,101 @@
+"""Windowed merge operators: two inputs, one window option, one state per key and window.
+
+Both inputs feed the same core: each element becomes ``(side, value)`` and a ``SidedAccumulation``
+routes it to ``accumulate1`` or ``accumulate2``.  Windows, triggers, lateness, accumulation modes and
+session merges (across both sides) are therefore exactly those of the one-input operator.  The only
+new rule is the watermark: the minimum over the inputs that are not idle
+(``TwoInputWatermarkTracker``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
+
+from pydantic import Field
+
+from accumulations.base import Accumulation
+from accumulations.merge import LEFT, RIGHT, SIDES, MergeAccumulation, SidedAccumulation
+
+from .config import Config, Duration
+from .elements import ElementReader, ReadElement
+from .operator import Extractor, WindowingOptions
+from .panes import PaneRecord
+
+if TYPE_CHECKING:
+    from .merge_runner import MergeRunner
+
+
+class InputOptions(Config):
+    """How to read one input of a merge; unset fields fall back to the operator's own."""
+
+    key: Extractor = None
+    timestamp: Extractor = None
+    value: Extractor = None
+
+
+class SidedReader:
+    """Reads an element of one input and tags its value with the side."""
+
+    def __init__(self, side: str, reader: ElementReader) -> None:
+        self.side = side
+        self.reader = reader
+
+    def read(self, element: Any, default_timestamp: int) -> ReadElement:
+        read = self.reader.read(element, default_timestamp)
+        return ReadElement(read.key, read.timestamp, (self.side, read.value), read.window)
+
+
+class MergeOperatorBase(WindowingOptions):
+    accumulation: MergeAccumulation
+    left: InputOptions = Field(default_factory=InputOptions)
+    right: InputOptions = Field(default_factory=InputOptions)
+    idle_timeout: Optional[Duration] = Field(
+        default=None, gt=0,
+        description="ms of processing time without elements after which an input stops holding the watermark back")
+
+    def core_accumulation(self) -> Accumulation:
+        return SidedAccumulation(inner=self.accumulation)
+
+    def input_options(self, side: str) -> InputOptions:
+        if side not in SIDES:
+            raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+        return self.left if side == LEFT else self.right
+
+    def side_extractor(self, side: str, name: str) -> Extractor:
+        own = getattr(self.input_options(side), name)
+        return own if own is not None else getattr(self, name, None)
+
+    def build_reader(self, side: str, *, payload: Optional[str] = None, key: Extractor = None,
+                     timestamp: Extractor = None) -> SidedReader:
+        """``payload``/``key``/``timestamp`` let a runner read rows where the element sits in a column
+        beside the key and time it computed (the Spark runner's union of both inputs)."""
+        return SidedReader(side, ElementReader(
+            keyed=self.keyed, key=key if key is not None else self.side_extractor(side, "key"),
+            timestamp=timestamp if timestamp is not None else self.side_extractor(side, "timestamp"),
+            value=self.side_extractor(side, "value"), inherit_windows=self.window is None, payload=payload))
+
+    def local_runner(self, processing_time: Any = 0) -> "MergeRunner":
+        from .merge_runner import MergeRunner
+
+        return MergeRunner(self, processing_time)
+
+    def run_local(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
+        """Every output record for a ``TwoInputTestStream``, in emission order."""
+        return self.local_runner().run(stream, finish=finish)
+
+    def apply(self, left: Any, right: Any, **options: Any) -> Any:
+        """Run on two streaming Spark DataFrames (see ``windowed_operator.spark``)."""
+        from .spark import apply_merge_operator
+
+        return apply_merge_operator(self, left, right, **options)
+
+
+class WindowedMergeOperator(MergeOperatorBase):
+    """Non-keyed: all elements of both inputs share one state per window; outputs have ``key=None``."""
+
+
+class KeyedWindowedMergeOperator(MergeOperatorBase):
+    """Keyed: both inputs are keyed the same way (``key=``, per input ``left=InputOptions(key=...)``,
+    or ``(key, value)`` pairs); only elements with equal keys meet."""
+
+    keyed: ClassVar[bool] = True
+    key: Extractor = Field(default=None, description="field name or callable giving each element's key")

@@ -1,0 +1,100 @@
+"""``merge_op.apply(left, right)``: two streaming DataFrames into one stateful operator.
+
+Spark has no two-input transformWithState, so each input is projected to a common shape (key,
+event time in ms, side tag, the input's row as a struct) and the two are unioned before one
+``groupBy(key).transformWithStateInPandas`` (SPARK_NOTES.md, "Two inputs").  Each input keeps its
+own watermark node, and Spark's global watermark is their minimum
+(``spark.sql.streaming.multipleWatermarkPolicy=min``, the default): the slower input holds firing
+back, as the core's ``TwoInputWatermarkTracker`` does in the local runner.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from accumulations.merge import LEFT, RIGHT, SIDES
+
+from ..merge_operator import MergeOperatorBase
+from .clock import FileClock, SparkBatchClock
+from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SparkPlan
+from .runner import (_WATERMARK_HELPER, SparkOperatorError, _event_time_ms, choose_time_mode, drop_end_of_input,
+                     require_streaming, resolve_column, run_processor, with_operator_watermark)
+
+
+def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
+    """The DDL type of what one input contributes: its value column, or its whole row."""
+    value = op.side_extractor(side, "value")
+    if isinstance(value, str):
+        if value not in df.columns:
+            raise SparkOperatorError(f"{side} value column {value!r} is not in the {side} DataFrame "
+                                     f"(columns: {df.columns})")
+        return df.schema[value].dataType.simpleString()
+    return df.schema.simpleString()
+
+
+def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str],
+             timestamp: Optional[str]) -> tuple[DataFrame, Optional[str]]:
+    require_streaming(df, f"apply() ({side} input)")
+    ts_col = resolve_column(df, timestamp, op.side_extractor(side, "timestamp"), f"{side} timestamp",
+                            f"{side}_timestamp")
+    key_col = None
+    if op.keyed:
+        key_col = resolve_column(df, key, op.side_extractor(side, "key"), f"{side} key", f"{side}_key")
+    payload = F.struct(*[F.col(c) for c in df.columns]).alias(PAYLOAD_COLUMNS[side])
+    event_ms = _event_time_ms(df, ts_col)
+    watermarked = with_operator_watermark(op, df, ts_col)
+    columns = [F.lit(side).alias(SIDE_COLUMN), event_ms.alias(MERGE_TIME_COLUMN), payload]
+    if key_col is not None:
+        columns.insert(0, F.col(key_col).alias(MERGE_KEY_COLUMN))
+    if _WATERMARK_HELPER in watermarked.columns:
+        columns.append(F.col(_WATERMARK_HELPER))
+    return watermarked.select(*columns), key_col
+
+
+def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFrame, *,
+                         left_key: Optional[str] = None, right_key: Optional[str] = None,
+                         left_timestamp: Optional[str] = None, right_timestamp: Optional[str] = None,
+                         key: Optional[str] = None, timestamp: Optional[str] = None,
+                         value_type: Optional[str] = None, time_mode: str = "auto",
+                         clock: Union[SparkBatchClock, FileClock, None] = None) -> DataFrame:
+    """The streaming DataFrame of panes of a merge operator over two streaming DataFrames.
+
+    Columns as for one-input operators (``key`` for keyed merges).  ``key``/``timestamp`` name the
+    column in both inputs; ``left_key``/``right_key``/``left_timestamp``/``right_timestamp`` one input's.
+    """
+    if op.window is None:
+        raise SparkOperatorError("window propagation on Spark is not supported yet: give the operator a window option")
+    if op.idle_timeout is not None:
+        raise SparkOperatorError(
+            f"idle_timeout={op.idle_timeout} ms is a local-runner option: on Spark the watermark of two inputs is "
+            "Spark's own minimum over them (it cannot skip an idle input per batch). For an input that should "
+            "not hold the watermark back, set spark.sql.streaming.multipleWatermarkPolicy=max before starting the "
+            "query (the faster input then drives the watermark), or give that input no watermark")
+    projected_left, left_key_col = _project(op, LEFT, left, left_key or key, left_timestamp or timestamp)
+    projected_right, right_key_col = _project(op, RIGHT, right, right_key or key, right_timestamp or timestamp)
+    key_type = None
+    if op.keyed:
+        left_type = projected_left.schema[MERGE_KEY_COLUMN].dataType
+        right_type = projected_right.schema[MERGE_KEY_COLUMN].dataType
+        if left_type != right_type:
+            raise SparkOperatorError(
+                f"the key columns differ in type: left {left_key_col!r} is {left_type.simpleString()}, right "
+                f"{right_key_col!r} is {right_type.simpleString()}; cast one of them")
+        key_type = left_type.simpleString()
+    union = drop_end_of_input(projected_left.unionByName(projected_right, allowMissingColumns=True),
+                              MERGE_TIME_COLUMN)
+
+    types = {side: _side_type(op, side, df) for side, df in ((LEFT, left), (RIGHT, right))}
+    resolved_value_type = value_type or op.accumulation.output_type(types[LEFT], types[RIGHT])
+    if resolved_value_type is None:
+        raise SparkOperatorError(
+            f"cannot map the output of {type(op.accumulation).__name__} over inputs {types[LEFT]} and "
+            f"{types[RIGHT]} to a Spark type; pass value_type='<DDL type>' to apply()")
+    plan = SparkPlan(
+        operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
+        key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
+        clock=clock or SparkBatchClock(), merge=True)
+    assert set(PAYLOAD_COLUMNS) == set(SIDES)
+    return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None)
