@@ -2,7 +2,9 @@
 from .base import Accumulation, FieldAccumulation
 from .collections import ToList, TopN
 from .generic import Combine, Reduce
+from .merge import Cogroup, FullOuterJoin, InnerJoin, LeftOuterJoin, MergeAccumulation
 from .numeric import Count, Max, Mean, Min, Sum
 
 __all__ = ["Accumulation", "FieldAccumulation", "Sum", "Count", "Min", "Max", "Mean", "TopN", "ToList",
-           "Reduce", "Combine"]
+           "Reduce", "Combine", "MergeAccumulation", "InnerJoin", "LeftOuterJoin", "FullOuterJoin",
+           "Cogroup"]

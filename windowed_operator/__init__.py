@@ -14,7 +14,8 @@ from typing import Any
 
 _EXPORTS = {
     "KeyedWindowedOperator": "operator", "WindowedOperator": "operator", "OperatorBase": "operator",
-    "Chain": "chain",
+    "KeyedWindowedMergeOperator": "merge_operator", "WindowedMergeOperator": "merge_operator",
+    "InputOptions": "merge_operator", "Chain": "chain",
     "PaneRecord": "panes", "DroppedElement": "panes", "DropReason": "panes", "Timing": "panes",
     "TimestampCombiner": "panes",
     "TimestampedValue": "elements", "BadElementError": "elements",

@@ -93,9 +93,9 @@ class TwoInputWatermarkTracker:
     Each input keeps its own watermark (its own upstream watermark or its own largest event time).
     An input that has sent nothing holds the watermark back, as in Spark, Flink and Beam, until it is
     idle: marked idle explicitly, or silent for ``idle_timeout`` ms of processing time (Flink's
-    ``withIdleness``).  An idle input stops counting until its next element; while every input is
-    idle the watermark holds.  It never moves backwards, so an input waking up behind it sends late
-    elements.
+    ``withIdleness``).  An idle input stops counting until its next element; when every input is
+    idle the watermark is the largest of theirs (as Flink's watermark valve does).  It never moves
+    backwards, so an input waking up behind it sends late elements.
     """
 
     def __init__(self, policy: WatermarkPolicy, sides: tuple[str, ...], idle_timeout: Optional[int] = None,
@@ -127,6 +127,7 @@ class TwoInputWatermarkTracker:
     def compute(self, processing_time: int) -> int:
         marks = {side: tracker.compute(processing_time) for side, tracker in self.sides.items()}
         active = [mark for side, mark in marks.items() if not self.is_idle(side, processing_time)]
-        if active and min(active) > self.current:
-            self.current = min(active)
+        candidate = min(active) if active else max(marks.values())
+        if candidate > self.current:
+            self.current = candidate
         return self.current
