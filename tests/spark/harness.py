@@ -143,3 +143,57 @@ def run_local_like_spark(op, batches: list[list[dict]], delay: int, clock_times:
 def local_panes(runner) -> Counter:
     return Counter((r.key, r.window_start, r.window_end, _hashable(r.value), r.timing.value, r.index, r.is_first, r.is_last,
                     r.is_retraction, r.timestamp) for r in runner.outputs)
+
+
+# -- two inputs ------------------------------------------------------------------------------------
+RIGHT_SCHEMA = "user string, page string, ts bigint"
+
+
+def run_spark_merge(spark, op, left_batches: list[list[dict]], right_batches: list[list[dict]], workdir: Path,
+                    **apply_kwargs) -> dict:
+    """Both inputs read one file per batch (``maxFilesPerTrigger=1`` each), so batch i holds file i of
+    each; the last file of each carries an ``END_OF_INPUT`` row."""
+    assert len(left_batches) == len(right_batches)
+    store: dict = {}
+    write_batches(workdir / "left", left_batches)
+    write_batches(workdir / "right", right_batches)
+    left = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "left"))
+    right = spark.readStream.schema(RIGHT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "right"))
+    out = op.apply(left, right, **apply_kwargs)
+    query = (out.writeStream.foreachBatch(_collector(store)).option("checkpointLocation", str(workdir / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return store
+
+
+def spark_watermarks(batches_by_side: dict[str, list[list[dict]]], delay: int) -> list[dict[str, int]]:
+    """Each input's watermark as batch i sees it: its largest event time before batch i - delay
+    (MIN_TIMESTAMP while it has sent nothing)."""
+    n = len(next(iter(batches_by_side.values())))
+    seen: dict[str, Optional[int]] = {side: None for side in batches_by_side}
+    result = []
+    for i in range(n + 1):
+        result.append({side: MIN_TIMESTAMP if seen[side] is None else seen[side] - delay for side in seen})
+        if i < n:
+            for side, batches in batches_by_side.items():
+                stamps = [r["ts"] for r in batches[i]]
+                if stamps:
+                    seen[side] = max(stamps) if seen[side] is None else max(seen[side], *stamps)
+    return result
+
+
+def run_local_merge_like_spark(op, left_batches: list[list[dict]], right_batches: list[list[dict]], delay: int):
+    local_op = op.model_copy(update={"watermark": UpstreamWatermark()})
+    runner = local_op.local_runner()
+    marks = spark_watermarks({"left": left_batches, "right": right_batches}, delay)
+    for i, (left, right) in enumerate(zip(left_batches, right_batches)):
+        for side, mark in marks[i].items():
+            if mark > MIN_TIMESTAMP:
+                runner.advance_watermark_to(side, mark)
+        runner.add_elements_from_both(left, right)
+    for side, mark in marks[-1].items():
+        if mark > MIN_TIMESTAMP:
+            runner.advance_watermark_to(side, mark)
+    for side in marks[-1]:  # the END_OF_INPUT rows of the last files
+        runner.advance_watermark_to(side, END_OF_INPUT - delay)
+    return runner

@@ -53,6 +53,9 @@ class SparkPlan:
     poll_ms: int = 1
     #: Rows are the union of a merge operator's two inputs (see ``SIDE_COLUMN``).
     merge: bool = False
+    #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
+    #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
+    input_columns: tuple[str, ...] = ()
 
     def record_reader(self) -> Any:
         """What turns one input row (a dict) into a core element, on the executors."""

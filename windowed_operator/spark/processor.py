@@ -42,7 +42,10 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         elements: list[CoreElement] = []
         bad: list[DroppedElement] = []
+        names = list(self.plan.input_columns)
         for frame in rows:
+            if names and list(frame.columns) != names and len(frame.columns) == len(names):
+                frame.columns = names
             for record in frame.to_dict("records"):
                 if not self.plan.keyed:
                     record.pop(GROUP_COLUMN, None)

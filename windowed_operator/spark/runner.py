@@ -1,6 +1,7 @@
 """``op.apply(df)``: wire an operator into a streaming query around ``transformWithStateInPandas``."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional, Union
 
 from pyspark.sql import Column, DataFrame
@@ -99,10 +100,10 @@ def drop_end_of_input(df: DataFrame, ts_ms_col: str) -> DataFrame:
 
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str]) -> DataFrame:
     """Group by key (or one constant group), run the processor, convert times to timestamps."""
-    if key_col is not None:
-        grouped = projected.groupBy(key_col)
-    else:
-        grouped = projected.withColumn(_GROUP_COLUMN, F.lit(0)).groupBy(_GROUP_COLUMN)
+    if key_col is None:
+        projected = projected.withColumn(_GROUP_COLUMN, F.lit(0))
+    plan = dataclasses.replace(plan, input_columns=tuple(projected.columns))
+    grouped = projected.groupBy(key_col or _GROUP_COLUMN)
     out = grouped.transformWithStateInPandas(
         statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
         outputMode="Append", timeMode=plan.time_mode)
