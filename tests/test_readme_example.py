@@ -12,3 +12,11 @@ def test_first_example_output_matches_readme(capsys):
     exec(compile(code, "README", "exec"), {})
     printed = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
     assert printed == [" ".join(line.split()) for line in expected]
+
+
+def test_merge_example_prints_what_the_readme_says(capsys):
+    text = README.read_text()
+    code = re.search(r"## Merging two streams.*?```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "README", "exec"), {})
+    expected = re.search(r"# (\[\(.*\)\])\n", code).group(1)
+    assert capsys.readouterr().out.strip() == expected

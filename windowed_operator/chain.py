@@ -49,6 +49,9 @@ class ChainRunner:
     def add_elements(self, *args: Any) -> list[PaneRecord]:
         return self._propagate(self.runners[0].add_elements(*args), 1)
 
+    def add_elements_from_both(self, left: list, right: list) -> list[PaneRecord]:
+        return self._propagate(self.runners[0].add_elements_from_both(left, right), 1)
+
     def advance_watermark_to(self, *args: Any) -> list[PaneRecord]:
         return self._propagate(self.runners[0].advance_watermark_to(*args), 1)
 

@@ -47,7 +47,9 @@ def replay(events: list[StreamEvent], target: Any) -> list:
     """Feed a test stream's events to a runner (one-input, merge or chain); returns what it emitted."""
     emitted: list = []
     for event in events:
-        if isinstance(event, ElementsEvent):
+        if isinstance(event, ElementsEvent) and event.side == "both":
+            emitted.extend(target.add_elements_from_both(*event.elements))
+        elif isinstance(event, ElementsEvent):
             side = () if event.side is None else (event.side,)
             emitted.extend(target.add_elements(*side, *event.elements))
         elif isinstance(event, WatermarkEvent):
@@ -108,6 +110,11 @@ class TwoInputTestStream:
 
     def add_elements(self, side: str, *elements: Any) -> "TwoInputTestStream":
         self.events.append(ElementsEvent(_elements(elements), self._side(side)))
+        return self
+
+    def add_elements_from_both(self, left: list, right: list) -> "TwoInputTestStream":
+        """One bundle with elements of both inputs (one Spark micro-batch of both)."""
+        self.events.append(ElementsEvent((tuple(left), tuple(right)), "both"))
         return self
 
     def advance_watermark_to(self, side: str, watermark: Any) -> "TwoInputTestStream":
