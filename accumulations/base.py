@@ -68,6 +68,15 @@ class Accumulation(BaseModel, Generic[I, A, O]):
         """The input field this accumulation reads, if it reads one."""
         return None
 
+    def supports_fold_array(self) -> bool:
+        """Whether ``fold_array`` is implemented (the vectorized fast path uses it)."""
+        return type(self).fold_array is not Accumulation.fold_array
+
+    def fold_array(self, values: Any) -> A:
+        """The accumulated value of a numpy array of inputs (already extracted by ``input_field``),
+        equal to folding them one by one from ``default_accumulated_value``; Python scalars out."""
+        raise NotImplementedError(f"{type(self).__name__} has no vectorized form")
+
     def accumulate_all(self, accumulated: A, values: list[I]) -> A:
         """Fold many values; accumulations with a vectorized form override this."""
         for value in values:

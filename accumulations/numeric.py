@@ -22,6 +22,9 @@ class Sum(FieldAccumulation[Any, Any]):
     def subtract(self, accumulated: Any, value: Any) -> Any:
         return accumulated - self.extract(value)
 
+    def fold_array(self, values: Any) -> Any:
+        return values.sum().item() if len(values) else 0
+
     def output_type(self, input_type: str) -> Optional[str]:
         return sum_type(input_type)
 
@@ -41,6 +44,9 @@ class Count(Accumulation[Any, int, int]):
 
     def subtract(self, accumulated: int, value: Any) -> int:
         return accumulated - 1
+
+    def fold_array(self, values: Any) -> int:
+        return len(values)
 
     def output_type(self, input_type: str) -> Optional[str]:
         return "bigint"
@@ -62,6 +68,9 @@ class Min(FieldAccumulation[Optional[Any], Optional[Any]]):
         if a2 is None:
             return a1
         return a2 if a2 < a1 else a1
+
+    def fold_array(self, values: Any) -> Any:
+        return values.min().item() if len(values) else None
 
     def get_output(self, accumulated: Any) -> Any:
         return accumulated
@@ -87,6 +96,9 @@ class Max(FieldAccumulation[Optional[Any], Optional[Any]]):
             return a1
         return a2 if a2 > a1 else a1
 
+    def fold_array(self, values: Any) -> Any:
+        return values.max().item() if len(values) else None
+
     def get_output(self, accumulated: Any) -> Any:
         return accumulated
 
@@ -111,6 +123,9 @@ class Mean(FieldAccumulation[tuple, Optional[float]]):
 
     def subtract(self, accumulated: tuple, value: Any) -> tuple:
         return (accumulated[0] - self.extract(value), accumulated[1] - 1)
+
+    def fold_array(self, values: Any) -> tuple:
+        return (values.sum().item() if len(values) else 0, len(values))
 
     def output_type(self, input_type: str) -> Optional[str]:
         return "double" if is_numeric_type(input_type) else None

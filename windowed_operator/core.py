@@ -9,7 +9,7 @@ triggers are evaluated once per bundle, as in Beam.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, Optional
+from typing import Any, Callable, Hashable, Iterable, Optional
 
 from accumulations.base import Accumulation
 from triggers.base import TimeDomain, TriggerContext
@@ -254,7 +254,13 @@ class WindowedCore:
 
     def process_batch(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
                       watermark: int, processing_time: int) -> Emission:
-        """One key's share of a micro-batch (or of one local-runner bundle).
+        """One key's share of a micro-batch (or of one local-runner bundle)."""
+        return self.run_batch(key, state, watermark, processing_time, bool(elements),
+                              lambda: self.process_elements(key, state, elements, watermark, processing_time))
+
+    def run_batch(self, key: Optional[Hashable], state: KeyState, watermark: int, processing_time: int,
+                  has_elements: bool, add_elements: Callable[[], Emission]) -> Emission:
+        """The order of one batch, whatever form its elements take (``add_elements`` adds them).
 
         Order: windows the watermark has reached, then due processing-time timers, then the
         elements (judged against ``watermark``), then anything the elements made due.  The order is
@@ -268,8 +274,8 @@ class WindowedCore:
         due = self.next_processing_time(state)
         if due is not None and due <= processing_time:
             emission.extend(self.on_processing_time(key, state, watermark, processing_time))
-        if elements:
-            emission.extend(self.process_elements(key, state, elements, watermark, processing_time))
+        if has_elements:
+            emission.extend(add_elements())
             due = self.next_event_time(state)
             if due is not None and due <= watermark:
                 emission.extend(self.on_watermark(key, state, watermark, processing_time))

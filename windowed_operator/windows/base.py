@@ -1,7 +1,7 @@
 """The window value type and the protocol every window family answers."""
 from __future__ import annotations
 
-from typing import ClassVar, Iterable, NamedTuple
+from typing import Any, ClassVar, Iterable, NamedTuple
 
 from ..config import Config
 
@@ -38,6 +38,25 @@ class WindowOption(Config):
 
     def assign(self, ts: int) -> list[Window]:
         raise NotImplementedError
+
+    def assign_array(self, ts: Any) -> tuple[Any, Any, Any]:
+        """``assign`` for a numpy array of timestamps: ``(starts, ends, element_index)``, one entry per
+        (element, window) pair.  This default loops over distinct timestamps; families override it
+        with array arithmetic."""
+        import numpy as np
+
+        distinct, inverse = np.unique(ts, return_inverse=True)
+        starts, ends, index = [], [], []
+        members = [np.flatnonzero(inverse == i) for i in range(len(distinct))]
+        for value, idx in zip(distinct.tolist(), members):
+            for window in self.assign(value):
+                starts.append(np.full(len(idx), window.start, dtype=np.int64))
+                ends.append(np.full(len(idx), window.end, dtype=np.int64))
+                index.append(idx)
+        if not index:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        return np.concatenate(starts), np.concatenate(ends), np.concatenate(index)
 
     def describe(self) -> str:
         fields = ", ".join(f"{k}={v}" for k, v in self.model_dump().items())

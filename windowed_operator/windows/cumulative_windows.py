@@ -1,7 +1,7 @@
 """Cumulative windows (Flink's CUMULATE): growing windows that share a start, reset every max_size."""
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -31,3 +31,15 @@ class CumulativeWindows(WindowOption):
         start = ts - (ts - self.offset) % self.max_size
         first = (ts - start) // self.step + 1
         return [Window(start, start + k * self.step) for k in range(first, self.max_size // self.step + 1)]
+
+    def assign_array(self, ts: Any) -> tuple[Any, Any, Any]:
+        import numpy as np
+
+        start = ts - (ts - self.offset) % self.max_size
+        first = (ts - start) // self.step + 1
+        count = self.max_size // self.step
+        ks = np.arange(1, count + 1, dtype=np.int64)[:, None]
+        index = np.tile(np.arange(len(ts), dtype=np.int64), count)
+        keep = (ks >= first[None, :]).ravel()
+        ends = (start[None, :] + ks * self.step).ravel()
+        return start[index[keep]], ends[keep], index[keep]

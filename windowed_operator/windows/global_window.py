@@ -1,6 +1,8 @@
 """One window for all time; it closes only at the end of input (watermark at infinity)."""
 from __future__ import annotations
 
+from typing import Any
+
 from ..time import END_OF_GLOBAL_WINDOW, MIN_TIMESTAMP
 from .base import Window, WindowOption
 
@@ -10,3 +12,10 @@ GLOBAL_WINDOW = Window(MIN_TIMESTAMP, END_OF_GLOBAL_WINDOW + 1)
 class GlobalWindow(WindowOption):
     def assign(self, ts: int) -> list[Window]:
         return [GLOBAL_WINDOW]
+
+    def assign_array(self, ts: Any) -> tuple[Any, Any, Any]:
+        import numpy as np
+
+        n = len(ts)
+        return (np.full(n, GLOBAL_WINDOW.start, dtype=np.int64), np.full(n, GLOBAL_WINDOW.end, dtype=np.int64),
+                np.arange(n, dtype=np.int64))

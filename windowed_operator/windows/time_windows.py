@@ -1,7 +1,7 @@
 """Tumbling and hopping (sliding by a period) windows aligned to an offset."""
 from __future__ import annotations
 
-from typing import ClassVar, Optional
+from typing import Any, ClassVar, Optional
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -49,3 +49,16 @@ class TimeWindows(WindowOption):
             start -= step
         windows.reverse()
         return windows
+
+    def assign_array(self, ts: Any) -> tuple[Any, Any, Any]:
+        import numpy as np
+
+        step = self.step
+        last_start = ts - (ts - self.offset) % step
+        per_element = -(-self.size // step)  # windows that can contain one timestamp
+        hops = np.arange(per_element, dtype=np.int64)[:, None] * step
+        starts = (last_start[None, :] - hops).ravel()
+        index = np.tile(np.arange(len(ts), dtype=np.int64), per_element)
+        keep = starts > ts[index] - self.size
+        starts, index = starts[keep], index[keep]
+        return starts, starts + self.size, index

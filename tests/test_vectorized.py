@@ -1,0 +1,62 @@
+"""The vectorized path equals the element-by-element path on the same bundles (hypothesis)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accumulations import Count, Max, Mean, Min, Sum
+from triggers import AfterCount, Repeatedly, TriggerOption
+from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimeWindows
+from windowed_operator.state import KeyState
+from windowed_operator.vectorized import process_batch_arrays, supports_vectorized
+
+WINDOWS = {"tumbling": TimeWindows(10), "hopping": TimeWindows(10).slide_by(5),
+           "uneven": TimeWindows(9, offset=2).slide_by(4), "cumulative": CumulativeWindows(20, 5),
+           "global": GlobalWindow()}
+ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
+TRIGGERS = {
+    "default": TriggerOption.default(),
+    "early_late_count": TriggerOption.at_watermark().with_early_firings_at_every(count=3)
+    .with_late_firings_at_every(count=1).accumulating_and_retracting_fired_panes(),
+    "early_time": TriggerOption.at_watermark().with_early_firings_at_every(duration=4).accumulating_fired_panes(),
+    "once_count": TriggerOption.of(AfterCount(4)),
+    "repeated_count": TriggerOption.of(Repeatedly(AfterCount(2))),
+}
+
+batch = st.tuples(st.lists(st.integers(-5, 90), min_size=0, max_size=12),  # timestamps of one bundle
+                  st.integers(0, 25),  # watermark advance before it
+                  st.integers(0, 6))  # processing-time advance before it
+streams = st.lists(batch, min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=streams, window=st.sampled_from(sorted(WINDOWS)), acc=st.sampled_from(sorted(ACCS)),
+       trigger=st.sampled_from(sorted(TRIGGERS)), lateness=st.sampled_from([0, 7]))
+def test_vectorized_path_equals_plain_path(steps, window, acc, trigger, lateness):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=TRIGGERS[trigger], allowed_lateness=lateness)
+    plain_core, fast_core = op.build_core(), op.build_core()
+    assert supports_vectorized(fast_core)
+    plain_state, fast_state = KeyState(), KeyState()
+    watermark, now, counter = -100, 0, 0
+    for stamps, advance, tick in steps:
+        watermark += advance
+        now += tick
+        values = list(range(counter, counter + len(stamps)))
+        counter += len(stamps)
+        plain = plain_core.process_batch("k", plain_state, [(ts, v, None) for ts, v in zip(stamps, values)],
+                                         watermark, now)
+        fast = process_batch_arrays(fast_core, "k", fast_state, np.array(stamps, dtype=np.int64),
+                                    np.array(values, dtype=np.int64), watermark, now, lambda i: values[i])
+        assert fast.outputs == plain.outputs
+        assert [(d.reason, d.element, d.timestamp) for d in fast.dropped] == \
+            [(d.reason, d.element, d.timestamp) for d in plain.dropped]
+        assert fast_state == plain_state
+    final = 10**6
+    assert process_batch_arrays(fast_core, "k", fast_state, np.zeros(0, dtype=np.int64), None, final, now,
+                                lambda i: None).outputs == plain_core.process_batch("k", plain_state, [], final,
+                                                                                     now).outputs
