@@ -53,6 +53,15 @@ class SparkPlan:
     poll_ms: int = 1
     #: Rows are the union of a merge operator's two inputs (see ``SIDE_COLUMN``).
     merge: bool = False
+    #: Columns the processor reads directly: the key (None for non-keyed), the event time (epoch ms)
+    #: and the value the accumulation folds (None when it reads no column or the array path is off).
+    key_column: Optional[str] = None
+    time_column: str = ""
+    value_column: Optional[str] = None
+    #: Use the core's array path (windows assigned by timestamp, accumulation with ``fold_array``).
+    vectorized: bool = False
+    #: Keys are hashed into this many groups; each group is one state value and one timer.
+    key_groups: int = 64
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
     #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
     input_columns: tuple[str, ...] = ()
@@ -120,3 +129,22 @@ class SparkPlan:
         columns["reason"][-1] = dropped.reason.value
         columns["element"][-1] = json.dumps(dropped.element, default=str, sort_keys=True)
         columns["element_timestamp"][-1] = dropped.timestamp
+
+
+def vector_value_column(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
+    """Whether the array path applies to ``operator`` and which column holds the values it folds."""
+    from accumulations.numeric import Count
+
+    from ..vectorized import supports_vectorized
+
+    if not supports_vectorized(operator.build_core()):
+        return False, None
+    own = operator.value
+    field = operator.core_accumulation().input_field()
+    if own is None and field is None:
+        return isinstance(operator.core_accumulation(), Count), None
+    if isinstance(own, str) and field is None:
+        return True, own
+    if own is None and field is not None:
+        return True, field
+    return False, None

@@ -11,7 +11,7 @@ from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, Timest
 from ..operator import OperatorBase, WindowingOptions
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
-from .plan import END_OF_INPUT, SparkPlan
+from .plan import END_OF_INPUT, SparkPlan, vector_value_column
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
 _WATERMARK_HELPER = "__wo_event_time"
@@ -99,12 +99,19 @@ def drop_end_of_input(df: DataFrame, ts_ms_col: str) -> DataFrame:
 
 
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str]) -> DataFrame:
-    """Group by key (or one constant group), run the processor, convert times to timestamps."""
+    """Group by key group, run the processor, convert times to timestamps.
+
+    The key group is ``pmod(xxhash64(key), key_groups)``: a fixed function of the key, so a
+    restarted query finds each key's state where it left it (do not change ``key_groups`` between
+    runs of one checkpoint)."""
+    if plan.key_groups < 1:
+        raise SparkOperatorError(f"key_groups must be at least 1, got {plan.key_groups}")
     if key_col is None:
         projected = projected.withColumn(_GROUP_COLUMN, F.lit(0))
+    else:
+        projected = projected.withColumn(_GROUP_COLUMN, F.pmod(F.xxhash64(F.col(key_col)), F.lit(plan.key_groups)))
     plan = dataclasses.replace(plan, input_columns=tuple(projected.columns))
-    grouped = projected.groupBy(key_col or _GROUP_COLUMN)
-    out = grouped.transformWithStateInPandas(
+    out = projected.groupBy(_GROUP_COLUMN).transformWithStateInPandas(
         statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
         outputMode="Append", timeMode=plan.time_mode)
     columns: list[Column] = []
@@ -122,8 +129,13 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str])
 
 def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None, timestamp: Optional[str] = None,
                    value_type: Optional[str] = None, time_mode: str = "auto",
-                   clock: Union[SparkBatchClock, FileClock, None] = None) -> DataFrame:
+                   clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: int = 64,
+                   vectorized: bool = True) -> DataFrame:
     """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
+
+    ``key_groups``: how many state values the keys are hashed into (fixed per checkpoint);
+    ``vectorized=False`` forces the element-by-element path (the array path is used when the
+    windows are assigned by timestamp and the accumulation has ``fold_array``).
 
     Output columns: ``key`` (keyed operators), ``window_start``, ``window_end`` (timestamps),
     ``value`` (typed by the accumulation), ``timing``, ``pane_index``, ``is_first``, ``is_last``,
@@ -158,9 +170,12 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     updates: dict[str, Any] = {"timestamp": ts_col}
     if op.keyed:
         updates["key"] = key_col
+    core_op = op.model_copy(update=updates)
+    use_arrays, value_column = vector_value_column(core_op)
     plan = SparkPlan(
-        operator=op.model_copy(update=updates), keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
+        operator=core_op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
         key_type=projected.schema[key_col].dataType.simpleString() if key_col else None,
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
-        clock=clock or SparkBatchClock())
+        clock=clock or SparkBatchClock(), key_column=key_col, time_column=ts_col, value_column=value_column,
+        vectorized=vectorized and use_arrays, key_groups=key_groups)
     return run_processor(projected, plan, key_col)
