@@ -8,6 +8,7 @@ triggers are evaluated once per bundle, as in Beam.
 """
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Optional
 
@@ -50,6 +51,7 @@ class WindowedCore:
         self.allowed_lateness = allowed_lateness
         self.emitter = PaneEmitter(accumulation, trigger_option, timestamp_combiner)
         self.kind = window_option.kind
+        self._uses_processing_time = self.trigger.uses_processing_time()
 
     # -- time rules ---------------------------------------------------------------------------
     def is_expired(self, window: Window, watermark: int) -> bool:
@@ -147,45 +149,77 @@ class WindowedCore:
 
     def _add_per_record(self, state: KeyState, ts: int, value: Any, watermark: int, processing_time: int,
                         touched: dict) -> Optional[DropReason]:
+        """O(log n) per element in time order: the windows containing ``ts`` are found by bisection
+        (only windows of later elements within ``size``: none for an in-order element), and a new
+        window's aggregate comes from the two-stacks running aggregate instead of a rescan.  An
+        out-of-order element costs one rebuild of the running aggregate at the next in-order one."""
         option = self.window_option
         assert isinstance(option, SlidingWindows)
         if watermark >= MAX_TIMESTAMP or watermark >= option.last_window_max_timestamp(ts) + self.allowed_lateness:
             return DropReason.EXPIRED
         acc = self.accumulation
-        state.buffer.add(ts, acc.accumulate(state.buffer.get(ts, acc.default_accumulated_value()), value))
-        own = option.window_of(ts)
+        buffer, times, sliding = state.buffer, state.window_times, state.sliding
+        in_order = not len(buffer) or ts >= buffer.times[-1]
+        if in_order:
+            if not sliding.valid:  # rebuilt from the elements before this one
+                sliding.reset()
+                for other_ts, partial in buffer.in_range(ts - option.size, ts):
+                    sliding.push(other_ts, acc.merge(acc.default_accumulated_value(), partial), acc.merge)
+            sliding.evict_before(ts - option.size, acc.merge)
+        else:
+            sliding.valid = False
+        buffer.add(ts, acc.accumulate(buffer.get(ts, acc.default_accumulated_value()), value))
         added = False
-        for window, ws in state.windows.items():
-            if window != own and window.contains(ts) and not ws.closed and not self.is_expired(window, watermark):
+        for later in times[bisect_right(times, ts):bisect_right(times, ts + option.size)]:
+            window = option.window_of(later)
+            ws = state.windows[window]
+            if not ws.closed and not self.is_expired(window, watermark):
                 self._accumulate_into(window, ws, ts, value, watermark, processing_time)
                 touched[window] = None
                 added = True
+        own = option.window_of(ts)
+        result: Optional[DropReason] = None
         if not self.is_expired(own, watermark):
             ws = state.windows.get(own)
             if ws is None:
                 ws = state.windows[own] = self._new_window_state()
-                for other_ts, partial in state.buffer.in_range(own.start, ts):
-                    if other_ts != ts:
+                insort(times, ts)
+                if in_order:
+                    before, oldest, newest = sliding.query(acc.merge)
+                    if before is not None:
+                        ws.acc = acc.merge(ws.acc, before)
+                        ws.note_element(oldest, 0)
+                        ws.note_element(newest, 0)
+                else:
+                    for other_ts, partial in buffer.in_range(own.start, ts - 1):
                         ws.acc = acc.merge(ws.acc, partial)
                         ws.note_element(other_ts, 0)
                 self._accumulate_into(own, ws, ts, value, watermark, processing_time)
                 touched[own] = None
-                added = True
             elif not ws.closed:
                 self._accumulate_into(own, ws, ts, value, watermark, processing_time)
                 touched[own] = None
-                added = True
             elif not added:
-                return DropReason.CLOSED_WINDOW
+                result = DropReason.CLOSED_WINDOW
+        if in_order:
+            sliding.push(ts, acc.accumulate(acc.default_accumulated_value(), value), acc.merge)
         # An element whose own window already expired stays buffered for later windows that cover it.
-        return None
+        return result
 
     # -- clocks -------------------------------------------------------------------------------
     def on_watermark(self, key: Optional[Hashable], state: KeyState, watermark: int,
                      processing_time: int) -> Emission:
         """Fire windows whose event-time timers are due, then expire and purge old windows."""
         emission = Emission()
-        order = sorted(state.windows, key=lambda w: (w.max_timestamp, w.start))
+        per_record = isinstance(self.window_option, SlidingWindows)
+        if per_record:
+            # Windows are due in the order of their timestamps (no trigger sets a watermark timer
+            # before a window's end): only those ending at or before the watermark can be due.
+            times = state.window_times
+            due_times = times if watermark >= MAX_TIMESTAMP else times[:bisect_right(times, watermark)]
+            order = [self.window_option.window_of(t) for t in due_times]
+        else:
+            order = sorted(state.windows, key=lambda w: (w.max_timestamp, w.start))
         for window in order:
             ws = state.windows[window]
             expired = self.is_expired(window, watermark)
@@ -210,6 +244,10 @@ class WindowedCore:
                     self.emitter.emit(key, window, ws, watermark, from_watermark=True, finished=True))
             if expired:
                 del state.windows[window]
+        if per_record:
+            times = state.window_times
+            cut = len(times) if watermark >= MAX_TIMESTAMP else bisect_right(times, watermark - self.allowed_lateness)
+            del times[:cut]
         if self.kind == "per_record" and len(state.buffer):
             assert isinstance(self.window_option, SlidingWindows)
             if watermark >= MAX_TIMESTAMP:
@@ -241,7 +279,16 @@ class WindowedCore:
     def next_event_time(self, state: KeyState) -> Optional[int]:
         """The earliest watermark at which this key has something to do (a timer or an expiry)."""
         times = []
-        for window, ws in state.windows.items():
+        if isinstance(self.window_option, SlidingWindows):
+            # Every window is due no earlier than its end: only windows ending within the allowed
+            # lateness of the first one can be due before it expires.
+            live = state.window_times
+            windows = [] if not live else [self.window_option.window_of(t) for t in
+                                           live[:bisect_right(live, live[0] + self.allowed_lateness)]]
+            candidates = [(w, state.windows[w]) for w in windows]
+        else:
+            candidates = list(state.windows.items())
+        for window, ws in candidates:
             times.append(window.max_timestamp + self.allowed_lateness)
             times.extend(ws.timer_times(_WATERMARK))
         if len(state.buffer) and isinstance(self.window_option, SlidingWindows):
@@ -249,6 +296,8 @@ class WindowedCore:
         return min(times) if times else None
 
     def next_processing_time(self, state: KeyState) -> Optional[int]:
+        if not self._uses_processing_time:
+            return None
         times = [t for ws in state.windows.values() if not ws.closed for t in ws.timer_times(_PROCESSING)]
         return min(times) if times else None
 

@@ -73,9 +73,66 @@ class ElementBuffer:
 
 
 @dataclass(slots=True)
+class SlidingAggregate:
+    """FIFO aggregation with two stacks: the aggregate of the elements in a range that slides
+    forward, in amortized O(1) merges per element and without an inverse (so for any accumulation).
+
+    ``back`` holds the newest entries and their running aggregate; ``front`` the oldest, each with
+    the aggregate of itself and every newer front entry (``front[-1]`` is the oldest).  Evicting
+    pops ``front``; when it is empty, ``back`` is flipped into it once.  Entries stay in time order,
+    so order-sensitive merges (ToList) are right.  Only valid while elements arrive in time order;
+    the core rebuilds it from the element buffer after an out-of-order element.
+    """
+
+    front: list = field(default_factory=list)
+    back: list = field(default_factory=list)
+    back_agg: Any = None
+    valid: bool = True
+
+    def push(self, ts: int, partial: Any, merge: Any) -> None:
+        self.back.append((ts, partial))
+        self.back_agg = partial if len(self.back) == 1 else merge(self.back_agg, partial)
+
+    def evict_before(self, lo: int, merge: Any) -> None:
+        while True:
+            if not self.front:
+                if not self.back or self.back[0][0] >= lo:
+                    return
+                agg = None
+                for ts, partial in reversed(self.back):
+                    agg = partial if agg is None else merge(partial, agg)
+                    self.front.append((ts, agg))
+                self.back.clear()
+                self.back_agg = None
+            if self.front[-1][0] >= lo:
+                return
+            self.front.pop()
+
+    def query(self, merge: Any) -> tuple[Any, Optional[int], Optional[int]]:
+        """``(aggregate or None, oldest ts, newest ts)`` of the entries held."""
+        if self.front and self.back:
+            return merge(self.front[-1][1], self.back_agg), self.front[-1][0], self.back[-1][0]
+        if self.front:
+            return self.front[-1][1], self.front[-1][0], self.front[0][0]
+        if self.back:
+            return self.back_agg, self.back[0][0], self.back[-1][0]
+        return None, None, None
+
+    def reset(self) -> None:
+        self.front.clear()
+        self.back.clear()
+        self.back_agg = None
+        self.valid = True
+
+
+@dataclass(slots=True)
 class KeyState:
     windows: dict[Window, WindowState] = field(default_factory=dict)
     buffer: ElementBuffer = field(default_factory=ElementBuffer)
+    #: Per-record sliding windows: the element timestamps that have a live window (sorted), and the
+    #: running aggregate of the newest element's range.
+    window_times: list[int] = field(default_factory=list)
+    sliding: SlidingAggregate = field(default_factory=SlidingAggregate)
 
     def is_empty(self) -> bool:
         return not self.windows and not len(self.buffer)
