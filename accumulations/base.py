@@ -77,6 +77,12 @@ class Accumulation(BaseModel, Generic[I, A, O]):
         equal to folding them one by one from ``default_accumulated_value``; Python scalars out."""
         raise NotImplementedError(f"{type(self).__name__} has no vectorized form")
 
+    def fold_segments(self, values: Any, starts: Any) -> list:
+        """``fold_array`` of each segment ``values[starts[i]:starts[i + 1]]`` (the last runs to the
+        end); numeric accumulations override it with one ``ufunc.reduceat`` call."""
+        bounds = [*starts.tolist(), len(values)]
+        return [self.fold_array(values[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
     def accumulate_all(self, accumulated: A, values: list[I]) -> A:
         """Fold many values; accumulations with a vectorized form override this."""
         for value in values:

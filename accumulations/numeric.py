@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 from .base import Accumulation, FieldAccumulation, is_numeric_type, sum_type
 
 
@@ -24,6 +26,9 @@ class Sum(FieldAccumulation[Any, Any]):
 
     def fold_array(self, values: Any) -> Any:
         return values.sum().item() if len(values) else 0
+
+    def fold_segments(self, values: Any, starts: Any) -> list:
+        return np.add.reduceat(values, starts).tolist()
 
     def output_type(self, input_type: str) -> Optional[str]:
         return sum_type(input_type)
@@ -48,6 +53,9 @@ class Count(Accumulation[Any, int, int]):
     def fold_array(self, values: Any) -> int:
         return len(values)
 
+    def fold_segments(self, values: Any, starts: Any) -> list:
+        return np.diff(np.append(starts, len(values))).tolist()
+
     def output_type(self, input_type: str) -> Optional[str]:
         return "bigint"
 
@@ -71,6 +79,9 @@ class Min(FieldAccumulation[Optional[Any], Optional[Any]]):
 
     def fold_array(self, values: Any) -> Any:
         return values.min().item() if len(values) else None
+
+    def fold_segments(self, values: Any, starts: Any) -> list:
+        return np.minimum.reduceat(values, starts).tolist()
 
     def get_output(self, accumulated: Any) -> Any:
         return accumulated
@@ -99,6 +110,9 @@ class Max(FieldAccumulation[Optional[Any], Optional[Any]]):
     def fold_array(self, values: Any) -> Any:
         return values.max().item() if len(values) else None
 
+    def fold_segments(self, values: Any, starts: Any) -> list:
+        return np.maximum.reduceat(values, starts).tolist()
+
     def get_output(self, accumulated: Any) -> Any:
         return accumulated
 
@@ -126,6 +140,11 @@ class Mean(FieldAccumulation[tuple, Optional[float]]):
 
     def fold_array(self, values: Any) -> tuple:
         return (values.sum().item() if len(values) else 0, len(values))
+
+    def fold_segments(self, values: Any, starts: Any) -> list:
+        sums = np.add.reduceat(values, starts).tolist()
+        counts = np.diff(np.append(starts, len(values))).tolist()
+        return list(zip(sums, counts))
 
     def output_type(self, input_type: str) -> Optional[str]:
         return "double" if is_numeric_type(input_type) else None

@@ -28,6 +28,7 @@ CoreElement = tuple[int, Any, Optional[Window]]
 
 _WATERMARK = TimeDomain.WATERMARK.value
 _PROCESSING = TimeDomain.PROCESSING_TIME.value
+_WATERMARK_SUFFIX = "@" + _WATERMARK
 
 
 @dataclass(slots=True)
@@ -278,6 +279,17 @@ class WindowedCore:
 
     def next_event_time(self, state: KeyState) -> Optional[int]:
         """The earliest watermark at which this key has something to do (a timer or an expiry)."""
+        if not isinstance(self.window_option, SlidingWindows):
+            best: Optional[int] = None
+            lateness = self.allowed_lateness
+            for window, ws in state.windows.items():
+                due = window.end - 1 + lateness
+                if best is None or due < best:
+                    best = due
+                for name, time in ws.timers.items():
+                    if time < best and name.endswith(_WATERMARK_SUFFIX):
+                        best = time
+            return best
         times = []
         if isinstance(self.window_option, SlidingWindows):
             # Every window is due no earlier than its end: only windows ending within the allowed

@@ -38,35 +38,49 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     starts, ends, index = core.window_option.assign_array(timestamps)
     order = np.lexsort((ends, starts))
     starts, ends, index = starts[order], ends[order], index[order]
-    change = np.flatnonzero((np.diff(starts) != 0) | (np.diff(ends) != 0)) + 1
-    bounds = np.concatenate(([0], change, [len(starts)]))
-    accepted = np.zeros(n, dtype=bool)
-    all_expired = np.ones(n, dtype=bool)
-    pair_values = values[index] if values is not None else index
+    first = np.concatenate(([0], np.flatnonzero((np.diff(starts) != 0) | (np.diff(ends) != 0)) + 1))
     pair_ts = timestamps[index]
+    counts = np.diff(np.append(first, len(index))).tolist()
+    min_ts = np.minimum.reduceat(pair_ts, first).tolist()
+    max_ts = np.maximum.reduceat(pair_ts, first).tolist()
+    window_starts, window_ends = starts[first].tolist(), ends[first].tolist()
     acc = core.accumulation
-    touched: list[tuple[Window, Any]] = []
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        window = Window(int(starts[lo]), int(ends[lo]))
-        members = index[lo:hi]
+    trigger = core.trigger
+    windows = state.windows
+    seg_live = [False] * len(counts)
+    seg_open = [False] * len(counts)
+    open_segments = []  # (segment, window, window state or None)
+    for seg, (start, end) in enumerate(zip(window_starts, window_ends)):
+        window = Window(start, end)
         if core.is_expired(window, watermark):
             continue
-        all_expired[members] = False
-        ws = state.windows.get(window)
+        seg_live[seg] = True
+        ws = windows.get(window)
         if ws is not None and ws.closed:
             continue
-        accepted[members] = True
+        seg_open[seg] = True
+        open_segments.append((seg, window, ws))
+    if len(open_segments) < len(counts):  # some elements may be dropped: decide per element
+        seg_of_pair = np.repeat(np.arange(len(counts)), counts)
+        accepted = np.zeros(n, dtype=bool)
+        accepted[index[np.asarray(seg_open)[seg_of_pair]]] = True
+        not_expired = np.zeros(n, dtype=bool)
+        not_expired[index[np.asarray(seg_live)[seg_of_pair]]] = True
+        for i in np.flatnonzero(~accepted).tolist():
+            reason = DropReason.CLOSED_WINDOW if not_expired[i] else DropReason.EXPIRED
+            emission.dropped.append(DroppedElement(reason, element_of(i), key, int(timestamps[i]), watermark))
+    # Values in window order (Count, the one accumulation reading no column, folds the indices).
+    pair_values = values[index] if values is not None else index
+    partials = acc.fold_segments(pair_values, first) if open_segments else []
+    touched: list[tuple[Window, Any]] = []
+    for seg, window, ws in open_segments:
         if ws is None:
-            ws = state.windows[window] = core._new_window_state()
-        ws.acc = acc.merge(ws.acc, acc.fold_array(pair_values[lo:hi]))
-        window_ts = pair_ts[lo:hi]
-        ws.note_element(int(window_ts.min()), 0)
-        ws.note_element(int(window_ts.max()), hi - lo)
-        core.trigger.on_element(core._context(window, ws, watermark, processing_time), hi - lo)
+            ws = windows[window] = core._new_window_state()
+        ws.acc = acc.merge(ws.acc, partials[seg])
+        ws.note_element(min_ts[seg], 0)
+        ws.note_element(max_ts[seg], counts[seg])
+        trigger.on_element(core._context(window, ws, watermark, processing_time), counts[seg])
         touched.append((window, ws))
-    for i in np.flatnonzero(~accepted).tolist():
-        reason = DropReason.EXPIRED if all_expired[i] else DropReason.CLOSED_WINDOW
-        emission.dropped.append(DroppedElement(reason, element_of(i), key, int(timestamps[i]), watermark))
     for window, ws in touched:  # already in window order
         ctx = core._context(window, ws, watermark, processing_time)
         if core.trigger.should_fire(ctx):
