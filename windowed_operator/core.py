@@ -220,7 +220,19 @@ class WindowedCore:
             due_times = times if watermark >= MAX_TIMESTAMP else times[:bisect_right(times, watermark)]
             order = [self.window_option.window_of(t) for t in due_times]
         else:
-            order = sorted(state.windows, key=lambda w: (w.max_timestamp, w.start))
+            # Only windows that expire or have a due event-time timer can change; visit those in
+            # event-time order.
+            lateness, ended = self.allowed_lateness, watermark >= MAX_TIMESTAMP
+            candidates = []
+            for window, ws in state.windows.items():
+                if ended or watermark >= window.end - 1 + lateness:
+                    candidates.append(window)
+                    continue
+                for name, time in ws.timers.items():
+                    if time <= watermark and name.endswith(_WATERMARK_SUFFIX):
+                        candidates.append(window)
+                        break
+            order = sorted(candidates, key=lambda w: (w.end, w.start))
         for window in order:
             ws = state.windows[window]
             expired = self.is_expired(window, watermark)

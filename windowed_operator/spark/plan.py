@@ -61,7 +61,7 @@ class SparkPlan:
     #: Use the core's array path (windows assigned by timestamp, accumulation with ``fold_array``).
     vectorized: bool = False
     #: Keys are hashed into this many groups; each group is one state value and one timer.
-    key_groups: int = 64
+    key_groups: int = 8
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
     #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
     input_columns: tuple[str, ...] = ()
