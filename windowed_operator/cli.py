@@ -12,7 +12,30 @@ def main(argv: Optional[list[str]] = None) -> int:
     demo = sub.add_parser("demo", help="run the clickstream demo on local Spark")
     demo.add_argument("--workdir", help="keep generated data and checkpoints here (default: a temporary directory)")
     demo.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
+    validate = sub.add_parser("validate", help="check a pipeline file; report every error with its line")
+    validate.add_argument("file")
+    run = sub.add_parser("run", help="run a pipeline file on Spark (local by default)")
+    run.add_argument("file")
+    run.add_argument("--master", default=None, help="Spark master (default: local[*], or MASTER from the environment)")
     args = parser.parse_args(argv)
+    if args.command in ("validate", "run"):
+        from .pipeline import PipelineError, load_pipeline
+
+        try:
+            pipeline = load_pipeline(args.file)
+        except PipelineError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        if args.command == "validate":
+            print(f"{args.file}: ok ({len(pipeline.sources)} source(s), {len(pipeline.operators)} operator(s), "
+                  f"{len(pipeline.sinks)} sink(s))")
+            return 0
+        import os
+
+        from .spark.pipeline_run import run_pipeline
+
+        run_pipeline(pipeline, master=args.master or os.environ.get("MASTER"))
+        return 0
     if args.command == "demo":
         from .spark.demo import run_demo
 

@@ -5,6 +5,7 @@ keywords, so each model lists the fields its positional arguments fill.
 """
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar
 
@@ -13,7 +14,18 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 from .time import to_duration_millis
 
 
+_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION_TEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|d)\s*$")
+
+
 def _duration(value: Any) -> Any:
+    """Milliseconds from an int, a ``timedelta`` or a text such as ``"10s"``, ``"500ms"``, ``"1m"``,
+    ``"2h"`` (pipeline files); anything else is left for the int validator to reject."""
+    if isinstance(value, str):
+        match = _DURATION_TEXT.match(value)
+        if match is None:
+            raise ValueError(f"duration {value!r} is not a number with a unit (ms, s, m, h, d), e.g. '10s'")
+        return round(float(match.group(1)) * _UNITS[match.group(2)])
     if isinstance(value, (timedelta, float)) and not isinstance(value, bool):
         try:
             return to_duration_millis(value)

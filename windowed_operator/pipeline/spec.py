@@ -1,0 +1,386 @@
+"""A pipeline as data: sources, operators chained by name, sinks — validated pydantic models.
+
+Everything is named with its parameters (``{"sum": {"field": "amount"}}``, ``{"sessions": {"gap":
+"30s"}}``); durations take units (``"10s"``).  User code is only ever referred to by an importable
+dotted path (``package.module:function``) and only when the pipeline says ``allow_code: true``:
+loading a pipeline never evaluates code from the file itself.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+from accumulations import (Cogroup, Count, FullOuterJoin, InnerJoin, LeftOuterJoin, Max, Mean, Min, Sum, ToList,
+                           TopN)
+from accumulations.base import Accumulation
+from accumulations.merge import MergeAccumulation
+from triggers.option import TriggerOption
+
+from ..config import Duration
+from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, WindowedMergeOperator
+from ..operator import KeyedWindowedOperator, WindowedOperator
+from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
+from ..windows import CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows
+from ..windows.base import WindowOption
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _exactly_one(model: BaseModel, what: str) -> None:
+    chosen = [name for name in type(model).model_fields if getattr(model, name) is not None]
+    if len(chosen) != 1:
+        options = ", ".join(type(model).model_fields)
+        raise ValueError(f"give exactly one {what} ({options}); got {', '.join(chosen) or 'none'}")
+
+
+def import_dotted(path: str) -> Any:
+    """``package.module:attribute`` (or ``package.module.attribute``)."""
+    module_name, _, attribute = path.partition(":") if ":" in path else path.rpartition(".")
+    if not module_name or not attribute:
+        raise ValueError(f"{path!r} is not a dotted path such as 'package.module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import module {module_name!r} of {path!r}: {exc}") from None
+    if not hasattr(module, attribute):
+        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}")
+    return getattr(module, attribute)
+
+
+# -- windows ------------------------------------------------------------------------------------------
+class Tumbling(Spec):
+    size: Duration = Field(gt=0)
+    offset: Duration = 0
+
+
+class Hopping(Spec):
+    size: Duration = Field(gt=0)
+    slide: Duration = Field(gt=0)
+    offset: Duration = 0
+
+
+class Sessions(Spec):
+    gap: Duration = Field(gt=0)
+
+
+class Sliding(Spec):
+    size: Duration = Field(ge=0)
+
+
+class Cumulative(Spec):
+    max_size: Duration = Field(gt=0)
+    step: Duration = Field(gt=0)
+    offset: Duration = 0
+
+
+class Empty(Spec):
+    pass
+
+
+class WindowSpec(Spec):
+    """One of: ``tumbling``, ``hopping``, ``sessions``, ``sliding`` (per record), ``cumulative``, ``global``."""
+
+    tumbling: Optional[Tumbling] = None
+    hopping: Optional[Hopping] = None
+    sessions: Optional[Sessions] = None
+    sliding: Optional[Sliding] = None
+    cumulative: Optional[Cumulative] = None
+    global_: Optional[Empty] = Field(default=None, alias="global")
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _one(self) -> "WindowSpec":
+        _exactly_one(self, "window")
+        return self
+
+    def build(self) -> WindowOption:
+        if self.tumbling:
+            return TimeWindows(self.tumbling.size, self.tumbling.offset)
+        if self.hopping:
+            return TimeWindows(self.hopping.size, self.hopping.offset).slide_by(self.hopping.slide)
+        if self.sessions:
+            return SessionWindows(self.sessions.gap)
+        if self.sliding:
+            return SlidingWindows(self.sliding.size)
+        if self.cumulative:
+            return CumulativeWindows(self.cumulative.max_size, self.cumulative.step, offset=self.cumulative.offset)
+        return GlobalWindow()
+
+
+# -- accumulations ------------------------------------------------------------------------------------
+class FieldArgs(Spec):
+    field: Optional[str] = None
+
+
+class TopNArgs(Spec):
+    n: int = Field(gt=0)
+    field: Optional[str] = None
+
+
+class JoinArgs(Spec):
+    join: Optional[str] = Field(default=None, description="dotted path of join(left, right); needs allow_code")
+    result_type: Optional[str] = None
+
+
+class CodeArgs(Spec):
+    path: str = Field(description="dotted path of an Accumulation or MergeAccumulation class")
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class AccumulationSpec(Spec):
+    sum: Optional[FieldArgs] = None
+    count: Optional[Empty] = None
+    min: Optional[FieldArgs] = None
+    max: Optional[FieldArgs] = None
+    mean: Optional[FieldArgs] = None
+    to_list: Optional[FieldArgs] = None
+    top_n: Optional[TopNArgs] = None
+    inner_join: Optional[JoinArgs] = None
+    left_outer_join: Optional[JoinArgs] = None
+    full_outer_join: Optional[JoinArgs] = None
+    cogroup: Optional[Empty] = None
+    code: Optional[CodeArgs] = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "AccumulationSpec":
+        _exactly_one(self, "accumulation")
+        return self
+
+    @property
+    def is_merge(self) -> bool:
+        return any(getattr(self, n) is not None for n in ("inner_join", "left_outer_join", "full_outer_join",
+                                                          "cogroup"))
+
+    def needs_code(self) -> bool:
+        joins = (self.inner_join, self.left_outer_join, self.full_outer_join)
+        return self.code is not None or any(j is not None and j.join is not None for j in joins)
+
+    def build(self) -> Union[Accumulation, MergeAccumulation]:
+        simple = {"sum": Sum, "min": Min, "max": Max, "mean": Mean, "to_list": ToList}
+        for name, cls in simple.items():
+            args = getattr(self, name)
+            if args is not None:
+                return cls(field=args.field)
+        if self.count is not None:
+            return Count()
+        if self.top_n is not None:
+            return TopN(self.top_n.n, field=self.top_n.field)
+        if self.cogroup is not None:
+            return Cogroup()
+        joins = {"inner_join": InnerJoin, "left_outer_join": LeftOuterJoin, "full_outer_join": FullOuterJoin}
+        for name, cls in joins.items():
+            args = getattr(self, name)
+            if args is not None:
+                fn: Optional[Callable] = import_dotted(args.join) if args.join else None
+                return cls(join=fn, result_type=args.result_type)
+        assert self.code is not None
+        target = import_dotted(self.code.path)
+        if not (isinstance(target, type) and issubclass(target, (Accumulation, MergeAccumulation))):
+            raise ValueError(f"{self.code.path!r} is not an Accumulation or MergeAccumulation class")
+        return target(**self.code.args)
+
+
+# -- watermark ----------------------------------------------------------------------------------------
+class WatermarkSpec(Spec):
+    """One of: ``upstream`` (the source's watermark: give ``delay``), ``bounded_disorder``, ``fixed_lag``."""
+
+    upstream: Optional[Duration] = Field(default=None, ge=0, description="withWatermark delay on the source")
+    bounded_disorder: Optional[Duration] = Field(default=None, ge=0)
+    fixed_lag: Optional[Duration] = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _one(self) -> "WatermarkSpec":
+        _exactly_one(self, "watermark")
+        return self
+
+    def build(self) -> Union[UpstreamWatermark, BoundedDisorderWatermark, FixedLagWatermark]:
+        if self.bounded_disorder is not None:
+            return BoundedDisorderWatermark(max_disorder=self.bounded_disorder)
+        if self.fixed_lag is not None:
+            return FixedLagWatermark(lag=self.fixed_lag)
+        return UpstreamWatermark()
+
+
+# -- sources ------------------------------------------------------------------------------------------
+class FileSource(Spec):
+    path: str
+    format: Literal["json", "csv", "parquet"]
+    schema_: str = Field(alias="schema", description="DDL, e.g. 'user string, amount bigint, ts timestamp'")
+    max_files_per_trigger: Optional[int] = Field(default=None, gt=0)
+    options: dict[str, str] = Field(default_factory=dict)
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class RateSource(Spec):
+    rows_per_second: int = Field(default=100, gt=0)
+
+
+class MemorySource(Spec):
+    schema_: str = Field(alias="schema")
+    rows: list[dict[str, Any]] = Field(min_length=1)
+    rows_per_batch: int = Field(default=1_000, gt=0)
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class SourceSpec(Spec):
+    files: Optional[FileSource] = None
+    rate: Optional[RateSource] = None
+    memory: Optional[MemorySource] = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "SourceSpec":
+        _exactly_one(self, "source kind")
+        return self
+
+
+# -- operators ----------------------------------------------------------------------------------------
+class InputSpec(Spec):
+    key: Optional[str] = None
+    timestamp: Optional[str] = None
+    value: Optional[str] = None
+
+
+class OperatorSpec(Spec):
+    """A one-input operator (``input``) or a merge operator (``left`` and ``right``)."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+    input: Optional[str] = None
+    left: Optional[str] = None
+    right: Optional[str] = None
+    key: Optional[str] = None
+    timestamp: Optional[str] = None
+    value: Optional[str] = None
+    left_options: InputSpec = Field(default_factory=InputSpec)
+    right_options: InputSpec = Field(default_factory=InputSpec)
+    window: Optional[WindowSpec] = None
+    accumulation: AccumulationSpec
+    trigger: TriggerOption = Field(default_factory=TriggerOption)
+    allowed_lateness: Duration = Field(default=0, ge=0)
+    watermark: WatermarkSpec = Field(default_factory=lambda: WatermarkSpec(bounded_disorder=0))
+    late_data_output: bool = False
+    on_bad_element: Literal["raise", "dead_letter"] = "raise"
+
+    @model_validator(mode="after")
+    def _inputs(self) -> "OperatorSpec":
+        merge = self.left is not None or self.right is not None
+        if merge and (self.left is None or self.right is None):
+            raise ValueError("a merge operator needs both left and right")
+        if merge and self.input is not None:
+            raise ValueError("give input (one-input operator) or left and right (merge operator), not both")
+        if not merge and self.input is None:
+            raise ValueError("give input (one-input operator) or left and right (merge operator)")
+        if merge != self.accumulation.is_merge:
+            kind = "a merge accumulation (inner_join, left_outer_join, full_outer_join, cogroup)"
+            raise ValueError(f"accumulation: a {'merge' if merge else 'one-input'} operator needs "
+                             f"{kind if merge else 'a one-input accumulation'}")
+        return self
+
+    @property
+    def inputs(self) -> list[str]:
+        return [self.input] if self.input is not None else [self.left, self.right]  # type: ignore[list-item]
+
+    def build(self) -> Any:
+        common: dict[str, Any] = dict(
+            window=self.window.build() if self.window else None, accumulation=self.accumulation.build(),
+            trigger=self.trigger, allowed_lateness=self.allowed_lateness, watermark=self.watermark.build(),
+            timestamp=self.timestamp, value=self.value, late_data_output=self.late_data_output,
+            on_bad_element=self.on_bad_element, name=self.name)
+        keyed = self.key is not None or self.left_options.key is not None
+        if self.input is not None:
+            cls = KeyedWindowedOperator if keyed else WindowedOperator
+            return cls(**common, **({"key": self.key} if keyed else {}))
+        sides = {"left": InputOptions(**self.left_options.model_dump()),
+                 "right": InputOptions(**self.right_options.model_dump())}
+        cls = KeyedWindowedMergeOperator if keyed else WindowedMergeOperator
+        return cls(**common, **sides, **({"key": self.key} if keyed else {}))
+
+
+# -- sinks --------------------------------------------------------------------------------------------
+class ConsoleSink(Spec):
+    truncate: bool = False
+    num_rows: int = Field(default=20, gt=0)
+
+
+class FileSink(Spec):
+    path: str
+    format: Literal["json", "parquet"] = "parquet"
+
+
+class MemorySink(Spec):
+    query_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ForeachBatchSink(Spec):
+    function: str = Field(description="dotted path of f(batch_df, batch_id); needs allow_code")
+
+
+class SinkSpec(Spec):
+    input: str
+    console: Optional[ConsoleSink] = None
+    files: Optional[FileSink] = None
+    memory: Optional[MemorySink] = None
+    foreach_batch: Optional[ForeachBatchSink] = None
+    checkpoint: Optional[str] = Field(default=None, description="default: <pipeline checkpoint>/<input>")
+
+    @model_validator(mode="after")
+    def _one(self) -> "SinkSpec":
+        chosen = [n for n in ("console", "files", "memory", "foreach_batch") if getattr(self, n) is not None]
+        if len(chosen) != 1:
+            raise ValueError(f"give exactly one sink kind (console, files, memory, foreach_batch); got "
+                             f"{', '.join(chosen) or 'none'}")
+        return self
+
+
+# -- the pipeline -------------------------------------------------------------------------------------
+class Pipeline(Spec):
+    name: str = "pipeline"
+    allow_code: bool = Field(default=False, description="allow dotted paths to user code (never code in the file)")
+    checkpoint: str = Field(default="checkpoints", description="directory of the queries' checkpoints")
+    trigger_interval: Optional[str] = Field(default=None, description="Spark processingTime trigger, e.g. '5 seconds'"
+                                                                      "; default: availableNow (run to the end)")
+    sources: dict[str, SourceSpec] = Field(min_length=1)
+    operators: list[OperatorSpec] = Field(min_length=1)
+    sinks: list[SinkSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _references(self, info: ValidationInfo) -> "Pipeline":
+        if info.context and info.context.get("defer_references"):
+            return self  # the loader reports them with their locations
+        errors = self.reference_errors()
+        if errors:
+            raise ValueError("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in errors))
+        return self
+
+    def reference_errors(self) -> list[tuple[tuple, str]]:
+        """Names that do not resolve and user code that is not allowed, each with its location."""
+        errors: list[tuple[tuple, str]] = []
+        known = set(self.sources)
+        for i, op in enumerate(self.operators):
+            if op.name in known:
+                errors.append((("operators", i, "name"), f"{op.name!r} is used twice (or is also a source name)"))
+            fields = ["input"] if op.input is not None else ["left", "right"]
+            for field, name in zip(fields, op.inputs):
+                if name not in known:
+                    errors.append((("operators", i, field), f"{name!r} is not a source or an earlier operator "
+                                                             f"(known: {sorted(known)})"))
+            if op.accumulation.needs_code() and not self.allow_code:
+                errors.append((("operators", i, "accumulation"),
+                               "refers to user code; set allow_code: true to allow importing it"))
+            known.add(op.name)
+        for i, sink in enumerate(self.sinks):
+            if sink.input not in known:
+                errors.append((("sinks", i, "input"), f"{sink.input!r} is not a source or operator "
+                                                      f"(known: {sorted(known)})"))
+            if sink.foreach_batch is not None and not self.allow_code:
+                errors.append((("sinks", i, "foreach_batch"), "calls user code; set allow_code: true"))
+        return errors
+
+    def build_operators(self) -> dict[str, Any]:
+        return {op.name: op.build() for op in self.operators}

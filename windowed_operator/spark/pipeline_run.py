@@ -1,0 +1,118 @@
+"""Running a declarative pipeline on Spark: sources -> operators (chained by name) -> sinks."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, TextIO
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..pipeline.spec import MemorySource, Pipeline, SourceSpec, import_dotted
+
+
+def _memory_source(spark: SparkSession, name: str, memory: MemorySource, workdir: Path) -> DataFrame:
+    """An in-memory list becomes JSON files of ``rows_per_batch`` rows, read one file per micro-batch."""
+    directory = workdir / f"memory-{name}"
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(0, len(memory.rows), memory.rows_per_batch):
+        path = directory / f"part-{i // memory.rows_per_batch:05d}.json"
+        path.write_text("".join(json.dumps(r, default=str) + "\n" for r in memory.rows[i:i + memory.rows_per_batch]))
+        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+    return spark.readStream.schema(memory.schema_).option("maxFilesPerTrigger", 1).json(str(directory))
+
+
+def source_frame(spark: SparkSession, name: str, spec: SourceSpec, workdir: Path) -> DataFrame:
+    if spec.files is not None:
+        files = spec.files
+        reader = spark.readStream.format(files.format).schema(files.schema_).options(**files.options)
+        if files.format == "csv" and "header" not in files.options:
+            reader = reader.option("header", "true")
+        if files.max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", files.max_files_per_trigger)
+        return reader.load(files.path)
+    if spec.rate is not None:
+        return spark.readStream.format("rate").option("rowsPerSecond", spec.rate.rows_per_second).load()
+    assert spec.memory is not None
+    return _memory_source(spark, name, spec.memory, workdir)
+
+
+def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict[str, DataFrame]:
+    """Every source and operator output as a streaming DataFrame, by name."""
+    frames = {name: source_frame(spark, name, spec, workdir) for name, spec in pipeline.sources.items()}
+    operators = pipeline.build_operators()
+    for spec in pipeline.operators:
+        op = operators[spec.name]
+        inputs = []
+        for side, name in zip(("left", "right") if spec.left else ("input",), spec.inputs):
+            df = frames[name]
+            if spec.watermark.upstream is not None:
+                ts = getattr(spec, f"{side}_options").timestamp if side != "input" else None
+                df = df.withWatermark(ts or spec.timestamp, f"{spec.watermark.upstream} milliseconds")
+            inputs.append(df)
+        frames[spec.name] = op.apply(*inputs)
+    return frames
+
+
+def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
+    queries = []
+    for i, sink in enumerate(pipeline.sinks):
+        writer = frames[sink.input].writeStream.queryName(sink.memory.query_name if sink.memory else
+                                                          f"{pipeline.name}_{sink.input}_{i}")
+        checkpoint = sink.checkpoint or str(Path(pipeline.checkpoint) / f"{sink.input}-{i}")
+        writer = writer.option("checkpointLocation", checkpoint)
+        if pipeline.trigger_interval:
+            writer = writer.trigger(processingTime=pipeline.trigger_interval)
+        else:
+            writer = writer.trigger(availableNow=True)
+        if sink.console is not None:
+            writer = (writer.format("console").option("truncate", str(sink.console.truncate).lower())
+                      .option("numRows", sink.console.num_rows))
+        elif sink.files is not None:
+            writer = writer.format(sink.files.format).option("path", sink.files.path)
+        elif sink.memory is not None:
+            writer = writer.format("memory")
+        else:
+            assert sink.foreach_batch is not None
+            writer = writer.foreachBatch(import_dotted(sink.foreach_batch.function))
+        queries.append(writer.start())
+    return queries
+
+
+def _progress_line(query: Any) -> str:
+    progress = query.lastProgress or {}
+    watermark = (progress.get("eventTime") or {}).get("watermark", "-")
+    rows_out = (progress.get("sink") or {}).get("numOutputRows", "-")
+    late = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
+    return (f"{query.name}: batch {progress.get('batchId', '-')}, input rows {progress.get('numInputRows', 0)}, "
+            f"panes out {rows_out}, rows dropped by Spark's watermark {late}, watermark {watermark}")
+
+
+def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, master: Optional[str] = None,
+                 workdir: Optional[Path] = None, out: TextIO = sys.stdout, poll_seconds: float = 2.0,
+                 on_progress: Optional[Callable[[list[Any]], None]] = None) -> list[Any]:
+    """Start every sink's query, print progress until they end (availableNow) or Ctrl-C, which stops
+    them cleanly: Spark commits each micro-batch to the checkpoint, so a rerun resumes there."""
+    from .session import local_session
+
+    spark = spark or local_session(master=master or "local[*]", app_name=pipeline.name)
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="wo-pipeline-"))
+    queries = start_sinks(pipeline, build_frames(spark, pipeline, workdir))
+    try:
+        while any(q.isActive for q in queries):
+            time.sleep(poll_seconds)
+            for query in queries:
+                print(_progress_line(query), file=out, flush=True)
+            if on_progress is not None:
+                on_progress(queries)
+        for query in queries:
+            if query.exception() is not None:
+                raise query.exception()
+    except KeyboardInterrupt:
+        for query in queries:
+            query.stop()
+        print(f"stopped; checkpoints kept under {pipeline.checkpoint} (run again to resume)", file=out)
+    return queries
