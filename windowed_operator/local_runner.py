@@ -29,6 +29,11 @@ class LocalRunner:
         self.processing_time = to_millis(processing_time)
         self._build_inputs(operator)
         self.outputs: list[PaneRecord] = []
+        #: For each output, when it was emitted: ``(step, processing time, watermark)``; a step is one
+        #: call of add_elements / advance_watermark_to / advance_processing_time (the pane timeline's
+        #: vertical axis, see ``windowed_operator.viz``).
+        self.emitted_at: list[tuple[int, int, int]] = []
+        self.steps = 0
         self.late_data: list[DroppedElement] = []
         self.dead_letters: list[DroppedElement] = []
         self.dropped_counts: Counter = Counter()
@@ -49,6 +54,7 @@ class LocalRunner:
 
     def _add_bundle(self, parts: list[tuple[tuple, Any, Callable[[int], None]]]) -> list[PaneRecord]:
         """One bundle made of ``(elements, reader, observe)`` parts (a merge's bundle has one per input)."""
+        self.steps += 1
         watermark = self.tracker.current
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
         observers: dict[Optional[Hashable], list[tuple[Callable[[int], None], int]]] = {}
@@ -107,6 +113,7 @@ class LocalRunner:
 
     # -- internals ----------------------------------------------------------------------------
     def _advance_watermark(self) -> list[PaneRecord]:
+        self.steps += 1
         before = self.tracker.current
         after = self.tracker.compute(self.processing_time)
         emitted: list[PaneRecord] = []
@@ -123,6 +130,7 @@ class LocalRunner:
     def _collect(self, emission: Emission, emitted: list[PaneRecord]) -> None:
         emitted.extend(emission.outputs)
         self.outputs.extend(emission.outputs)
+        self.emitted_at.extend([(self.steps, self.processing_time, self.tracker.current)] * len(emission.outputs))
         for dropped in emission.dropped:
             self.dropped_counts[dropped.reason.value] += 1
             if self.operator.late_data_output:
