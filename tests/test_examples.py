@@ -45,3 +45,77 @@ def test_ad_click_join_reports_ctr_per_campaign_and_minute(capsys):
         shown.setdefault((imp["campaign"], minute), []).append(1.0 if clicked else 0.0)
     assert result["ctr"] == {k: sum(v) / len(v) for k, v in shown.items()}
     assert result["late_clicks"] == dropped > 0
+
+
+# -- the pipeline examples (examples/pipelines/*.yaml), in the local runner on small data ------------------
+def pipeline_example(name: str, scale: int, root: Path):
+    """The example's YAML file, copied to ``root`` with its data generated next to it."""
+    import shutil
+
+    runner_module = load_from(EXAMPLES / "pipelines" / "run.py", "pipelines_run")
+    shutil.copy(EXAMPLES / "pipelines" / f"{name}.yaml", root / f"{name}.yaml")
+    runner_module.generate(name, scale, root=root)
+    from windowed_operator.pipeline import load_pipeline
+    from windowed_operator.pipeline.local_run import run_pipeline_runners
+
+    return runner_module, run_pipeline_runners(load_pipeline(root / f"{name}.yaml"))
+
+
+def load_from(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_clickstream_sessions_retract_and_fire_late(tmp_path):
+    _, runners = pipeline_example("clickstream_sessions", 400, tmp_path)
+    panes = runners["sessions"].outputs
+    assert any(p.is_retraction for p in panes) and any(p.timing.value == "LATE" for p in panes)
+    # per session, panes minus retractions net to its final count
+    net: dict = {}
+    for p in panes:
+        net[(p.key, p.window_start, p.window_end)] = net.get((p.key, p.window_start, p.window_end), 0) + p.value
+    final = {}
+    for p in panes:
+        if not p.is_retraction:
+            final[(p.key, p.window_start, p.window_end)] = p.value
+    merged_away = {k for k, v in net.items() if v == 0}
+    assert {k: v for k, v in net.items() if k not in merged_away} == {k: v for k, v in final.items()
+                                                                         if k not in merged_away}
+
+
+def test_iot_averages_take_late_readings_and_count_the_later_ones(tmp_path):
+    module, runners = pipeline_example("iot_sliding_average", 600, tmp_path)
+    runner = runners["averages"]
+    assert any(p.timing.value == "LATE" for p in runner.outputs)
+    assert runner.dropped_counts["expired"] == len(runner.late_data) > 0
+
+
+def test_fraud_check_flags_the_bursting_card(tmp_path):
+    _, runners = pipeline_example("fraud_per_record", 600, tmp_path)
+    panes = runners["spend_10m"].outputs
+    assert len(panes) == 600  # one window per payment
+    assert {p.key for p in panes if p.value > 1_500} == {"card-99"}
+
+
+def test_cumulative_revenue_ends_each_day_at_the_day_total(tmp_path):
+    import pandas as pd
+
+    module, runners = pipeline_example("cumulative_revenue", 500, tmp_path)
+    orders = pd.concat(pd.read_parquet(f) for f in sorted((tmp_path / "data" / "cumulative_revenue" /
+                                                           "orders").glob("*.parquet")))
+    orders = orders[orders.store != "__end__"]
+    day = orders.ts - (orders.ts - module.START) % 86_400_000
+    expected = orders.groupby([orders.store, day]).amount.sum().round(6).to_dict()
+    got = {(p.key, p.window_start): round(p.value, 6) for p in runners["revenue_today"].outputs
+           if p.window_end - p.window_start == 86_400_000}
+    assert got == expected
+
+
+def test_two_stream_join_pairs_impressions_with_their_clicks(tmp_path):
+    _, runners = pipeline_example("ad_click_join", 300, tmp_path)
+    panes = runners["joined"].outputs
+    clicked = sum(1 for p in panes for _, click in p.value if click is not None)
+    unclicked = sum(1 for p in panes for _, click in p.value if click is None)
+    assert clicked > 0 and unclicked > clicked and clicked + unclicked >= 300 - 10

@@ -70,3 +70,9 @@ def to_duration_millis(value: Any) -> int:
 def saturating_add(a: int, b: int) -> int:
     """a + b clamped to the representable range, so 'end of time + lateness' stays the end of time."""
     return max(MIN_TIMESTAMP, min(MAX_TIMESTAMP, a + b))
+
+
+#: Append a row with this event time (ms) to a finite input to flush it on Spark: it moves Spark's
+#: watermark past every real window and is never aggregated.  (9e12 ms, year 2255: larger values
+#: overflow the nanosecond timestamps pandas uses.)
+END_OF_INPUT = 9_000_000_000_000

@@ -14,3 +14,10 @@ def test_ad_click_join_on_spark_equals_local_runner():
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "equal to the local runner's join" in result.stdout
+
+
+def test_a_pipeline_example_runs_on_spark_with_its_readme_command():
+    result = subprocess.run([sys.executable, str(EXAMPLES / "pipelines" / "run.py"), "clickstream_sessions", "--spark",
+                             "--scale", "200"], capture_output=True, text=True, timeout=400)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "ON_TIME" in result.stdout and "clickstream_sessions on Spark:" in result.stdout

@@ -95,7 +95,26 @@ def parse_pipeline(text: str, source: str = "<pipeline>") -> Pipeline:
 
 
 def load_pipeline(path: Union[str, Path]) -> Pipeline:
+    """Relative paths in the file (sources, sinks, checkpoints) are relative to the file's directory."""
     path = Path(path)
     if not path.exists():
         raise PipelineError(str(path), [PipelineIssue("", 0, "no such file")])
-    return parse_pipeline(path.read_text(), str(path))
+    return resolve_paths(parse_pipeline(path.read_text(), str(path)), path.parent)
+
+
+def resolve_paths(pipeline: Pipeline, base: Path) -> Pipeline:
+    def absolute(value: str) -> str:
+        return value if Path(value).is_absolute() else str((base / value).resolve())
+
+    sources = {name: spec.model_copy(update={"files": spec.files.model_copy(update={"path": absolute(spec.files.path)})})
+               if spec.files is not None else spec for name, spec in pipeline.sources.items()}
+    sinks = []
+    for sink in pipeline.sinks:
+        updates: dict = {}
+        if sink.files is not None:
+            updates["files"] = sink.files.model_copy(update={"path": absolute(sink.files.path)})
+        if sink.checkpoint is not None:
+            updates["checkpoint"] = absolute(sink.checkpoint)
+        sinks.append(sink.model_copy(update=updates))
+    return pipeline.model_copy(update={"sources": sources, "sinks": sinks,
+                                       "checkpoint": absolute(pipeline.checkpoint)})

@@ -86,7 +86,27 @@ def _table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(out)
 
 
-def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool = False) -> int:
+def _plot_timeline(batches: dict, user: str, path: Optional[str]) -> None:
+    """The user's pane timeline (event time x micro-batch) as PNG, when matplotlib is installed."""
+    if path is None:
+        return
+    try:
+        from ..viz import plot_pane_timeline, points_from_rows
+    except ImportError:  # pragma: no cover - viz is optional
+        return
+    rows = [{**r, "window_start": r["ws"], "window_end": r["we"], "batch_id": b}
+            for b in sorted(batches) for r in batches[b] if r["record_type"] == "pane"]
+    try:
+        plot_pane_timeline(points_from_rows(rows, user), path, title=f"demo: sessions of {user}",
+                           emitted_label="emitted (micro-batch)")
+    except ImportError:
+        print("(pip install matplotlib for the pane timeline plot)")
+        return
+    print(f"pane timeline of {user}: {path}")
+
+
+def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool = False,
+             plot_path: Optional[str] = "demo-timeline.png") -> int:
     t0 = time.monotonic()
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="windowed-operator-demo-"))
     shutil.rmtree(base / "checkpoints", ignore_errors=True)
@@ -145,6 +165,7 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
         print(_table(["session", "clicks", "timing", "pane", "retraction", "last"],
                      [[f"{_fmt_time(r['ws'])}-{_fmt_time(r['we'])}", r["value"], r["timing"], r["pane_index"],
                        "yes" if r["is_retraction"] else "", "yes" if r["is_last"] else ""] for r in ordered]))
+        _plot_timeline(results["sessions"], user, plot_path)
     page_rows = [r for rows in results["pages"].values() for r in rows]
     windows = sorted({(r["ws"], r["we"]) for r in page_rows})[-4:]
     print("\nClicks per page, hopping 60 s windows every 20 s (last windows, final values):")

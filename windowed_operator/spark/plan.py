@@ -11,10 +11,7 @@ from ..operator import WindowingOptions
 from ..panes import DroppedElement, PaneRecord
 from .clock import FileClock, SparkBatchClock
 
-#: Append a row with this event time (ms) to a finite input to flush it: it moves Spark's watermark
-#: past every real window and is never aggregated.  (9e12 ms, year 2255: larger values overflow the
-#: nanosecond timestamps pandas uses.)
-END_OF_INPUT = 9_000_000_000_000
+from ..time import END_OF_INPUT  # noqa: E402,F401 - re-exported: the Spark runner's flush marker
 
 #: Columns of the operator's output DataFrame, in order (``key`` only for keyed operators).
 OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_index", "is_first", "is_last",
