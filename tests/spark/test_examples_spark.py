@@ -21,3 +21,10 @@ def test_a_pipeline_example_runs_on_spark_with_its_readme_command():
                              "--scale", "200"], capture_output=True, text=True, timeout=400)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "ON_TIME" in result.stdout and "clickstream_sessions on Spark:" in result.stdout
+
+
+def test_spark_declarative_pipelines_define_a_streaming_table_with_the_operator(tmp_path):
+    result = subprocess.run([sys.executable, str(EXAMPLES / "sdp" / "run.py"), "--workdir", str(tmp_path / "sdp")],
+                            capture_output=True, text=True, timeout=400)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "Run is COMPLETED" in result.stdout and "equal to the local runner" in result.stdout
