@@ -18,7 +18,8 @@ ROWS = [{"user": u, "amount": a, "ts": 1_700_000_000_000 + t}
 
 
 def test_pipeline_runs_on_spark_like_the_local_runner(spark, tmp_path):
-    rows = [*ROWS, {"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]
+    late = {"user": "a", "amount": 100, "ts": 1_700_000_002_000}  # arrives after the watermark passed its window
+    rows = [*ROWS, late, {"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]
     text = textwrap.dedent(f"""
         name: spend
         checkpoint: {tmp_path / "checkpoints"}
@@ -48,3 +49,4 @@ def test_pipeline_runs_on_spark_like_the_local_runner(spark, tmp_path):
     local = op.run_local(TestStream().add_elements(ROWS))
     assert got == Counter((p.key, p.window_start, p.value, p.timing.value) for p in local)
     assert "spend_panes: batch" in out.getvalue() and "input rows" in out.getvalue()
+    assert "late rows dropped 1," in out.getvalue().splitlines()[-1]

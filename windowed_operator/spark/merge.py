@@ -58,7 +58,8 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                          left_timestamp: Optional[str] = None, right_timestamp: Optional[str] = None,
                          key: Optional[str] = None, timestamp: Optional[str] = None,
                          value_type: Optional[str] = None, time_mode: str = "auto",
-                         clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None) -> DataFrame:
+                         clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
+                         drop_counter: Any = None) -> DataFrame:
     """The streaming DataFrame of panes of a merge operator over two streaming DataFrames.
 
     Columns as for one-input operators (``key`` for keyed merges).  ``key``/``timestamp`` name the
@@ -96,6 +97,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
-        time_column=MERGE_TIME_COLUMN, key_groups=resolve_key_groups(left, key_groups))
+        time_column=MERGE_TIME_COLUMN, key_groups=resolve_key_groups(left, key_groups),
+        drop_counter=drop_counter)
     assert set(PAYLOAD_COLUMNS) == set(SIDES)
     return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None)

@@ -40,8 +40,10 @@ def source_frame(spark: SparkSession, name: str, spec: SourceSpec, workdir: Path
     return _memory_source(spark, name, spec.memory, workdir)
 
 
-def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict[str, DataFrame]:
-    """Every source and operator output as a streaming DataFrame, by name."""
+def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path,
+                 drop_counters: Optional[dict[str, Any]] = None) -> dict[str, DataFrame]:
+    """Every source and operator output as a streaming DataFrame, by name; ``drop_counters`` gets an
+    accumulator of dropped late elements per operator."""
     frames = {name: source_frame(spark, name, spec, workdir) for name, spec in pipeline.sources.items()}
     operators = pipeline.build_operators()
     for spec in pipeline.operators:
@@ -53,7 +55,10 @@ def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict
                 ts = getattr(spec, f"{side}_options").timestamp if side != "input" else None
                 df = df.withWatermark(ts or spec.timestamp, f"{spec.watermark.upstream} milliseconds")
             inputs.append(df)
-        frames[spec.name] = op.apply(*inputs)
+        counter = spark.sparkContext.accumulator(0)
+        if drop_counters is not None:
+            drop_counters[spec.name] = counter
+        frames[spec.name] = op.apply(*inputs, drop_counter=counter)
     return frames
 
 
@@ -82,13 +87,13 @@ def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     return queries
 
 
-def _progress_line(query: Any) -> str:
+def _progress_line(query: Any, dropped: Optional[int]) -> str:
     progress = query.lastProgress or {}
     watermark = (progress.get("eventTime") or {}).get("watermark", "-")
     rows_out = (progress.get("sink") or {}).get("numOutputRows", "-")
-    late = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
+    late = "-" if dropped is None else dropped
     return (f"{query.name}: batch {progress.get('batchId', '-')}, input rows {progress.get('numInputRows', 0)}, "
-            f"panes out {rows_out}, rows dropped by Spark's watermark {late}, watermark {watermark}")
+            f"panes out {rows_out}, late rows dropped {late}, watermark {watermark}")
 
 
 def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, master: Optional[str] = None,
@@ -100,12 +105,15 @@ def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, ma
 
     spark = spark or local_session(master=master or "local[*]", app_name=pipeline.name)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="wo-pipeline-"))
-    queries = start_sinks(pipeline, build_frames(spark, pipeline, workdir))
+    counters: dict[str, Any] = {}
+    queries = start_sinks(pipeline, build_frames(spark, pipeline, workdir, counters))
+    dropped_for = {q.name: counters.get(sink.input) for q, sink in zip(queries, pipeline.sinks)}
     try:
         while any(q.isActive for q in queries):
             time.sleep(poll_seconds)
             for query in queries:
-                print(_progress_line(query), file=out, flush=True)
+                counter = dropped_for.get(query.name)
+                print(_progress_line(query, None if counter is None else counter.value), file=out, flush=True)
             if on_progress is not None:
                 on_progress(queries)
         for query in queries:

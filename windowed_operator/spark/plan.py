@@ -59,6 +59,8 @@ class SparkPlan:
     vectorized: bool = False
     #: Keys are hashed into this many groups; each group is one state value and one timer.
     key_groups: int = 8
+    #: A Spark accumulator counting dropped late elements (the progress display reads it on the driver).
+    drop_counter: Any = None
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
     #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
     input_columns: tuple[str, ...] = ()

@@ -85,6 +85,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         for key in [k for k, s in states.items() if s.is_empty()]:
             del states[key]
         meta["wm"] = watermark
+        if emission.dropped and self.plan.drop_counter is not None:
+            self.plan.drop_counter.add(len(emission.dropped))
         self._schedule(states, meta, spark_now)
         self._save(states, meta)
         if emission.outputs or (self.plan.side_outputs and (bad or (emission.dropped and

@@ -170,7 +170,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
 def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None, timestamp: Optional[str] = None,
                    value_type: Optional[str] = None, time_mode: str = "auto",
                    clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
-                   vectorized: bool = True, schema: Union[str, StructType, None] = None) -> DataFrame:
+                   vectorized: bool = True, schema: Union[str, StructType, None] = None,
+                   drop_counter: Any = None) -> DataFrame:
     """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
 
     ``key_groups``: how many state values the keys are hashed into (default: 4 x
@@ -179,7 +180,8 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     windows are assigned by timestamp and the accumulation has ``fold_array``);
     ``schema`` (DDL or StructType) declares the input's schema so that apply() never analyses the
     DataFrame — needed inside Spark Declarative Pipelines query functions, where analysis is
-    forbidden; the DataFrame is then trusted to be streaming and to match it.
+    forbidden; the DataFrame is then trusted to be streaming and to match it;
+    ``drop_counter`` (``spark.sparkContext.accumulator(0)``) counts the late elements dropped.
 
     Output columns: ``key`` (keyed operators), ``window_start``, ``window_end`` (timestamps),
     ``value`` (typed by the accumulation), ``timing``, ``pane_index``, ``is_first``, ``is_last``,
@@ -225,5 +227,6 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         key_type=shape[key_col].dataType.simpleString() if key_col else None,
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), key_column=key_col, time_column=ts_col, value_column=value_column,
-        vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(df, key_groups))
+        vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(df, key_groups),
+        drop_counter=drop_counter)
     return run_processor(projected, plan, key_col, columns)
