@@ -87,13 +87,33 @@ def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     return queries
 
 
-def _progress_line(query: Any, dropped: Optional[int]) -> str:
+class _Totals:
+    """Rows in and out summed over every micro-batch a query reported (each counted once)."""
+
+    def __init__(self) -> None:
+        self.seen: set = set()
+        self.rows_in = 0
+        self.rows_out = 0
+
+    def update(self, query: Any) -> None:
+        for progress in query.recentProgress:
+            batch = progress.get("batchId") if isinstance(progress, dict) else progress.batchId
+            if batch in self.seen:
+                continue
+            self.seen.add(batch)
+            progress = progress if isinstance(progress, dict) else json.loads(progress.json)
+            self.rows_in += progress.get("numInputRows", 0)
+            self.rows_out += max(0, (progress.get("sink") or {}).get("numOutputRows", 0) or 0)
+
+
+def _progress_line(query: Any, totals: _Totals, dropped: Optional[int]) -> str:
+    totals.update(query)
     progress = query.lastProgress or {}
     watermark = (progress.get("eventTime") or {}).get("watermark", "-")
-    rows_out = (progress.get("sink") or {}).get("numOutputRows", "-")
     late = "-" if dropped is None else dropped
-    return (f"{query.name}: batch {progress.get('batchId', '-')}, input rows {progress.get('numInputRows', 0)}, "
-            f"panes out {rows_out}, late rows dropped {late}, watermark {watermark}")
+    out = totals.rows_out if totals.rows_out else "-"  # sinks that do not report rows (foreachBatch) say -1
+    return (f"{query.name}: batch {progress.get('batchId', '-')}, input rows {totals.rows_in}, "
+            f"panes out {out}, late rows dropped {late}, watermark {watermark}")
 
 
 def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, master: Optional[str] = None,
@@ -108,12 +128,14 @@ def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, ma
     counters: dict[str, Any] = {}
     queries = start_sinks(pipeline, build_frames(spark, pipeline, workdir, counters))
     dropped_for = {q.name: counters.get(sink.input) for q, sink in zip(queries, pipeline.sinks)}
+    totals = {q.name: _Totals() for q in queries}
     try:
         while any(q.isActive for q in queries):
             time.sleep(poll_seconds)
             for query in queries:
                 counter = dropped_for.get(query.name)
-                print(_progress_line(query, None if counter is None else counter.value), file=out, flush=True)
+                print(_progress_line(query, totals[query.name], None if counter is None else counter.value),
+                      file=out, flush=True)
             if on_progress is not None:
                 on_progress(queries)
         for query in queries:
