@@ -16,12 +16,10 @@ A = TypeVar("A")
 O = TypeVar("O")
 
 
-class Accumulation(BaseModel, Generic[I, A, O]):
-    """Subclass and implement the five methods; ``subtract`` is optional (an inverse of accumulate).
-
-    Accumulations are pydantic models so their parameters are validated and they can be named in
-    pipeline files; they must be picklable, since the Spark runner ships them to executors.
-    """
+class ParameterModel(BaseModel):
+    """A frozen pydantic model whose first parameters may be given positionally (``Sum("amount")``);
+    accumulations of one input and of two share it.  They must be picklable: the Spark runner ships
+    them to executors."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     _positional: ClassVar[tuple[str, ...]] = ()
@@ -32,6 +30,14 @@ class Accumulation(BaseModel, Generic[I, A, O]):
         for name, value in zip(self._positional, args):
             kwargs[name] = value
         super().__init__(**kwargs)
+
+
+class Accumulation(ParameterModel, Generic[I, A, O]):
+    """Subclass and implement the five methods; ``subtract`` is optional (an inverse of accumulate).
+
+    Accumulations are pydantic models so their parameters are validated and they can be named in
+    pipeline files.
+    """
 
     def default_accumulated_value(self) -> A:
         raise NotImplementedError

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Generic, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict
-
-from .base import Accumulation
+from .base import Accumulation, ParameterModel
 
 I1 = TypeVar("I1")
 I2 = TypeVar("I2")
@@ -26,19 +24,9 @@ RIGHT = "right"
 SIDES = (LEFT, RIGHT)
 
 
-class MergeAccumulation(BaseModel, Generic[I1, I2, A, O]):
+class MergeAccumulation(ParameterModel, Generic[I1, I2, A, O]):
     """Subclass and implement ``default_accumulated_value``, ``accumulate1``, ``accumulate2``, ``merge``
     and ``get_output``; ``get_retraction`` defaults to the output itself (marked ``is_retraction``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-    _positional: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(self._positional):
-            raise TypeError(f"{type(self).__name__} takes at most {len(self._positional)} positional argument(s)")
-        for name, value in zip(self._positional, args):
-            kwargs[name] = value
-        super().__init__(**kwargs)
 
     def default_accumulated_value(self) -> A:
         raise NotImplementedError
