@@ -161,6 +161,13 @@ class ColumnarCore:
         if self.discarding:
             self._reset(table, mask)
 
+    def next_event_time(self, table: WindowTable) -> Optional[int]:
+        """When the group next has something to do: an ON_TIME pane or an expiry."""
+        if not len(table):
+            return None
+        due = np.where(table.fired, table.ends - 1 + self.lateness, table.ends - 1)
+        return int(due.min())
+
     def on_watermark(self, table: WindowTable, watermark: int, out: Panes) -> WindowTable:
         if not len(table):
             return table

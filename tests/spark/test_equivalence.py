@@ -85,20 +85,29 @@ def test_non_keyed_operator_with_a_list_output(spark, tmp_path):
     assert normalise(got) == normalise(expected)
 
 
-@pytest.mark.parametrize("window", ["tumbling", "hopping"])
-def test_array_path_and_key_groups_equal_the_element_path(spark, tmp_path, window):
-    """The fast paths (array folding, 64 key groups) against the element-by-element path with one
-    key per group, on the same Spark batches, late-data rows included."""
+@pytest.mark.parametrize("window,trigger", [("tumbling", "early-late"), ("hopping", "early-late"),
+                                            ("hopping", "default")])
+def test_array_path_and_key_groups_equal_the_element_path(spark, tmp_path, window, trigger):
+    """The fast paths (array folding; the columnar path for the default trigger; 64 key groups)
+    against the element-by-element path with one key per group, on the same Spark batches, late
+    panes and late-data rows included."""
     option = TimeWindows(10_000) if window == "tumbling" else TimeWindows(10_000).slide_by(2_000)
-    trigger = EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes()
+    if trigger == "default":
+        trigger_option, lateness = TriggerOption.default().accumulating_fired_panes(), 4_000
+    else:
+        trigger_option, lateness = EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes(), 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        op = KeyedWindowedOperator(option, Sum("amount"), trigger=trigger, allowed_lateness=0, key="user",
-                                   timestamp="ts", watermark=bounded_disorder(DELAY), late_data_output=True)
+        op = KeyedWindowedOperator(option, Sum("amount"), trigger=trigger_option, allowed_lateness=lateness,
+                                   key="user", timestamp="ts", watermark=bounded_disorder(DELAY),
+                                   late_data_output=True)
     batches = make_batches(8, n_batches=5, per_batch=12)
-    batches[3].append({"user": "a", "amount": 100, "ts": BASE + 1})  # behind the watermark: late data
+    batches[3].append({"user": "a", "amount": 100, "ts": BASE - 30_000})  # beyond lateness: late data
+    batches[4].append({"user": "b", "amount": 50, "ts": BASE + 17_500})  # late, within 4 s of lateness for some
     fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=64, vectorized=True)
     plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False)
     rows = lambda store: Counter(tuple(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
     assert rows(fast) == rows(plain)
     assert any(r["record_type"] == "late" for b in fast.values() for r in b)
+    if trigger == "default":
+        assert any(r["timing"] == "LATE" for b in fast.values() for r in b)

@@ -57,6 +57,8 @@ class SparkPlan:
     value_column: Optional[str] = None
     #: Use the core's array path (windows assigned by timestamp, accumulation with ``fold_array``).
     vectorized: bool = False
+    #: Use the columnar path (default trigger; see ``windowed_operator.columnar``).
+    columnar: bool = False
     #: Keys are hashed into this many groups; each group is one state value and one timer.
     key_groups: int = 8
     #: A Spark accumulator counting dropped late elements (the progress display reads it on the driver).
@@ -100,6 +102,24 @@ class SparkPlan:
             late = emission.dropped if self.operator.late_data_output else []
             for dropped in [*late, *dead_letters]:
                 self._add_dropped(columns, dropped)
+        return columns
+
+    def columnar_rows(self, panes: Any, dropped: list[DroppedElement]) -> dict[str, list[Any]]:
+        """Column lists from the columnar path's panes (never retractions: default trigger only)."""
+        n = len(panes)
+        columns: dict[str, list[Any]] = {}
+        if self.keyed:
+            columns["key"] = list(panes.keys)
+        columns.update({"window_start": list(panes.starts), "window_end": list(panes.ends),
+                        "value": list(panes.values), "timing": list(panes.timing),
+                        "pane_index": list(panes.pane_index), "is_first": list(panes.is_first),
+                        "is_last": list(panes.is_last), "is_retraction": [False] * n,
+                        "timestamp": [end - 1 for end in panes.ends]})
+        if self.side_outputs:
+            for name in SIDE_OUTPUT_COLUMNS:
+                columns[name] = ["pane" if name == "record_type" else None] * n
+            for item in dropped:
+                self._add_dropped(columns, item)
         return columns
 
     def _add_pane(self, columns: dict[str, list[Any]], pane: PaneRecord) -> None:

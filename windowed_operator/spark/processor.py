@@ -23,7 +23,8 @@ from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, Stateful
 
 from ..core import CoreElement, Emission
 from ..elements import BadElementError
-from ..panes import DroppedElement
+from ..columnar import ColumnarCore, Panes, WindowTable
+from ..panes import DropReason, DroppedElement
 from ..state import KeyState
 from ..time import MIN_TIMESTAMP
 from ..vectorized import process_batch_arrays
@@ -45,6 +46,10 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.core = self.plan.operator.build_core()
         self.reader = self.plan.record_reader()
+        self.columnar = None
+        if self.plan.columnar:
+            op = self.plan.operator
+            self.columnar = ColumnarCore(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness)
 
     # -- Spark callbacks ------------------------------------------------------------------------
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
@@ -65,6 +70,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
     # -- one key group --------------------------------------------------------------------------
     def _run(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
              fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
+        if self.columnar is not None:
+            yield from self._run_columnar(frame, timer_values, fired_timer)
+            return
         states, meta = self._load()
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
@@ -94,6 +102,60 @@ class WindowedStatefulProcessor(StatefulProcessor):
             columns = self.plan.rows(emission, bad)
             if columns and next(iter(columns.values())):
                 yield pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
+
+    def _run_columnar(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
+                      fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
+        """The whole key group as arrays (default trigger; see ``windowed_operator.columnar``)."""
+        plan = self.plan
+        assert self.columnar is not None
+        table, meta = self._load()
+        if fired_timer is not None and meta.get("timer") == fired_timer:
+            meta["timer"] = None
+        spark_now = timer_values.getCurrentProcessingTimeInMs()
+        watermark = self._watermark(timer_values, meta, plan.clock.now(spark_now))
+        panes, dropped, bad = Panes(), [], []
+        keys = ts = values = None
+        if frame is not None and len(frame):
+            needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
+            clean = frame[needed].notna().all(axis=1).to_numpy()
+            for record in frame[~clean].to_dict("records"):  # rows with a null: an error or a dead letter
+                self._reject(record, watermark, bad)
+            frame = frame[clean]
+            ts = frame[plan.time_column].to_numpy(dtype=np.int64)
+            keys = (frame[plan.key_column].to_numpy(dtype=object) if plan.key_column is not None
+                    else np.full(len(frame), None, dtype=object))
+            values = frame[plan.value_column].to_numpy() if plan.value_column is not None else None
+        if ts is None:
+            ts, keys = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
+
+        def element_of(i: int, frame: Any = frame) -> Any:
+            record = frame.iloc[i].to_dict()
+            record.pop(GROUP_COLUMN, None)
+            return record
+
+        table = self.columnar.process(table, keys, ts, values, watermark, panes, dropped, element_of)
+        meta["wm"] = watermark
+        if dropped and plan.drop_counter is not None:
+            plan.drop_counter.add(len(dropped))
+        self._schedule(table, meta, spark_now)
+        self._save(table, meta)
+        late = dropped if plan.operator.late_data_output else []
+        if len(panes) or (plan.side_outputs and (bad or late)):
+            columns = plan.columnar_rows(panes, [*late, *bad])
+            yield pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
+
+    def _reject(self, record: dict, watermark: int, bad: list) -> None:
+        record.pop(GROUP_COLUMN, None)
+        try:
+            self.reader.read(record, MIN_TIMESTAMP)
+            reason, detail = DropReason.INVALID_VALUE, f"value column {self.plan.value_column!r} is null"
+            error: Exception = BadElementError(reason, record, detail)
+        except BadElementError as exc:
+            error, reason, detail = exc, exc.reason, exc.detail
+        if self.plan.operator.on_bad_element == "raise":
+            raise error
+        key = record.get(self.plan.key_column) if self.plan.key_column else None
+        bad.append(DroppedElement(reason, record, key, None, watermark, detail))
 
     def _is_due(self, state: KeyState, watermark: int, processing_time: int) -> bool:
         due = self.core.next_event_time(state)
@@ -166,15 +228,18 @@ class WindowedStatefulProcessor(StatefulProcessor):
             candidate = spark_wm if spark_wm > 0 else MIN_TIMESTAMP  # Spark reports 0 before any watermark
         return max(meta.get("wm", MIN_TIMESTAMP), candidate)
 
-    def _schedule(self, states: dict, meta: dict, spark_now: int) -> None:
+    def _schedule(self, states: Any, meta: dict, spark_now: int) -> None:
         """Keep exactly one timer per key group: the earliest next event time of its keys (EventTime
         mode) or the next batch (ProcessingTime mode, where the group polls its keys)."""
         current = meta.get("timer")
-        if not states:
+        if not len(states):
             wanted = None
         elif self.plan.time_mode == "EventTime":
-            times = [t for t in (self.core.next_event_time(s) for s in states.values()) if t is not None]
-            wanted = min(times) if times else None
+            if self.columnar is not None:
+                wanted = self.columnar.next_event_time(states)
+            else:
+                times = [t for t in (self.core.next_event_time(s) for s in states.values()) if t is not None]
+                wanted = min(times) if times else None
         else:
             wanted = current if current is not None and current > spark_now else spark_now + self.plan.poll_ms
         if wanted == current:
@@ -185,9 +250,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
             self.handle.registerTimer(wanted)
         meta["timer"] = wanted
 
-    def _load(self) -> tuple[dict, dict]:
+    def _load(self) -> tuple[Any, dict]:
         if not self.value_state.exists():
-            return {}, {}
+            return (WindowTable() if self.columnar is not None else {}), {}
         (blob,) = self.value_state.get()
         version, states, meta = pickle.loads(blob)
         if version != STATE_VERSION:
@@ -195,8 +260,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
                                "start from a new checkpoint")
         return states, meta
 
-    def _save(self, states: dict, meta: dict) -> None:
-        if not states and meta.get("timer") is None:
+    def _save(self, states: Any, meta: dict) -> None:
+        if not len(states) and meta.get("timer") is None:
             self.value_state.clear()
             return
         self.value_state.update((pickle.dumps((STATE_VERSION, states, meta), protocol=pickle.HIGHEST_PROTOCOL),))

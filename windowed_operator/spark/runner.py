@@ -8,6 +8,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
 
+from ..columnar import supports_columnar
 from ..operator import OperatorBase, WindowingOptions
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
@@ -228,5 +229,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), key_column=key_col, time_column=ts_col, value_column=value_column,
         vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(df, key_groups),
-        drop_counter=drop_counter)
+        drop_counter=drop_counter,
+        columnar=vectorized and use_arrays and supports_columnar(core_op.window, core_op.accumulation, core_op.trigger,
+                                                                 core_op.timestamp_combiner))
     return run_processor(projected, plan, key_col, columns)
