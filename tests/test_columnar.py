@@ -1,6 +1,7 @@
 """The columnar path (default trigger, whole key groups as arrays) equals the core on random streams."""
 from __future__ import annotations
 
+import copy
 from collections import Counter
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimeWindows
-from windowed_operator.columnar import ColumnarCore, Panes, WindowTable, supports_columnar
+from windowed_operator.columnar import ColumnarCore, PaneTable, Panes, supports_columnar
 from windowed_operator.panes import TimestampCombiner
 from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
@@ -22,9 +23,10 @@ ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean
 MODES = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes()}
 
 element = st.tuples(st.sampled_from("abc"), st.integers(-5, 90), st.integers(-20, 20))
-# watermarks often land on window max timestamps (5k - 1) to hit the boundary rules
+# watermarks often land on window max timestamps (5k - 1) and expiries (5k - 1 + lateness): boundary rules
 batch = st.tuples(st.lists(element, max_size=10),
-                  st.one_of(st.integers(-10, 100), st.integers(0, 20).map(lambda i: 5 * i - 1)))
+                  st.one_of(st.integers(-10, 100), st.integers(0, 20).map(lambda i: 5 * i - 1),
+                            st.integers(0, 20).map(lambda i: 5 * i + 6), st.integers(0, 20).map(lambda i: 5 * i + 29)))
 streams = st.lists(batch, min_size=1, max_size=8)
 
 
@@ -48,18 +50,30 @@ def core_run(op, steps):
 
 def columnar_run(op, steps):
     columnar = ColumnarCore(op.window, op.accumulation, op.trigger, op.allowed_lateness)
-    table, watermark, panes, dropped = WindowTable(), -100, Counter(), []
+    table, watermark, panes, dropped = PaneTable(), -100, Counter(), []
     for elements, advance in [*steps, ([], None)]:
         watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
         out = Panes()
         keys = np.array([k for k, _, _ in elements], dtype=object)
         ts = np.array([t for _, t, _ in elements], dtype=np.int64)
         values = np.array([v for _, _, v in elements], dtype=np.int64)
+        check_next_event_time(columnar, table, watermark)
         table = columnar.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i])
         panes.update(zip(out.keys, out.starts, out.ends, out.values, out.timing, out.pane_index, out.is_first,
                          out.is_last))
     assert len(table) == 0
     return panes, len(dropped)
+
+
+def check_next_event_time(columnar, table, watermark):
+    """The timer the processor sets: nothing happens before it, something happens at it."""
+    due = columnar.next_event_time(table)
+    probe, out = copy.deepcopy(table), Panes()
+    after = columnar.on_watermark(probe, watermark, out)
+    if due is None or watermark < due:
+        assert len(out) == 0 and len(after) == len(table)
+    else:
+        assert len(out) > 0 or len(after) < len(table)
 
 
 @settings(max_examples=400, deadline=None)

@@ -79,3 +79,25 @@ def test_bad_window_configuration_names_the_field(make, field):
     with pytest.raises(ValidationError) as info:
         make()
     assert info.value.errors()[0]["loc"] == (field,)
+
+
+@pytest.mark.parametrize("window", [TimeWindows(10), TimeWindows(10, offset=3).slide_by(5), TimeWindows(9, offset=2)
+                                    .slide_by(4), TimeWindows(60_000).slide_by(1_000), CumulativeWindows(20, 5),
+                                    CumulativeWindows(21, 7, offset=4), GlobalWindow()],
+                         ids=lambda w: w.describe())
+def test_pane_layout_reproduces_assign(window):
+    """Every window is a union of panes: the windows covering a timestamp's pane are the ones assign() gives."""
+    import numpy as np
+
+    layout = window.pane_layout()
+    ts = np.arange(-130, 130, dtype=np.int64)
+    if isinstance(window, TimeWindows) and window.size > 1000:
+        ts = ts * 997
+    panes = layout.pane_start(ts)
+    lo, hi = layout.end_range(panes)
+    for t, p, first, last in zip(ts.tolist(), panes.tolist(), lo.tolist(), hi.tolist()):
+        assert p <= t < p + layout.pane or isinstance(window, GlobalWindow)
+        ends = np.arange(first, last + 1, layout.step, dtype=np.int64)
+        got = list(zip(layout.window_start(ends).tolist(), ends.tolist()))
+        assert got == [tuple(w) for w in window.assign(t)], t
+        assert all(layout.align_up(e) == e == layout.align_down(e) for e in ends.tolist())

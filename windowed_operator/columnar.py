@@ -1,20 +1,33 @@
-"""The columnar path: all windows of many keys as arrays, for Beam's default trigger.
+"""The columnar path: a key group's panes as arrays, for Beam's default trigger.
 
 Most windowed aggregations use the default trigger: one ON_TIME pane when the watermark passes the
 end of the window, then one LATE pane per bundle of late elements within allowed lateness.  For
-that trigger no window needs trigger state or timers, so a whole key group's windows can live in a
-few arrays (key, start, end, accumulator, pane index, fired) and a micro-batch is a handful of array
-operations for all keys at once, instead of Python objects per window.  The rules are the core's
-(``tests/test_columnar.py`` runs this path against ``WindowedCore`` on random streams); this module
-only restates them for arrays, for this one trigger:
+that trigger no window needs trigger state or timers, so a whole key group can live in a few
+arrays and a micro-batch is a handful of array operations for all keys at once, instead of Python
+objects per window.
 
-- watermark step: a window not fired yet whose end has passed fires ON_TIME (its last pane if it
-  also expires now); windows past ``end - 1 + allowed_lateness`` are dropped from state;
-- elements: an element whose every window has expired is dropped (EXPIRED); the others are folded
-  into their windows; a window whose end has already passed fires a LATE pane per bundle.
+State is one partial per (key, pane) — pane sharing: a pane is the slice of event time that
+windows are unions of (``windows/pane_layout.py``: gcd(size, slide) for hopping windows, the step
+for cumulative ones, the window itself for tumbling ones).  An element touches one pane, not
+size/slide windows, and state is O(panes).  A window's value is folded from its run of panes when
+it fires (``range_ops``: prefix-sum differences for sum/count/mean — subtract-on-evict as array
+arithmetic — and a sparse table for min/max, which cannot subtract).  Which windows exist needs no
+state either: the windows that hold data are the union of the window ends covering the key's panes.
 
-Accumulations take part through ``ColumnarForm`` (sum, count, min, max, mean); the modes are
-discarding and accumulating (retracting mode keeps the object path).
+The rules are the core's (``tests/test_columnar.py`` runs this path against ``WindowedCore`` on
+random streams); this module only restates them for arrays, for this one trigger:
+
+- watermark step from W0 to W: each window with data whose end - 1 lies in (W0, W] fires ON_TIME
+  (its last pane if it also expires now); a pane is dropped once every window over it has expired
+  (W >= end - 1 + allowed_lateness);
+- elements: an element whose every window has expired is dropped (EXPIRED); the others go into
+  their pane; every live window whose end has passed and that got elements fires a LATE pane per
+  bundle, with the bundle's elements only (discarding) or all of them (accumulating).  Its pane
+  index is 1 if it fired ON_TIME — it did iff one of its panes first got data before its end passed
+  — plus the LATE panes before, counted per window only for windows that had one.
+
+Float sums folded by prefix differences can differ from element-by-element sums in the last bits.
+Retracting mode, other triggers and other accumulations keep the object path.
 """
 from __future__ import annotations
 
@@ -28,7 +41,8 @@ from accumulations.numeric import Count, Max, Mean, Min, Sum
 from triggers.option import TriggerOption
 
 from .panes import DropReason, DroppedElement, Timing
-from .time import MAX_TIMESTAMP
+from .range_ops import expand_ends, factorize, lex_searchsorted, range_reduce, range_sums
+from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from .windows.base import WindowOption
 
 
@@ -65,6 +79,14 @@ class ColumnarForm:
             return [np.maximum.reduceat(cols[0], first)]
         return [np.add.reduceat(c, first) for c in cols]
 
+    def range_values(self, cols: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
+        """The fold of rows ``lo:hi`` of each column, for many non-empty ranges at once."""
+        if self.kind == "min":
+            return [range_reduce(np.minimum, cols[0], lo, hi)]
+        if self.kind == "max":
+            return [range_reduce(np.maximum, cols[0], lo, hi)]
+        return [range_sums(c, lo, hi) for c in cols]
+
     def outputs(self, cols: list[np.ndarray]) -> list:
         if self.kind == "mean":
             return [s / c for s, c in zip(cols[0].tolist(), cols[1].tolist())]
@@ -85,27 +107,8 @@ def supports_columnar(window: WindowOption, accumulation: Accumulation, trigger:
     form = columnar_form(accumulation)
     return (window.kind == "assigned" and trigger.kind == "default" and not trigger.retracting
             and not trigger.only_updated_panes and form is not None
-            and not (trigger.discarding and form.kind in ("min", "max"))  # no neutral element to reset to
+            and window.pane_layout() is not None
             and timestamp_combiner == TimestampCombiner.END_OF_WINDOW)
-
-
-@dataclass
-class WindowTable:
-    """Every open window of a key group: one row per (key, window)."""
-
-    keys: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
-    starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    ends: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    acc: list = field(default_factory=list)  # accumulator columns
-    pane_index: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    fired: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def take(self, mask: np.ndarray) -> "WindowTable":
-        return WindowTable(self.keys[mask], self.starts[mask], self.ends[mask], [c[mask] for c in self.acc],
-                           self.pane_index[mask], self.fired[mask])
 
 
 @dataclass
@@ -121,20 +124,51 @@ class Panes:
     is_first: list = field(default_factory=list)
     is_last: list = field(default_factory=list)
 
-    def add(self, table: WindowTable, mask: np.ndarray, values: list, timing: Timing, is_last: np.ndarray) -> None:
-        idx = np.flatnonzero(mask)
-        self.keys += table.keys[idx].tolist()
-        self.starts += table.starts[idx].tolist()
-        self.ends += table.ends[idx].tolist()
+    def add(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: list, timing: Timing,
+            pane_index: np.ndarray, is_last: np.ndarray) -> None:
+        self.keys += keys.tolist()
+        self.starts += starts.tolist()
+        self.ends += ends.tolist()
         self.values += values
-        self.timing += [timing.value] * len(idx)
-        panes = table.pane_index[idx]
-        self.pane_index += panes.tolist()
-        self.is_first += (panes == 0).tolist()
+        self.timing += [timing.value] * len(ends)
+        self.pane_index += pane_index.tolist()
+        self.is_first += (pane_index == 0).tolist()
         self.is_last += is_last.tolist()
 
     def __len__(self) -> int:
         return len(self.starts)
+
+
+
+
+@dataclass
+class PaneTable:
+    """A key group's state: one row per (key, pane) holding data, sorted by key code then pane start."""
+
+    keys: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    acc: list = field(default_factory=list)  # accumulator columns
+    first_watermark: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # when data first came
+    watermark: int = MIN_TIMESTAMP  # the last watermark applied
+    late_panes: dict = field(default_factory=dict)  # (key, window end) -> LATE panes fired so far
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def take(self, mask: np.ndarray) -> "PaneTable":
+        return PaneTable(self.keys[mask], self.starts[mask], [c[mask] for c in self.acc], self.first_watermark[mask],
+                         self.watermark, self.late_panes)
+
+
+@dataclass
+class _Windows:
+    """Windows to fire: key code, start, end, and the row range of their panes in a sorted table."""
+
+    codes: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
 
 class ColumnarCore:
@@ -142,97 +176,115 @@ class ColumnarCore:
                  allowed_lateness: int) -> None:
         form = columnar_form(accumulation)
         assert form is not None
-        self.window = window
+        self.layout = window.pane_layout()
+        assert self.layout is not None
         self.form = form
         self.discarding = trigger.discarding
         self.lateness = allowed_lateness
-        self.identity = {"sum": [0], "count": [0], "mean": [0, 0]}.get(form.kind)
 
-    def _reset(self, table: WindowTable, mask: np.ndarray) -> None:
-        """Discarding mode: a fired window starts empty again."""
-        for col, zero in zip(table.acc, self.identity or []):
-            col[mask] = zero
+    # -- windows over a sorted pane table --------------------------------------------------------
+    def _windows(self, codes: np.ndarray, starts: np.ndarray, lo_end: np.ndarray, hi_end: np.ndarray) -> _Windows:
+        """The windows with an end in [lo_end, hi_end] of some pane row (codes/starts sorted)."""
+        w_codes, w_ends = expand_ends(codes, lo_end, hi_end, self.layout.step)
+        w_starts = self.layout.window_start(w_ends)
+        lo = lex_searchsorted(codes, starts, w_codes, w_starts)
+        hi = lex_searchsorted(codes, starts, w_codes, w_ends)
+        return _Windows(w_codes, w_starts, w_ends, lo, hi)
 
-    def _fire(self, table: WindowTable, mask: np.ndarray, timing: Timing, is_last: np.ndarray, out: Panes) -> None:
-        values = self.form.outputs([c[mask] for c in table.acc])
-        out.add(table, mask, values, timing, is_last)
-        table.pane_index[mask] += 1
-        table.fired[mask] = True
-        if self.discarding:
-            self._reset(table, mask)
+    def _values(self, table_acc: list, windows: _Windows) -> list:
+        return self.form.outputs(self.form.range_values(table_acc, windows.lo, windows.hi))
 
-    def next_event_time(self, table: WindowTable) -> Optional[int]:
-        """When the group next has something to do: an ON_TIME pane or an expiry."""
+    def next_event_time(self, table: PaneTable) -> Optional[int]:
+        """When the group next has something to do: an ON_TIME pane or a pane to drop."""
         if not len(table):
             return None
-        due = np.where(table.fired, table.ends - 1 + self.lateness, table.ends - 1)
-        return int(due.min())
+        lo, hi = self.layout.end_range(table.starts)
+        next_end = np.maximum(lo, self.layout.align_up(table.watermark + 2))
+        due = np.where(next_end <= hi, next_end - 1, MAX_TIMESTAMP)
+        return int(min(due.min(), (hi - 1 + self.lateness).min()))
 
-    def on_watermark(self, table: WindowTable, watermark: int, out: Panes) -> WindowTable:
-        if not len(table):
+    def on_watermark(self, table: PaneTable, watermark: int, out: Panes) -> PaneTable:
+        if watermark <= table.watermark:
             return table
         ended = watermark >= MAX_TIMESTAMP
-        expired = ended | (watermark >= table.ends - 1 + self.lateness)
-        due = ~table.fired & (watermark >= table.ends - 1)
-        if due.any():
-            self._fire(table, due, Timing.ON_TIME, expired[due], out)
-        return table.take(~expired) if expired.any() else table
+        if len(table):
+            codes, uniques = factorize(table.keys)
+            lo, hi = self.layout.end_range(table.starts)
+            due_lo = np.maximum(lo, self.layout.align_up(table.watermark + 2))
+            due_hi = hi if ended else np.minimum(hi, self.layout.align_down(watermark + 1))
+            due = self._windows(codes, table.starts, due_lo, due_hi)
+            if len(due.ends):
+                expired = np.full(len(due.ends), True) if ended else watermark >= due.ends - 1 + self.lateness
+                out.add(uniques[due.codes], due.starts, due.ends, self._values(table.acc, due), Timing.ON_TIME,
+                        np.zeros(len(due.ends), dtype=np.int64), expired)
+            gone = np.full(len(table), True) if ended else watermark >= hi - 1 + self.lateness
+            if gone.any():
+                table = table.take(~gone)
+        if table.late_panes:
+            table.late_panes = {k: n for k, n in table.late_panes.items()
+                                if not ended and watermark < k[1] - 1 + self.lateness}
+        table.watermark = watermark
+        return table
 
-    def process(self, table: WindowTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
-                watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any]) -> WindowTable:
+    def process(self, table: PaneTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
+                watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any]) -> PaneTable:
         """One batch of a key group (``keys``, ``timestamps``, ``values`` aligned), in the core's order."""
         table = self.on_watermark(table, watermark, out)
         n = len(timestamps)
         if n == 0:
             return table
-        starts, ends, index = self.window.assign_array(timestamps)
-        live = (watermark < MAX_TIMESTAMP) & (watermark < ends - 1 + self.lateness)
-        accepted = np.zeros(n, dtype=bool)
-        accepted[index[live]] = True
-        for i in np.flatnonzero(~accepted).tolist():
+        layout = self.layout
+        pane = layout.pane_start(timestamps)
+        last_end = layout.end_range(pane)[1]
+        live = (watermark < MAX_TIMESTAMP) & (watermark < last_end - 1 + self.lateness)
+        for i in np.flatnonzero(~live).tolist():
             dropped.append(DroppedElement(DropReason.EXPIRED, element_of(i), keys[i], int(timestamps[i]), watermark))
-        starts, ends, index = starts[live], ends[live], index[live]
-        if not len(index):
+        if not live.all():
+            keys, pane = keys[live], pane[live]
+            values = values[live] if values is not None else None
+        if not len(pane):
             return table
-        # Batch partials per (key, window): sort pairs by key then window.
-        pair_keys = keys[index]
-        codes, uniques = _codes(np.concatenate([table.keys, pair_keys]))
-        table_codes, pair_codes = codes[:len(table)], codes[len(table):]
-        order = np.lexsort((ends, starts, pair_codes))
-        pair_codes, starts, ends, index = pair_codes[order], starts[order], ends[order], index[order]
-        change = (np.diff(pair_codes) != 0) | (np.diff(starts) != 0) | (np.diff(ends) != 0)
-        first = np.concatenate(([0], np.flatnonzero(change) + 1))
-        pair_values = values[index] if values is not None else None
-        partial = self.form.partials(pair_values, first, len(index))
-        batch = WindowTable(uniques[pair_codes[first]], starts[first], ends[first], partial,
-                            np.zeros(len(first), dtype=np.int64), np.zeros(len(first), dtype=bool))
-        batch_codes = pair_codes[first]
-        # Merge with the open windows: stack both, sort, and combine equal (key, window) rows.
-        merged_codes = np.concatenate([table_codes, batch_codes])
-        all_starts = np.concatenate([table.starts, batch.starts])
-        all_ends = np.concatenate([table.ends, batch.ends])
-        from_batch = np.concatenate([np.zeros(len(table), dtype=bool), np.ones(len(batch), dtype=bool)])
-        order = np.lexsort((from_batch, all_ends, all_starts, merged_codes))
-        merged_codes, all_starts, all_ends = merged_codes[order], all_starts[order], all_ends[order]
-        change = (np.diff(merged_codes) != 0) | (np.diff(all_starts) != 0) | (np.diff(all_ends) != 0)
-        first = np.concatenate(([0], np.flatnonzero(change) + 1))
-        acc = self.form.reduce_segments([np.concatenate([a, b])[order] for a, b in zip(table.acc, batch.acc)]
-                                        if len(table) else [b[order] for b in batch.acc], first)
-        pane_index = np.maximum.reduceat(np.concatenate([table.pane_index, batch.pane_index])[order], first)
-        fired = np.logical_or.reduceat(np.concatenate([table.fired, batch.fired])[order], first)
-        touched = np.logical_or.reduceat(from_batch[order], first)
-        result = WindowTable(uniques[merged_codes[first]], all_starts[first], all_ends[first], acc, pane_index,
-                             fired)
-        late = touched & (watermark >= result.ends - 1)
-        if late.any():  # the default trigger fires every late bundle at once (never the last pane here)
-            self._fire(result, late, Timing.LATE, np.zeros(int(late.sum()), dtype=bool), out)
+        # This bundle's partial per (key, pane).
+        codes, uniques = factorize(np.concatenate([table.keys, keys]))
+        table_codes, row_codes = codes[:len(table)], codes[len(table):]
+        order = np.lexsort((pane, row_codes))
+        row_codes, pane = row_codes[order], pane[order]
+        first = np.flatnonzero(np.concatenate(([True], (np.diff(row_codes) != 0) | (np.diff(pane) != 0))))
+        bundle_codes, bundle_starts = row_codes[first], pane[first]
+        bundle_acc = self.form.partials(values[order] if values is not None else None, first, len(order))
+        # Merge into the table: stack, sort, fold equal (key, pane) rows.
+        all_codes = np.concatenate([table_codes, bundle_codes])
+        all_starts = np.concatenate([table.starts, bundle_starts])
+        order = np.lexsort((all_starts, all_codes))
+        all_codes, all_starts = all_codes[order], all_starts[order]
+        first = np.flatnonzero(np.concatenate(([True], (np.diff(all_codes) != 0) | (np.diff(all_starts) != 0))))
+        acc = self.form.reduce_segments([np.concatenate([a, b])[order] for a, b in zip(table.acc, bundle_acc)]
+                                        if len(table) else [b[order] for b in bundle_acc], first)
+        first_wm = np.concatenate([table.first_watermark, np.full(len(bundle_codes), watermark, dtype=np.int64)])
+        merged_codes, merged_starts = all_codes[first], all_starts[first]
+        result = PaneTable(uniques[merged_codes], merged_starts, acc,
+                           np.minimum.reduceat(first_wm[order], first), table.watermark, table.late_panes)
+        # LATE panes: live windows over the bundle's panes whose end has passed.
+        lo, hi = layout.end_range(bundle_starts)
+        late_lo = np.maximum(lo, layout.align_up(watermark + 2 - self.lateness))
+        late_hi = np.minimum(hi, layout.align_down(watermark + 1))
+        late = self._windows(bundle_codes, bundle_starts, late_lo, late_hi)
+        if len(late.ends):
+            self._fire_late(result, merged_codes, late, bundle_acc, uniques, out)
         return result
 
-
-def _codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes of keys (any hashable), and the key of each code."""
-    index: dict = {}
-    codes = np.fromiter((index.setdefault(k, len(index)) for k in keys.tolist()), dtype=np.int64, count=len(keys))
-    uniques = np.empty(len(index), dtype=object)
-    uniques[:] = list(index)
-    return codes, uniques
+    def _fire_late(self, table: PaneTable, table_codes: np.ndarray, late: _Windows, bundle_acc: list,
+                   uniques: np.ndarray, out: Panes) -> None:
+        lo = lex_searchsorted(table_codes, table.starts, late.codes, late.starts)
+        hi = lex_searchsorted(table_codes, table.starts, late.codes, late.ends)
+        in_table = _Windows(late.codes, late.starts, late.ends, lo, hi)
+        values = self._values(bundle_acc, late) if self.discarding else self._values(table.acc, in_table)
+        fired_on_time = range_reduce(np.minimum, table.first_watermark, lo, hi) < late.ends - 1
+        keys = uniques[late.codes]
+        index = fired_on_time.astype(np.int64)
+        counts = table.late_panes
+        for i, (key, end) in enumerate(zip(keys.tolist(), late.ends.tolist())):
+            before = counts.get((key, end), 0)
+            index[i] += before
+            counts[(key, end)] = before + 1
+        out.add(keys, late.starts, late.ends, values, Timing.LATE, index, np.zeros(len(index), dtype=bool))

@@ -23,7 +23,7 @@ from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, Stateful
 
 from ..core import CoreElement, Emission
 from ..elements import BadElementError
-from ..columnar import ColumnarCore, Panes, WindowTable
+from ..columnar import ColumnarCore, PaneTable, Panes
 from ..panes import DropReason, DroppedElement
 from ..state import KeyState
 from ..time import MIN_TIMESTAMP
@@ -34,7 +34,7 @@ from .plan import SparkPlan
 STATE_NAME = "windowed_operator_state"
 GROUP_COLUMN = "__wo_group"
 STATE_SCHEMA = "blob binary"
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 
 class WindowedStatefulProcessor(StatefulProcessor):
@@ -255,7 +255,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _load(self) -> tuple[Any, dict]:
         if not self.value_state.exists():
-            return (WindowTable() if self.columnar is not None else {}), {}
+            return (PaneTable() if self.columnar is not None else {}), {}
         (blob,) = self.value_state.get()
         version, states, meta = pickle.loads(blob)
         if version != STATE_VERSION:

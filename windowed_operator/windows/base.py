@@ -58,6 +58,11 @@ class WindowOption(Config):
             return empty, empty, empty
         return np.concatenate(starts), np.concatenate(ends), np.concatenate(index)
 
+    def pane_layout(self) -> Any:
+        """The family's ``PaneLayout`` (``windows/pane_layout.py``) when its windows are unions of
+        fixed panes; None otherwise."""
+        return None
+
     def describe(self) -> str:
         fields = ", ".join(f"{k}={v}" for k, v in self.model_dump().items())
         return f"{type(self).__name__}({fields})"

@@ -7,6 +7,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from ..config import Duration
 from .base import Window, WindowOption
+from .pane_layout import CumulativePaneLayout
 
 
 class CumulativeWindows(WindowOption):
@@ -31,6 +32,9 @@ class CumulativeWindows(WindowOption):
         start = ts - (ts - self.offset) % self.max_size
         first = (ts - start) // self.step + 1
         return [Window(start, start + k * self.step) for k in range(first, self.max_size // self.step + 1)]
+
+    def pane_layout(self) -> CumulativePaneLayout:
+        return CumulativePaneLayout.of(self.max_size, self.step, self.offset)
 
     def assign_array(self, ts: Any) -> tuple[Any, Any, Any]:
         import numpy as np

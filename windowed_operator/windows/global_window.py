@@ -5,6 +5,7 @@ from typing import Any
 
 from ..time import END_OF_GLOBAL_WINDOW, MIN_TIMESTAMP
 from .base import Window, WindowOption
+from .pane_layout import GlobalPaneLayout
 
 GLOBAL_WINDOW = Window(MIN_TIMESTAMP, END_OF_GLOBAL_WINDOW + 1)
 
@@ -12,6 +13,9 @@ GLOBAL_WINDOW = Window(MIN_TIMESTAMP, END_OF_GLOBAL_WINDOW + 1)
 class GlobalWindow(WindowOption):
     def assign(self, ts: int) -> list[Window]:
         return [GLOBAL_WINDOW]
+
+    def pane_layout(self) -> GlobalPaneLayout:
+        return GlobalPaneLayout.of()
 
     def assign_array(self, ts: Any) -> tuple[Any, Any, Any]:
         import numpy as np

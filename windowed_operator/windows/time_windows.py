@@ -7,6 +7,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from ..config import Duration
 from .base import Window, WindowOption
+from .pane_layout import HoppingPaneLayout
 
 
 class TimeWindows(WindowOption):
@@ -49,6 +50,9 @@ class TimeWindows(WindowOption):
             start -= step
         windows.reverse()
         return windows
+
+    def pane_layout(self) -> HoppingPaneLayout:
+        return HoppingPaneLayout.of(self.size, self.step, self.offset)
 
     def assign_array(self, ts: Any) -> tuple[Any, Any, Any]:
         import numpy as np
