@@ -79,6 +79,20 @@ class ColumnarForm:
             return [np.maximum.reduceat(cols[0], first)]
         return [np.add.reduceat(c, first) for c in cols]
 
+    @property
+    def partial_aggregates(self) -> list[str]:
+        """What an upstream pre-aggregation computes over the value column per (key, pane), besides
+        the element count (Arrow / SQL aggregate names)."""
+        return {"sum": ["sum"], "count": [], "min": ["min"], "max": ["max"], "mean": ["sum"]}[self.kind]
+
+    def from_partials(self, counts: np.ndarray, aggregates: list[np.ndarray]) -> list[np.ndarray]:
+        """Accumulator columns from an upstream pre-aggregation (``partial_aggregates`` + counts)."""
+        if self.kind == "count":
+            return [counts.astype(np.int64)]
+        if self.kind == "mean":
+            return [aggregates[0], counts.astype(np.int64)]
+        return [aggregates[0]]
+
     def range_values(self, cols: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
         """The fold of rows ``lo:hi`` of each column, for many non-empty ranges at once."""
         if self.kind == "min":
@@ -226,17 +240,18 @@ class ColumnarCore:
         table.watermark = watermark
         return table
 
+    def _live(self, pane: np.ndarray, watermark: int) -> np.ndarray:
+        """Rows whose pane still has a live window: the last window over it has not expired."""
+        return (watermark < MAX_TIMESTAMP) & (watermark < self.layout.end_range(pane)[1] - 1 + self.lateness)
+
     def process(self, table: PaneTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
                 watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any]) -> PaneTable:
         """One batch of a key group (``keys``, ``timestamps``, ``values`` aligned), in the core's order."""
         table = self.on_watermark(table, watermark, out)
-        n = len(timestamps)
-        if n == 0:
+        if not len(timestamps):
             return table
-        layout = self.layout
-        pane = layout.pane_start(timestamps)
-        last_end = layout.end_range(pane)[1]
-        live = (watermark < MAX_TIMESTAMP) & (watermark < last_end - 1 + self.lateness)
+        pane = self.layout.pane_start(timestamps)
+        live = self._live(pane, watermark)
         for i in np.flatnonzero(~live).tolist():
             dropped.append(DroppedElement(DropReason.EXPIRED, element_of(i), keys[i], int(timestamps[i]), watermark))
         if not live.all():
@@ -244,30 +259,58 @@ class ColumnarCore:
             values = values[live] if values is not None else None
         if not len(pane):
             return table
-        # This bundle's partial per (key, pane).
         codes, uniques = factorize(np.concatenate([table.keys, keys]))
-        table_codes, row_codes = codes[:len(table)], codes[len(table):]
+        row_codes = codes[len(table):]
         order = np.lexsort((pane, row_codes))
         row_codes, pane = row_codes[order], pane[order]
-        first = np.flatnonzero(np.concatenate(([True], (np.diff(row_codes) != 0) | (np.diff(pane) != 0))))
-        bundle_codes, bundle_starts = row_codes[first], pane[first]
-        bundle_acc = self.form.partials(values[order] if values is not None else None, first, len(order))
-        # Merge into the table: stack, sort, fold equal (key, pane) rows.
+        first = _run_starts(row_codes, pane)
+        partial = self.form.partials(values[order] if values is not None else None, first, len(order))
+        return self._merge_bundle(table, codes[:len(table)], uniques, row_codes[first], pane[first], partial,
+                                  watermark, out)
+
+    def process_partials(self, table: PaneTable, keys: np.ndarray, panes: np.ndarray, counts: np.ndarray,
+                         aggregates: list[np.ndarray], watermark: int, out: Panes) -> tuple[PaneTable, int]:
+        """One batch already folded per (key, pane) upstream (``ColumnarForm.partial_aggregates``; rows
+        may repeat a (key, pane)); returns the table and how many elements were dropped as expired.
+        Panes never split windows, so lateness decided per partial is lateness per element."""
+        table = self.on_watermark(table, watermark, out)
+        if not len(panes):
+            return table, 0
+        columns = self.form.from_partials(counts, aggregates)
+        live = self._live(panes, watermark)
+        dropped = int(counts[~live].sum())
+        if not live.all():
+            keys, panes, columns = keys[live], panes[live], [c[live] for c in columns]
+        if not len(panes):
+            return table, dropped
+        codes, uniques = factorize(np.concatenate([table.keys, keys]))
+        row_codes = codes[len(table):]
+        order = np.lexsort((panes, row_codes))
+        row_codes, panes = row_codes[order], panes[order]
+        first = _run_starts(row_codes, panes)
+        partial = self.form.reduce_segments([c[order] for c in columns], first)
+        return self._merge_bundle(table, codes[:len(table)], uniques, row_codes[first], panes[first], partial,
+                                  watermark, out), dropped
+
+    def _merge_bundle(self, table: PaneTable, table_codes: np.ndarray, uniques: np.ndarray,
+                      bundle_codes: np.ndarray, bundle_starts: np.ndarray, bundle_acc: list, watermark: int,
+                      out: Panes) -> PaneTable:
+        """Fold a bundle's partials (one per (key, pane), sorted) into the table; fire LATE panes."""
         all_codes = np.concatenate([table_codes, bundle_codes])
         all_starts = np.concatenate([table.starts, bundle_starts])
         order = np.lexsort((all_starts, all_codes))
         all_codes, all_starts = all_codes[order], all_starts[order]
-        first = np.flatnonzero(np.concatenate(([True], (np.diff(all_codes) != 0) | (np.diff(all_starts) != 0))))
+        first = _run_starts(all_codes, all_starts)
         acc = self.form.reduce_segments([np.concatenate([a, b])[order] for a, b in zip(table.acc, bundle_acc)]
                                         if len(table) else [b[order] for b in bundle_acc], first)
         first_wm = np.concatenate([table.first_watermark, np.full(len(bundle_codes), watermark, dtype=np.int64)])
-        merged_codes, merged_starts = all_codes[first], all_starts[first]
-        result = PaneTable(uniques[merged_codes], merged_starts, acc,
+        merged_codes = all_codes[first]
+        result = PaneTable(uniques[merged_codes], all_starts[first], acc,
                            np.minimum.reduceat(first_wm[order], first), table.watermark, table.late_panes)
         # LATE panes: live windows over the bundle's panes whose end has passed.
-        lo, hi = layout.end_range(bundle_starts)
-        late_lo = np.maximum(lo, layout.align_up(watermark + 2 - self.lateness))
-        late_hi = np.minimum(hi, layout.align_down(watermark + 1))
+        lo, hi = self.layout.end_range(bundle_starts)
+        late_lo = np.maximum(lo, self.layout.align_up(watermark + 2 - self.lateness))
+        late_hi = np.minimum(hi, self.layout.align_down(watermark + 1))
         late = self._windows(bundle_codes, bundle_starts, late_lo, late_hi)
         if len(late.ends):
             self._fire_late(result, merged_codes, late, bundle_acc, uniques, out)
@@ -288,3 +331,8 @@ class ColumnarCore:
             index[i] += before
             counts[(key, end)] = before + 1
         out.add(keys, late.starts, late.ends, values, Timing.LATE, index, np.zeros(len(index), dtype=bool))
+
+
+def _run_starts(codes: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Indexes where a new (code, start) run begins in rows sorted by both."""
+    return np.flatnonzero(np.concatenate(([True], (np.diff(codes) != 0) | (np.diff(starts) != 0))))

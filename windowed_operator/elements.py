@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Optional, Union
 
 from .panes import DropReason, PaneRecord
-from .time import TimestampError, to_millis
+from .time import MIN_TIMESTAMP, TimestampError, to_millis
 from .windows.base import Window
 
 Extractor = Union[str, Callable[[Any], Any], None]
@@ -29,6 +29,16 @@ class BadElementError(ValueError):
         self.reason = reason
         self.element = element
         self.detail = detail
+
+
+def null_row_error(reader: Any, value_column: Optional[str], record: dict) -> BadElementError:
+    """Why a row with a null in its key, time or value column is a bad element: the reader's own
+    error (missing key, missing timestamp...), else a null value."""
+    try:
+        reader.read(record, MIN_TIMESTAMP)
+    except BadElementError as exc:
+        return exc
+    return BadElementError(DropReason.INVALID_VALUE, record, f"value column {value_column!r} is null")
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,3 +111,33 @@ def test_array_path_and_key_groups_equal_the_element_path(spark, tmp_path, windo
     assert any(r["record_type"] == "late" for b in fast.values() for r in b)
     if trigger == "default":
         assert any(r["timing"] == "LATE" for b in fast.values() for r in b)
+
+
+@pytest.mark.parametrize("window,acc,mode", [("tumbling", "sum", "discarding"), ("hopping", "mean", "accumulating"),
+                                             ("cumulative", "min", "discarding"), ("hopping", "count", "discarding")])
+def test_preaggregated_partials_equal_the_plain_path(spark, tmp_path, window, acc, mode):
+    """Pre-aggregation (partials per (key, pane) folded in the scan stage by Arrow) against the
+    element-by-element path on the same batches: same panes (late ones included), same number of
+    late elements dropped (a partial carries its element count)."""
+    from accumulations import Count, Mean, Min
+
+    option = {"tumbling": TimeWindows(10_000), "hopping": TimeWindows(10_000).slide_by(2_000),
+              "cumulative": CumulativeWindows(12_000, 3_000)}[window]
+    accumulation = {"sum": Sum("amount"), "mean": Mean("amount"), "min": Min("amount"), "count": Count()}[acc]
+    trigger = TriggerOption.default() if mode == "discarding" else TriggerOption.default().accumulating_fired_panes()
+    op = operator(option, trigger, lateness=4_000, acc=accumulation)
+    batches = make_batches(9, n_batches=5, per_batch=14)
+    batches[3].append({"user": "a", "amount": 100, "ts": BASE - 30_000})  # beyond lateness: dropped
+    batches[4].append({"user": "b", "amount": 50, "ts": BASE + 17_500})  # within lateness for some windows
+    pre_drops, plain_drops = spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0)
+    fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=4, drop_counter=pre_drops)
+    plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False,
+                      drop_counter=plain_drops)
+    rows = lambda store: Counter(tuple(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
+    assert rows(fast) == rows(plain)
+    assert any(r["timing"] == "LATE" for b in fast.values() for r in b)
+    assert pre_drops.value == plain_drops.value >= 1
+    (tmp_path / "plan").mkdir()
+    stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
+    assert "MapInArrow" in op.apply(stream)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()

@@ -140,3 +140,13 @@ def test_wrong_timestamp_type_is_named(spark, tmp_path):
                                watermark=bounded_disorder(5))
     with pytest.raises(SparkOperatorError, match="'user' has type string"):
         op.apply(_stream(spark, tmp_path))
+
+
+def test_a_null_row_fails_the_preaggregated_query_with_the_processors_error(spark, tmp_path):
+    """Pre-aggregation drops nothing silently: a row with a null time raises the same error as the
+    element path (on_bad_element="raise")."""
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts",
+                               watermark=bounded_disorder(DELAY))
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": "a", "amount": 2, "ts": None}]]
+    with pytest.raises(Exception, match="missing_timestamp"):
+        run_spark(spark, op, batches, tmp_path)

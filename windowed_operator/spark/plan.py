@@ -59,6 +59,10 @@ class SparkPlan:
     vectorized: bool = False
     #: Use the columnar path (default trigger; see ``windowed_operator.columnar``).
     columnar: bool = False
+    #: Rows arrive folded per (key, pane) by ``preaggregate.PreAggregation`` (columnar path only).
+    preaggregated: bool = False
+    #: The partials' aggregate columns, in ``ColumnarForm.partial_aggregates`` order.
+    partial_columns: tuple[str, ...] = ()
     #: Keys are hashed into this many groups; each group is one state value and one timer.
     key_groups: int = 8
     #: A Spark accumulator counting dropped late elements (the progress display reads it on the driver).

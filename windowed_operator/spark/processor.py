@@ -22,7 +22,7 @@ from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, Stateful
                                                       TimerValues)
 
 from ..core import CoreElement, Emission
-from ..elements import BadElementError
+from ..elements import BadElementError, null_row_error
 from ..columnar import ColumnarCore, PaneTable, Panes
 from ..panes import DropReason, DroppedElement
 from ..state import KeyState
@@ -30,6 +30,7 @@ from ..time import MIN_TIMESTAMP
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark
 from .plan import SparkPlan
+from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 
 STATE_NAME = "windowed_operator_state"
 GROUP_COLUMN = "__wo_group"
@@ -115,6 +116,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
         watermark = self._watermark(timer_values, meta, plan.clock.now(spark_now))
         panes, dropped, bad = Panes(), [], []
         keys = ts = values = None
+        if plan.preaggregated:
+            table, n_dropped = self._run_partials(table, frame, watermark, panes)
+            if n_dropped and plan.drop_counter is not None:
+                plan.drop_counter.add(n_dropped)
+            frame = None
         if frame is not None and len(frame):
             needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
             clean = frame[needed].notna().all(axis=1).to_numpy()
@@ -147,18 +153,27 @@ class WindowedStatefulProcessor(StatefulProcessor):
             else:  # every cell set: typed columns convert to Arrow much faster than object ones
                 yield pd.DataFrame(columns)
 
+    def _run_partials(self, table: PaneTable, frame: Optional[pd.DataFrame], watermark: int,
+                      panes: Panes) -> tuple[PaneTable, int]:
+        """Rows folded upstream per (key, pane) (``preaggregate``): never null, never kept."""
+        assert self.columnar is not None
+        if frame is None or not len(frame):
+            return self.columnar.process_partials(table, np.empty(0, dtype=object), np.empty(0, dtype=np.int64),
+                                                  np.empty(0, dtype=np.int64), [], watermark, panes)
+        keys = (frame[self.plan.key_column].to_numpy(dtype=object) if self.plan.key_column is not None
+                else np.full(len(frame), None, dtype=object))
+        aggregates = [frame[name].to_numpy() for name in self.plan.partial_columns]
+        return self.columnar.process_partials(table, keys, frame[PANE_COLUMN].to_numpy(dtype=np.int64),
+                                              frame[COUNT_COLUMN].to_numpy(dtype=np.int64), aggregates, watermark,
+                                              panes)
+
     def _reject(self, record: dict, watermark: int, bad: list) -> None:
         record.pop(GROUP_COLUMN, None)
-        try:
-            self.reader.read(record, MIN_TIMESTAMP)
-            reason, detail = DropReason.INVALID_VALUE, f"value column {self.plan.value_column!r} is null"
-            error: Exception = BadElementError(reason, record, detail)
-        except BadElementError as exc:
-            error, reason, detail = exc, exc.reason, exc.detail
+        error = null_row_error(self.reader, self.plan.value_column, record)
         if self.plan.operator.on_bad_element == "raise":
             raise error
         key = record.get(self.plan.key_column) if self.plan.key_column else None
-        bad.append(DroppedElement(reason, record, key, None, watermark, detail))
+        bad.append(DroppedElement(error.reason, record, key, None, watermark, error.detail))
 
     def _is_due(self, state: KeyState, watermark: int, processing_time: int) -> bool:
         due = self.core.next_event_time(state)

@@ -8,12 +8,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
 
-from ..columnar import supports_columnar
+from ..columnar import columnar_form, supports_columnar
 from ..operator import OperatorBase, WindowingOptions
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
 from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
 from .plan import END_OF_INPUT, SparkPlan, vector_value_column
+from .preaggregate import PreAggregation, preaggregable
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
 _WATERMARK_HELPER = "__wo_event_time"
@@ -172,7 +173,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                    value_type: Optional[str] = None, time_mode: str = "auto",
                    clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                    vectorized: bool = True, schema: Union[str, StructType, None] = None,
-                   drop_counter: Any = None) -> DataFrame:
+                   drop_counter: Any = None, preaggregate: bool = True) -> DataFrame:
     """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
 
     ``key_groups``: how many state values the keys are hashed into (default: 4 x
@@ -182,7 +183,10 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     ``schema`` (DDL or StructType) declares the input's schema so that apply() never analyses the
     DataFrame — needed inside Spark Declarative Pipelines query functions, where analysis is
     forbidden; the DataFrame is then trusted to be streaming and to match it;
-    ``drop_counter`` (``spark.sparkContext.accumulator(0)``) counts the late elements dropped.
+    ``drop_counter`` (``spark.sparkContext.accumulator(0)``) counts the late elements dropped;
+    ``preaggregate=False`` hands the stateful operator every row instead of partials folded per
+    (key, pane) in the scan stage (``preaggregate.py``; only with the columnar path and no
+    late-data or dead-letter output).
 
     Output columns: ``key`` (keyed operators), ``window_start``, ``window_end`` (timestamps),
     ``value`` (typed by the accumulation), ``timing``, ``pane_index``, ``is_first``, ``is_last``,
@@ -232,4 +236,13 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         drop_counter=drop_counter,
         columnar=vectorized and use_arrays and supports_columnar(core_op.window, core_op.accumulation, core_op.trigger,
                                                                  core_op.timestamp_combiner))
+    value_spark_type = (shape[value_column].dataType.simpleString() if value_column not in (None, ts_col)
+                        else "bigint" if value_column is not None else None)
+    if preaggregate and plan.columnar and not plan.side_outputs and preaggregable(plan.key_type, value_spark_type):
+        folding = PreAggregation(layout=core_op.window.pane_layout(), form=columnar_form(core_op.core_accumulation()),
+                                 key_column=key_col, time_column=ts_col, value_column=value_column,
+                                 key_type=plan.key_type, value_type=value_spark_type, reader=plan.record_reader())
+        projected = projected.select(*folding.input_columns).mapInArrow(folding, folding.schema())
+        columns = [part.split(" ")[0] for part in folding.schema().split(", ")]
+        plan = dataclasses.replace(plan, preaggregated=True, partial_columns=tuple(folding.aggregate_columns()))
     return run_processor(projected, plan, key_col, columns)
