@@ -101,10 +101,10 @@ class ColumnarForm:
             return [range_reduce(np.maximum, cols[0], lo, hi)]
         return [range_sums(c, lo, hi) for c in cols]
 
-    def outputs(self, cols: list[np.ndarray]) -> list:
+    def outputs(self, cols: list[np.ndarray]) -> np.ndarray:
         if self.kind == "mean":
-            return [s / c for s, c in zip(cols[0].tolist(), cols[1].tolist())]
-        return cols[0].tolist()
+            return cols[0] / cols[1]
+        return cols[0]
 
 
 def columnar_form(accumulation: Accumulation) -> Optional[ColumnarForm]:
@@ -125,32 +125,38 @@ def supports_columnar(window: WindowOption, accumulation: Accumulation, trigger:
             and timestamp_combiner == TimestampCombiner.END_OF_WINDOW)
 
 
-@dataclass
 class Panes:
-    """Output rows as columns (what the Spark processor turns into one DataFrame)."""
+    """Output rows as column arrays (what the Spark processor turns into one typed DataFrame: typed
+    columns convert to Arrow several times faster than lists of Python objects)."""
 
-    keys: list = field(default_factory=list)
-    starts: list = field(default_factory=list)
-    ends: list = field(default_factory=list)
-    values: list = field(default_factory=list)
-    timing: list = field(default_factory=list)
-    pane_index: list = field(default_factory=list)
-    is_first: list = field(default_factory=list)
-    is_last: list = field(default_factory=list)
+    _FIELDS = ("keys", "starts", "ends", "values", "timing", "pane_index", "is_last")
 
-    def add(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: list, timing: Timing,
+    def __init__(self) -> None:
+        self._chunks: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: np.ndarray, timing: Timing,
             pane_index: np.ndarray, is_last: np.ndarray) -> None:
-        self.keys += keys.tolist()
-        self.starts += starts.tolist()
-        self.ends += ends.tolist()
-        self.values += values
-        self.timing += [timing.value] * len(ends)
-        self.pane_index += pane_index.tolist()
-        self.is_first += (pane_index == 0).tolist()
-        self.is_last += is_last.tolist()
+        if len(ends):
+            self._chunks.append((keys, starts, ends, np.asarray(values), np.full(len(ends), timing.value, dtype=object),
+                                 pane_index, is_last))
+
+    def _column(self, name: str) -> np.ndarray:
+        i = self._FIELDS.index(name)
+        if not self._chunks:
+            return np.empty(0, dtype=object if name in ("keys", "timing") else np.int64)
+        return np.concatenate([chunk[i] for chunk in self._chunks])
+
+    keys = property(lambda self: self._column("keys"))
+    starts = property(lambda self: self._column("starts"))
+    ends = property(lambda self: self._column("ends"))
+    values = property(lambda self: self._column("values"))
+    timing = property(lambda self: self._column("timing"))
+    pane_index = property(lambda self: self._column("pane_index"))
+    is_last = property(lambda self: self._column("is_last"))
+    is_first = property(lambda self: self._column("pane_index") == 0)
 
     def __len__(self) -> int:
-        return len(self.starts)
+        return sum(len(chunk[2]) for chunk in self._chunks)
 
 
 

@@ -5,6 +5,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+import numpy as np
+
 from ..core import Emission
 from ..elements import ReadElement
 from ..operator import WindowingOptions
@@ -108,20 +110,21 @@ class SparkPlan:
                 self._add_dropped(columns, dropped)
         return columns
 
-    def columnar_rows(self, panes: Any, dropped: list[DroppedElement]) -> dict[str, list[Any]]:
-        """Column lists from the columnar path's panes (never retractions: default trigger only)."""
-        n = len(panes)
-        columns: dict[str, list[Any]] = {}
+    def columnar_rows(self, panes: Any, dropped: list[DroppedElement]) -> dict[str, Any]:
+        """Columns from the columnar path's panes (never retractions: default trigger only): numpy
+        arrays, or lists when side-output rows (with nulls) are appended."""
+        ends = panes.ends
+        columns: dict[str, Any] = {}
         if self.keyed:
-            columns["key"] = list(panes.keys)
-        columns.update({"window_start": list(panes.starts), "window_end": list(panes.ends),
-                        "value": list(panes.values), "timing": list(panes.timing),
-                        "pane_index": list(panes.pane_index), "is_first": list(panes.is_first),
-                        "is_last": list(panes.is_last), "is_retraction": [False] * n,
-                        "timestamp": [end - 1 for end in panes.ends]})
+            columns["key"] = panes.keys
+        columns.update({"window_start": panes.starts, "window_end": ends, "value": panes.values,
+                        "timing": panes.timing, "pane_index": panes.pane_index.astype(np.int32),
+                        "is_first": panes.is_first, "is_last": panes.is_last.astype(bool),
+                        "is_retraction": np.zeros(len(ends), dtype=bool), "timestamp": ends - 1})
         if self.side_outputs:
+            columns = {name: values.tolist() for name, values in columns.items()}
             for name in SIDE_OUTPUT_COLUMNS:
-                columns[name] = ["pane" if name == "record_type" else None] * n
+                columns[name] = ["pane" if name == "record_type" else None] * len(ends)
             for item in dropped:
                 self._add_dropped(columns, item)
         return columns
