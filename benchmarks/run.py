@@ -9,8 +9,10 @@ delay) is run through:
 - pandas in one process (the floor: a batch groupby, no streaming);
 - native Spark Structured Streaming ``groupBy(window(...), key).agg(sum)`` (tumbling 10 s; hopping
   60 s / 1 s; ``session_window`` 30 s);
-- our operator on Spark: tumbling with the default trigger, with early firings, in retracting mode;
-  hopping and sessions with the default trigger;
+- our operator on Spark: tumbling with the default trigger (pre-aggregated, columnar), without
+  pre-aggregation, on the element-by-element path, with early firings, in retracting mode; hopping
+  (pane sharing) and sessions with the default trigger; state after the run read back from the
+  checkpoint (accumulators held and bytes; native: Spark's state rows and RocksDB memory);
 - the Apache Beam Python DirectRunner on a sample (skipped when ``apache_beam`` is not installed);
 - per-record sliding windows in the core as the window grows (elements per window 1K -> 1M).
 Every figure is rows per second of wall time for the whole query (first batch included); ratios are
@@ -74,8 +76,27 @@ def run_query(spark, out, work: Path, name: str) -> tuple[float, dict]:
     for progress in query.recentProgress:
         for op in progress.get("stateOperators", []) if isinstance(progress, dict) else progress.stateOperators:
             op = op if isinstance(op, dict) else json.loads(op.json)
-            state = {"rows": op.get("numRowsTotal", 0), "bytes": op.get("memoryUsedBytes", 0)}
+            state = {"rows": op.get("numRowsTotal", 0), "entries": op.get("numRowsTotal", 0),
+                     "bytes": op.get("memoryUsedBytes", 0)}
     return elapsed, state
+
+
+def our_state(spark, checkpoint: Path) -> dict:
+    """What our operator holds after the run, read back from the checkpoint (Spark's state data
+    source): accumulator entries (panes on the columnar path, windows on the object path) and the
+    bytes of the state values."""
+    import pickle
+
+    from windowed_operator.spark.processor import STATE_NAME
+
+    rows = (spark.read.format("statestore").option("stateVarName", STATE_NAME).load(str(checkpoint))
+            .select("value.blob").collect())
+    entries = size = 0
+    for (blob,) in rows:
+        size += len(blob)
+        _, states, _ = pickle.loads(blob)
+        entries += len(states) if not isinstance(states, dict) else sum(len(s.windows) for s in states.values())
+    return {"rows": len(rows), "entries": entries, "bytes": size}
 
 
 def source(spark, data_dir: Path):
@@ -98,7 +119,7 @@ def native(spark, data_dir: Path, work: Path, kind: str) -> tuple[float, dict]:
 
 
 def ours(spark, data_dir: Path, work: Path, kind: str, trigger: str, key_groups: int,
-         vectorized: bool = True) -> tuple[float, dict]:
+         vectorized: bool = True, preaggregate: bool = True) -> tuple[float, dict]:
     from accumulations import Sum
     from triggers import TriggerOption
     from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
@@ -114,8 +135,11 @@ def ours(spark, data_dir: Path, work: Path, kind: str, trigger: str, key_groups:
         warnings.simplefilter("ignore")
         op = KeyedWindowedOperator(window, Sum("amount"), trigger=option, key="key", timestamp="ts_ms",
                                    watermark=bounded_disorder(DELAY_MS))
-    out = op.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups, vectorized=vectorized)
-    return run_query(spark, out, work, f"ours-{kind}-{trigger}-{key_groups}-{vectorized}")
+    out = op.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups, vectorized=vectorized,
+                   preaggregate=preaggregate)
+    name = f"ours-{kind}-{trigger}-{key_groups}-{vectorized}-{preaggregate}"
+    elapsed, _ = run_query(spark, out, work, name)
+    return elapsed, our_state(spark, work / f"ckpt-{name}")
 
 
 def beam_direct(df: pd.DataFrame, sample: int) -> float | None:
@@ -164,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=1_000)
     parser.add_argument("--key-groups", type=int, default=None, help="default: the operator's (4 per partition)")
     parser.add_argument("--beam-sample", type=int, default=20_000)
-    parser.add_argument("--sliding-events", type=int, default=20_000)
+    parser.add_argument("--sliding-events", type=int, default=1_100_000,
+                        help="events per sliding case: more than the largest window (1M) so it fills")
     parser.add_argument("--only", default="", help="comma-separated case prefixes (pandas,native,ours,beam,sliding)")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--beam-python", help="a Python with apache_beam, when this one has none (the Beam case "
@@ -188,14 +213,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<34} skipped", flush=True)
             return
         results[name] = {"seconds": round(seconds, 2), "rows_per_s": round(n / seconds), "state": state}
-        extra = f"  state rows {state['rows']:,}, {state['bytes'] / 1e6:.1f} MB" if state else ""
+        extra = (f"  state: {state['rows']:,} rows, {state['entries']:,} accumulators, {state['bytes'] / 1e6:.1f} MB"
+                 if state else "")
         print(f"{name:<34} {seconds:8.2f} s {n / seconds:>12,.0f} rows/s{extra}", flush=True)
 
     if pick("pandas"):
         record("pandas tumbling 10s (floor)", pandas_floor(df, 10_000))
     spark = None
     spark_cases = ["native tumbling 10s", "ours tumbling 10s default", "ours tumbling 10s early",
-                   "ours tumbling 10s retracting", "ours tumbling 10s plain path", "native hopping 60s/1s",
+                   "ours tumbling 10s retracting", "ours tumbling 10s no pre-aggregation",
+                   "ours tumbling 10s plain path", "native hopping 60s/1s",
                    "ours hopping 60s/1s default", "native sessions 30s", "ours sessions 30s default"]
     if any(pick(name) for name in spark_cases):
         from windowed_operator.spark import local_session
@@ -214,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         ("ours tumbling 10s early", lambda: ours(spark, data_dir, work, "tumbling", "early", args.key_groups)),
         ("ours tumbling 10s retracting", lambda: ours(spark, data_dir, work, "tumbling", "retracting",
                                                        args.key_groups)),
+        ("ours tumbling 10s no pre-aggregation", lambda: ours(spark, data_dir, work, "tumbling", "default",
+                                                               args.key_groups, preaggregate=False)),
         ("ours tumbling 10s plain path", lambda: ours(spark, data_dir, work, "tumbling", "default", args.key_groups,
                                                        vectorized=False)),
         ("native hopping 60s/1s", lambda: native(spark, data_dir, work, "hopping")),
@@ -250,8 +279,14 @@ def main(argv: list[str] | None = None) -> int:
     ratio("ours tumbling 10s default", "native tumbling 10s")
     ratio("ours tumbling 10s early", "native tumbling 10s")
     ratio("ours tumbling 10s retracting", "native tumbling 10s")
+    ratio("ours tumbling 10s default", "ours tumbling 10s no pre-aggregation")
     ratio("ours tumbling 10s default", "ours tumbling 10s plain path")
     ratio("ours hopping 60s/1s default", "native hopping 60s/1s")
+    if "ours hopping 60s/1s default" in results and "native hopping 60s/1s" in results:
+        ours_entries = results["ours hopping 60s/1s default"]["state"]["entries"]
+        native_entries = results["native hopping 60s/1s"]["state"]["entries"]
+        print(f"  hopping state after the run: native {native_entries:,} window rows / ours {ours_entries:,} panes: "
+              f"{native_entries / max(1, ours_entries):.1f}x fewer accumulators")
     ratio("ours sessions 30s default", "native sessions 30s")
     ratio("ours tumbling 10s default", "pandas tumbling 10s (floor)")
     beam = next((k for k in results if k.startswith("beam")), None)
