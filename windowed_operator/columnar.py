@@ -48,29 +48,10 @@ from .windows.base import WindowOption
 
 @dataclass(frozen=True)
 class ColumnarForm:
-    """An accumulation as arrays: ``columns`` accumulator columns, combined with ``combine``."""
+    """An accumulation as arrays: accumulator columns folded with one ufunc each.  An element is
+    the partial of one (count 1, its value as every aggregate)."""
 
     kind: str  # "sum", "count", "min", "max", "mean"
-
-    def partials(self, values: Optional[np.ndarray], first: np.ndarray, n: int) -> list[np.ndarray]:
-        counts = np.diff(np.append(first, n))
-        if self.kind == "count":
-            return [counts.astype(np.int64)]
-        assert values is not None
-        if self.kind == "sum":
-            return [np.add.reduceat(values, first)]
-        if self.kind == "min":
-            return [np.minimum.reduceat(values, first)]
-        if self.kind == "max":
-            return [np.maximum.reduceat(values, first)]
-        return [np.add.reduceat(values, first), counts.astype(np.int64)]
-
-    def combine(self, a: list[np.ndarray], b: list[np.ndarray]) -> list[np.ndarray]:
-        if self.kind == "min":
-            return [np.minimum(a[0], b[0])]
-        if self.kind == "max":
-            return [np.maximum(a[0], b[0])]
-        return [x + y for x, y in zip(a, b)]
 
     def reduce_segments(self, cols: list[np.ndarray], first: np.ndarray) -> list[np.ndarray]:
         if self.kind == "min":
@@ -211,7 +192,7 @@ class ColumnarCore:
         hi = lex_searchsorted(codes, starts, w_codes, w_ends)
         return _Windows(w_codes, w_starts, w_ends, lo, hi)
 
-    def _values(self, table_acc: list, windows: _Windows) -> list:
+    def _values(self, table_acc: list, windows: _Windows) -> np.ndarray:
         return self.form.outputs(self.form.range_values(table_acc, windows.lo, windows.hi))
 
     def next_event_time(self, table: PaneTable) -> Optional[int]:
@@ -260,19 +241,9 @@ class ColumnarCore:
         live = self._live(pane, watermark)
         for i in np.flatnonzero(~live).tolist():
             dropped.append(DroppedElement(DropReason.EXPIRED, element_of(i), keys[i], int(timestamps[i]), watermark))
-        if not live.all():
-            keys, pane = keys[live], pane[live]
-            values = values[live] if values is not None else None
-        if not len(pane):
-            return table
-        codes, uniques = factorize(np.concatenate([table.keys, keys]))
-        row_codes = codes[len(table):]
-        order = np.lexsort((pane, row_codes))
-        row_codes, pane = row_codes[order], pane[order]
-        first = _run_starts(row_codes, pane)
-        partial = self.form.partials(values[order] if values is not None else None, first, len(order))
-        return self._merge_bundle(table, codes[:len(table)], uniques, row_codes[first], pane[first], partial,
-                                  watermark, out)
+        columns = self.form.from_partials(np.ones(len(pane), dtype=np.int64),
+                                          [values] * len(self.form.partial_aggregates))
+        return self._fold_bundle(table, keys, pane, columns, live, watermark, out)
 
     def process_partials(self, table: PaneTable, keys: np.ndarray, panes: np.ndarray, counts: np.ndarray,
                          aggregates: list[np.ndarray], watermark: int, out: Panes) -> tuple[PaneTable, int]:
@@ -282,13 +253,17 @@ class ColumnarCore:
         table = self.on_watermark(table, watermark, out)
         if not len(panes):
             return table, 0
-        columns = self.form.from_partials(counts, aggregates)
         live = self._live(panes, watermark)
-        dropped = int(counts[~live].sum())
+        columns = self.form.from_partials(counts, aggregates)
+        return self._fold_bundle(table, keys, panes, columns, live, watermark, out), int(counts[~live].sum())
+
+    def _fold_bundle(self, table: PaneTable, keys: np.ndarray, panes: np.ndarray, columns: list[np.ndarray],
+                     live: np.ndarray, watermark: int, out: Panes) -> PaneTable:
+        """Fold a bundle's live partials into one per (key, pane), then into the table."""
         if not live.all():
             keys, panes, columns = keys[live], panes[live], [c[live] for c in columns]
         if not len(panes):
-            return table, dropped
+            return table
         codes, uniques = factorize(np.concatenate([table.keys, keys]))
         row_codes = codes[len(table):]
         order = np.lexsort((panes, row_codes))
@@ -296,7 +271,7 @@ class ColumnarCore:
         first = _run_starts(row_codes, panes)
         partial = self.form.reduce_segments([c[order] for c in columns], first)
         return self._merge_bundle(table, codes[:len(table)], uniques, row_codes[first], panes[first], partial,
-                                  watermark, out), dropped
+                                  watermark, out)
 
     def _merge_bundle(self, table: PaneTable, table_codes: np.ndarray, uniques: np.ndarray,
                       bundle_codes: np.ndarray, bundle_starts: np.ndarray, bundle_acc: list, watermark: int,

@@ -35,6 +35,8 @@ AGGREGATE_PREFIX = "__wo_agg"
 MAX_ROWS = 1_000_000
 
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double")
+_ARROW_TYPES = {"tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64(),
+                "float": pa.float32(), "double": pa.float64()}
 
 
 def preaggregable(key_type: Optional[str], value_type: Optional[str]) -> bool:
@@ -64,15 +66,19 @@ class PreAggregation:
     def aggregate_columns(self) -> list[str]:
         return [f"{AGGREGATE_PREFIX}{i}" for i in range(len(self.form.partial_aggregates))]
 
-    def schema(self) -> str:
-        """DDL of the partials: [key,] pane start, element count, the form's aggregates."""
-        cols = [f"{self.key_column} {self.key_type}"] if self.key_column else []
-        cols += [f"{PANE_COLUMN} bigint", f"{COUNT_COLUMN} bigint"]
+    def fields(self) -> list[tuple[str, str]]:
+        """The partials' columns and Spark types: [key,] pane start, element count, the form's aggregates."""
+        cols = [(self.key_column, str(self.key_type))] if self.key_column else []
+        cols += [(PANE_COLUMN, "bigint"), (COUNT_COLUMN, "bigint")]
         for name, agg in zip(self.aggregate_columns(), self.form.partial_aggregates):
             widened = ("double" if self.value_type in ("float", "double") else "bigint") if agg == "sum" \
-                else self.value_type
-            cols.append(f"{name} {widened}")
-        return ", ".join(cols)
+                else str(self.value_type)
+            cols.append((name, widened))
+        return cols
+
+    def schema(self) -> str:
+        """``fields`` as DDL (names quoted: the key keeps the user's column name)."""
+        return ", ".join(f"`{name}` {type_name}" for name, type_name in self.fields())
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pending: list[pa.RecordBatch] = []
@@ -101,10 +107,13 @@ class PreAggregation:
             aggregates += [(self.value_column, agg) for agg in self.form.partial_aggregates]
         keys = [self.key_column, PANE_COLUMN] if self.key_column else [PANE_COLUMN]
         folded = pa.table(columns).group_by(keys, use_threads=False).aggregate(aggregates)
-        names = [*keys, COUNT_COLUMN, *self.aggregate_columns()]
+        fields = self.fields()
         out = pa.Table.from_arrays([folded.column(name) for name in keys]
-                                   + [folded.column(f"{column}_{agg}") for column, agg in aggregates], names=names)
-        yield from out.cast(_arrow_schema(out.schema, self.schema())).to_batches()
+                                   + [folded.column(f"{column}_{agg}") for column, agg in aggregates],
+                                   names=[name for name, _ in fields])
+        declared = pa.schema([pa.field(name, _ARROW_TYPES.get(type_name, out.schema.field(name).type))
+                              for name, type_name in fields])  # Arrow's sum of int32 is int64, and so on
+        yield from out.cast(declared).to_batches()
 
     def _raise_for_nulls(self, table: pa.Table) -> None:
         bad = pc.is_null(table.column(self.input_columns[0]))
@@ -113,15 +122,3 @@ class PreAggregation:
         row = table.filter(bad).slice(0, 1).to_pylist()[0]
         raise null_row_error(self.reader, self.value_column, row)
 
-
-_ARROW_TYPES = {"tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64(),
-                "float": pa.float32(), "double": pa.float64()}
-
-
-def _arrow_schema(current: pa.Schema, ddl: str) -> pa.Schema:
-    """The declared types for the numeric columns (Arrow's sum of int32 is int64, and so on)."""
-    fields = []
-    for field, part in zip(current, ddl.split(", ")):
-        type_name = part.rsplit(" ", 1)[1]
-        fields.append(pa.field(field.name, _ARROW_TYPES.get(type_name, field.type)))
-    return pa.schema(fields)

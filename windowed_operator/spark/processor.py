@@ -25,6 +25,7 @@ from ..core import CoreElement, Emission
 from ..elements import BadElementError, null_row_error
 from ..columnar import ColumnarCore, PaneTable, Panes
 from ..panes import DropReason, DroppedElement
+from ..range_ops import factorize
 from ..state import KeyState
 from ..time import MIN_TIMESTAMP
 from ..vectorized import process_batch_arrays
@@ -115,34 +116,16 @@ class WindowedStatefulProcessor(StatefulProcessor):
         spark_now = timer_values.getCurrentProcessingTimeInMs()
         watermark = self._watermark(timer_values, meta, plan.clock.now(spark_now))
         panes, dropped, bad = Panes(), [], []
-        keys = ts = values = None
-        if plan.preaggregated:
+        if frame is None or not len(frame):
+            table, n_dropped = self.columnar.on_watermark(table, watermark, panes), 0
+        elif plan.preaggregated:
             table, n_dropped = self._run_partials(table, frame, watermark, panes)
-            if n_dropped and plan.drop_counter is not None:
-                plan.drop_counter.add(n_dropped)
-            frame = None
-        if frame is not None and len(frame):
-            needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
-            clean = frame[needed].notna().all(axis=1).to_numpy()
-            for record in frame[~clean].to_dict("records"):  # rows with a null: an error or a dead letter
-                self._reject(record, watermark, bad)
-            frame = frame[clean]
-            ts = frame[plan.time_column].to_numpy(dtype=np.int64)
-            keys = (frame[plan.key_column].to_numpy(dtype=object) if plan.key_column is not None
-                    else np.full(len(frame), None, dtype=object))
-            values = frame[plan.value_column].to_numpy() if plan.value_column is not None else None
-        if ts is None:
-            ts, keys = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
-
-        def element_of(i: int, frame: Any = frame) -> Any:
-            record = frame.iloc[i].to_dict()
-            record.pop(GROUP_COLUMN, None)
-            return record
-
-        table = self.columnar.process(table, keys, ts, values, watermark, panes, dropped, element_of)
+        else:
+            table = self._run_rows(table, frame, watermark, panes, dropped, bad)
+            n_dropped = len(dropped)
         meta["wm"] = watermark
-        if dropped and plan.drop_counter is not None:
-            plan.drop_counter.add(len(dropped))
+        if n_dropped and plan.drop_counter is not None:
+            plan.drop_counter.add(n_dropped)
         self._schedule(table, meta, spark_now)
         self._save(table, meta)
         late = dropped if plan.operator.late_data_output else []
@@ -153,17 +136,37 @@ class WindowedStatefulProcessor(StatefulProcessor):
             else:  # every cell set: typed columns convert to Arrow much faster than object ones
                 yield pd.DataFrame(columns)
 
-    def _run_partials(self, table: PaneTable, frame: Optional[pd.DataFrame], watermark: int,
+    def _keys(self, frame: pd.DataFrame) -> np.ndarray:
+        if self.plan.key_column is None:
+            return np.full(len(frame), None, dtype=object)
+        return frame[self.plan.key_column].to_numpy(dtype=object)
+
+    def _run_rows(self, table: PaneTable, frame: pd.DataFrame, watermark: int, panes: Panes, dropped: list,
+                  bad: list) -> PaneTable:
+        """Input rows: those with a null are rejected (an error or a dead letter), the rest folded."""
+        assert self.columnar is not None
+        plan = self.plan
+        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
+        clean = frame[needed].notna().all(axis=1).to_numpy()
+        for record in frame[~clean].to_dict("records"):
+            self._reject(record, watermark, bad)
+        frame = frame[clean]
+        values = frame[plan.value_column].to_numpy() if plan.value_column is not None else None
+
+        def element_of(i: int) -> Any:
+            record = frame.iloc[i].to_dict()
+            record.pop(GROUP_COLUMN, None)
+            return record
+
+        return self.columnar.process(table, self._keys(frame), frame[plan.time_column].to_numpy(dtype=np.int64),
+                                     values, watermark, panes, dropped, element_of)
+
+    def _run_partials(self, table: PaneTable, frame: pd.DataFrame, watermark: int,
                       panes: Panes) -> tuple[PaneTable, int]:
         """Rows folded upstream per (key, pane) (``preaggregate``): never null, never kept."""
         assert self.columnar is not None
-        if frame is None or not len(frame):
-            return self.columnar.process_partials(table, np.empty(0, dtype=object), np.empty(0, dtype=np.int64),
-                                                  np.empty(0, dtype=np.int64), [], watermark, panes)
-        keys = (frame[self.plan.key_column].to_numpy(dtype=object) if self.plan.key_column is not None
-                else np.full(len(frame), None, dtype=object))
         aggregates = [frame[name].to_numpy() for name in self.plan.partial_columns]
-        return self.columnar.process_partials(table, keys, frame[PANE_COLUMN].to_numpy(dtype=np.int64),
+        return self.columnar.process_partials(table, self._keys(frame), frame[PANE_COLUMN].to_numpy(dtype=np.int64),
                                               frame[COUNT_COLUMN].to_numpy(dtype=np.int64), aggregates, watermark,
                                               panes)
 
@@ -196,8 +199,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         ts_all = frame[plan.time_column].to_numpy(dtype=np.int64)
         values_all = frame[plan.value_column].to_numpy() if plan.value_column is not None else None
         if plan.key_column is not None:
-            codes, uniques = pd.factorize(frame[plan.key_column], sort=False)
-            keys: list[Hashable] = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
+            codes, uniques = factorize(self._keys(frame))
+            keys: list[Hashable] = uniques.tolist()
             order = np.argsort(codes, kind="stable")
             bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [len(order)]))
         else:

@@ -236,13 +236,12 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         drop_counter=drop_counter,
         columnar=vectorized and use_arrays and supports_columnar(core_op.window, core_op.accumulation, core_op.trigger,
                                                                  core_op.timestamp_combiner))
-    value_spark_type = (shape[value_column].dataType.simpleString() if value_column not in (None, ts_col)
-                        else "bigint" if value_column is not None else None)
+    value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
     if preaggregate and plan.columnar and not plan.side_outputs and preaggregable(plan.key_type, value_spark_type):
         folding = PreAggregation(layout=core_op.window.pane_layout(), form=columnar_form(core_op.core_accumulation()),
                                  key_column=key_col, time_column=ts_col, value_column=value_column,
                                  key_type=plan.key_type, value_type=value_spark_type, reader=plan.record_reader())
         projected = projected.select(*folding.input_columns).mapInArrow(folding, folding.schema())
-        columns = [part.split(" ")[0] for part in folding.schema().split(", ")]
+        columns = [name for name, _ in folding.fields()]
         plan = dataclasses.replace(plan, preaggregated=True, partial_columns=tuple(folding.aggregate_columns()))
     return run_processor(projected, plan, key_col, columns)

@@ -26,14 +26,16 @@ from ..time import END_OF_GLOBAL_WINDOW, MIN_TIMESTAMP
 
 @dataclass(frozen=True)
 class PaneLayout:
-    """Window ends are the integers congruent to ``phase`` modulo ``step``."""
+    """Panes are ``pane`` long, aligned to ``offset``; window ends are the integers congruent to
+    ``phase`` modulo ``step``."""
 
     pane: int
     step: int
     phase: int
+    offset: int
 
     def pane_start(self, ts: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return ts - (ts - self.offset) % self.pane
 
     def end_range(self, pane_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First and last end of the windows that contain the pane (inclusive, ``step`` apart)."""
@@ -56,14 +58,10 @@ class HoppingPaneLayout(PaneLayout):
     """``TimeWindows(size, offset).slide_by(slide)`` (tumbling when slide == size)."""
 
     size: int
-    offset: int
 
     @classmethod
     def of(cls, size: int, slide: int, offset: int) -> "HoppingPaneLayout":
-        return cls(pane=gcd(size, slide), step=slide, phase=(offset + size) % slide, size=size, offset=offset)
-
-    def pane_start(self, ts: np.ndarray) -> np.ndarray:
-        return ts - (ts - self.offset) % self.pane
+        return cls(pane=gcd(size, slide), step=slide, phase=(offset + size) % slide, offset=offset, size=size)
 
     def end_range(self, pane_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.align_up(pane_start + self.pane), self.align_down(pane_start + self.size)
@@ -77,14 +75,10 @@ class CumulativePaneLayout(PaneLayout):
     """``CumulativeWindows(max_size, step, offset)``: windows grow by ``step`` from a start aligned to max_size."""
 
     max_size: int
-    offset: int
 
     @classmethod
     def of(cls, max_size: int, step: int, offset: int) -> "CumulativePaneLayout":
-        return cls(pane=step, step=step, phase=offset % step, max_size=max_size, offset=offset)
-
-    def pane_start(self, ts: np.ndarray) -> np.ndarray:
-        return ts - (ts - self.offset) % self.pane
+        return cls(pane=step, step=step, phase=offset % step, offset=offset, max_size=max_size)
 
     def end_range(self, pane_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         block = pane_start - (pane_start - self.offset) % self.max_size
@@ -101,7 +95,7 @@ class GlobalPaneLayout(PaneLayout):
 
     @classmethod
     def of(cls) -> "GlobalPaneLayout":
-        return cls(pane=1, step=1, phase=0)
+        return cls(pane=1, step=1, phase=0, offset=0)
 
     def pane_start(self, ts: np.ndarray) -> np.ndarray:
         return np.full(len(ts), MIN_TIMESTAMP, dtype=np.int64)
