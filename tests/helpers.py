@@ -14,3 +14,15 @@ def fmt(record: PaneRecord) -> str:
 
 def fmts(records: list[PaneRecord]) -> list[str]:
     return [fmt(r) for r in records]
+
+
+def near_boundaries(lo: int, hi: int, periods=(4, 5, 6, 9, 10), offsets=(0, 2), lateness=(0, 5, 7, 15, 30)):
+    """Millisecond times that often sit at, just before or just after a window boundary: multiples of the
+    test windows' periods (plus their offsets), shifted by an allowed lateness and then by -1, 0 or +1.
+    Whole-step values alone hide off-by-one errors in the end-of-window and expiry rules."""
+    from hypothesis import strategies as st
+
+    boundary = st.builds(lambda k, p, o, late, d: k * p + o + late + d, st.integers(-2, hi // min(periods) + 1),
+                         st.sampled_from(periods), st.sampled_from(offsets), st.sampled_from(lateness),
+                         st.sampled_from([-1, 0, 1]))
+    return st.one_of(st.integers(lo, hi), boundary.filter(lambda t: lo <= t <= hi))

@@ -32,8 +32,8 @@ def keyed(window=None, acc=None, trigger=None, **kw):
 def test_01_default_trigger_fires_one_on_time_pane_when_the_watermark_passes_the_window():
     runner = keyed().local_runner()
     assert runner.add_elements(T(1, 1), T(2, 5)) == []
-    assert fmts(runner.advance_watermark_to(8)) == []
-    assert fmts(runner.advance_watermark_to(9)) == ["k [0,10) 3 ON_TIME #0 FL"]  # lateness 0: last pane
+    assert fmts(runner.advance_watermark_to(9)) == []  # at the max timestamp: not yet past it
+    assert fmts(runner.advance_watermark_to(10)) == ["k [0,10) 3 ON_TIME #0 FL"]  # lateness 0: last pane
 
 
 # 2 ---------------------------------------------------------------------------------------------
@@ -49,7 +49,9 @@ def test_02_default_trigger_fires_a_late_pane_for_every_late_bundle_within_allow
 def test_03_elements_beyond_allowed_lateness_are_dropped_and_counted():
     runner = keyed(allowed_lateness=5, late_data_output=True).local_runner()
     runner.add_elements(T(1, 1))
-    runner.advance_watermark_to(14)  # window [0,10) expires at 9 + 5 = 14
+    runner.advance_watermark_to(14)  # 9 + 5 is not before the watermark: the window is still live
+    assert fmts(runner.add_elements(T(4, 2))) == ["k [0,10) 4 LATE #1"]
+    runner.advance_watermark_to(15)  # window [0,10) expires once 9 + 5 < watermark
     assert runner.add_elements(T(2, 3)) == []
     assert runner.dropped_counts == {"expired": 1}
     assert [(d.key, d.element, d.timestamp) for d in runner.late_data] == [("k", 2, 3)]
@@ -94,7 +96,7 @@ def test_07_late_count_firings_after_the_on_time_pane():
     runner.add_elements(T(1, 1))
     assert fmts(runner.advance_watermark_to(10)) == ["k [0,10) 1 ON_TIME #0 F"]
     assert fmts(runner.add_elements(T(2, 2))) == ["k [0,10) 3 LATE #1"]
-    assert fmts(runner.advance_watermark_to(59)) == []  # nothing new: no final pane at expiry
+    assert fmts(runner.advance_watermark_to(60)) == []  # nothing new: no final pane at expiry (9 + 50 < 60)
     assert runner.states == {}
 
 
@@ -173,8 +175,9 @@ def test_14_sessions_merge_when_an_element_bridges_them():
 def test_15_hopping_windows_each_fire_on_time_at_their_own_end():
     runner = keyed(window=TimeWindows(10).slide_by(5)).local_runner()
     runner.add_elements(T(1, 7))
-    assert fmts(runner.advance_watermark_to(9)) == ["k [0,10) 1 ON_TIME #0 FL"]
-    assert fmts(runner.advance_watermark_to(14)) == ["k [5,15) 1 ON_TIME #0 FL"]
+    assert fmts(runner.advance_watermark_to(10)) == ["k [0,10) 1 ON_TIME #0 FL"]
+    assert fmts(runner.advance_watermark_to(14)) == []
+    assert fmts(runner.advance_watermark_to(15)) == ["k [5,15) 1 ON_TIME #0 FL"]
 
 
 # 16 --------------------------------------------------------------------------------------------
@@ -192,7 +195,7 @@ def test_17_on_time_pane_fires_even_when_empty_after_a_discarding_early_pane():
     trig = TriggerOption.at_watermark().with_early_firings_at_every(count=1).discarding_fired_panes()
     runner = keyed(trigger=trig).local_runner()
     assert fmts(runner.add_elements(T(4, 1))) == ["k [0,10) 4 EARLY #0 F"]
-    assert fmts(runner.advance_watermark_to(9)) == ["k [0,10) 0 ON_TIME #1 L"]
+    assert fmts(runner.advance_watermark_to(10)) == ["k [0,10) 0 ON_TIME #1 L"]
 
 
 # 18 --------------------------------------------------------------------------------------------
@@ -200,7 +203,7 @@ def test_18_pane_indices_and_timing_progress_early_on_time_late():
     trig = (TriggerOption.at_watermark().with_early_firings_at_every(count=1)
             .with_late_firings_at_every(count=1).accumulating_fired_panes())
     runner = keyed(trigger=trig, allowed_lateness=10).local_runner()
-    out = runner.add_elements(T(1, 1)) + runner.add_elements(T(1, 2)) + runner.advance_watermark_to(9)
+    out = runner.add_elements(T(1, 1)) + runner.add_elements(T(1, 2)) + runner.advance_watermark_to(10)
     out += runner.add_elements(T(1, 3)) + runner.advance_watermark_to(19)
     assert fmts(out) == ["k [0,10) 1 EARLY #0 F", "k [0,10) 2 EARLY #1", "k [0,10) 2 ON_TIME #2",
                          "k [0,10) 3 LATE #3"]
@@ -245,7 +248,7 @@ def test_23_expiry_fires_a_final_pane_for_data_the_trigger_has_not_fired():
     # Beam's ClosingBehavior.FIRE_IF_NON_EMPTY: garbage collection emits what is left, marked last.
     runner = keyed(trigger=Repeatedly(AfterCount(3))).local_runner()
     runner.add_elements(T(1, 1), T(1, 2))
-    assert fmts(runner.advance_watermark_to(9)) == ["k [0,10) 2 ON_TIME #0 FL"]
+    assert fmts(runner.advance_watermark_to(10)) == ["k [0,10) 2 ON_TIME #0 FL"]
 
 
 # 24 --------------------------------------------------------------------------------------------
@@ -261,15 +264,15 @@ def test_25_after_watermark_with_late_firings_is_last_only_at_expiry():
     trig = TriggerOption.at_watermark().with_late_firings_at_every(count=1)
     runner = keyed(trigger=trig, allowed_lateness=10).local_runner()
     runner.add_elements(T(1, 1))
-    assert fmts(runner.advance_watermark_to(9)) == ["k [0,10) 1 ON_TIME #0 F"]
+    assert fmts(runner.advance_watermark_to(10)) == ["k [0,10) 1 ON_TIME #0 F"]
     assert fmts(runner.add_elements(T(5, 2))) == ["k [0,10) 5 LATE #1"]
-    assert fmts(runner.advance_watermark_to(19)) == []
+    assert fmts(runner.advance_watermark_to(20)) == []
 
 
 # 26 --------------------------------------------------------------------------------------------
 def test_26_default_trigger_emits_nothing_more_at_expiry_when_no_late_data_came():
     runner = keyed(allowed_lateness=20).local_runner()
     runner.add_elements(T(1, 1))
-    assert fmts(runner.advance_watermark_to(9)) == ["k [0,10) 1 ON_TIME #0 F"]
+    assert fmts(runner.advance_watermark_to(10)) == ["k [0,10) 1 ON_TIME #0 F"]
     assert runner.advance_watermark_to(100) == []
     assert runner.states == {}

@@ -16,17 +16,17 @@ from windowed_operator.panes import TimestampCombiner
 from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
+from helpers import near_boundaries
+
 WINDOWS = {"tumbling": TimeWindows(10), "hopping": TimeWindows(10).slide_by(5),
            "uneven": TimeWindows(9, offset=2).slide_by(4), "cumulative": CumulativeWindows(20, 5),
            "global": GlobalWindow()}
 ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
 MODES = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes()}
 
-element = st.tuples(st.sampled_from("abc"), st.integers(-5, 90), st.integers(-20, 20))
-# watermarks often land on window max timestamps (5k - 1) and expiries (5k - 1 + lateness): boundary rules
-batch = st.tuples(st.lists(element, max_size=10),
-                  st.one_of(st.integers(-10, 100), st.integers(0, 20).map(lambda i: 5 * i - 1),
-                            st.integers(0, 20).map(lambda i: 5 * i + 6), st.integers(0, 20).map(lambda i: 5 * i + 29)))
+element = st.tuples(st.sampled_from("abc"), near_boundaries(-5, 90), st.integers(-20, 20))
+# watermarks (and timestamps) often land at, just before or just after window ends and expiries
+batch = st.tuples(st.lists(element, max_size=10), near_boundaries(-10, 100))
 streams = st.lists(batch, min_size=1, max_size=8)
 
 

@@ -74,9 +74,10 @@ def test_the_slower_input_holds_firing_back():
     runner.add_elements("right", TV(("a", "r"), 2))
     assert runner.advance_watermark_to("left", 50) == []  # right still at the beginning of time
     assert runner.watermark < 0
-    out = runner.advance_watermark_to("right", 9)
+    assert runner.advance_watermark_to("right", 9) == []
+    out = runner.advance_watermark_to("right", 10)
     assert fmts(out) == ["a [0,10) [('l', 'r')] ON_TIME #0 FL"]
-    assert runner.watermark == 9
+    assert runner.watermark == 10
 
 
 def test_an_input_that_sent_nothing_holds_the_watermark_until_marked_idle():
@@ -114,7 +115,7 @@ def test_idleness_does_not_release_an_input_that_keeps_sending():
         runner.add_elements("left", TV(("a", "l"), 4))
         runner.advance_watermark_to("left", 40)
     assert runner.outputs == []
-    runner.advance_watermark_to("right", 9)
+    runner.advance_watermark_to("right", 10)
     assert len(runner.outputs) == 1 and len(runner.outputs[0].value) == 4 * 4
 
 

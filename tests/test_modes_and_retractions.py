@@ -70,7 +70,7 @@ def test_empty_early_panes_are_never_fired_but_the_on_time_pane_is():
     op = KeyedWindowedOperator(TimeWindows(10), Sum(), trigger=trig)
     runner = op.local_runner()
     runner.add_elements(T(1, 1))
-    out = runner.advance_processing_time(5) + runner.advance_processing_time(5) + runner.advance_watermark_to(9)
+    out = runner.advance_processing_time(5) + runner.advance_processing_time(5) + runner.advance_watermark_to(10)
     assert fmts(out) == ["k [0,10) 1 EARLY #0 F", "k [0,10) 0 ON_TIME #1 L"]
 
 

@@ -36,9 +36,11 @@ def test_elements_with_the_same_timestamp_share_one_window():
 def test_buffer_is_purged_once_no_window_can_use_an_element():
     runner = KeyedWindowedOperator(SlidingWindows(10), Sum()).local_runner()
     runner.add_elements(T(1, 0), T(1, 5))
-    runner.advance_watermark_to(10)
+    runner.advance_watermark_to(10)  # 0's last window [0,10] has not passed yet
+    assert list(runner.states["k"].buffer.times) == [0, 5]
+    runner.advance_watermark_to(11)
     assert list(runner.states["k"].buffer.times) == [5]
-    runner.advance_watermark_to(15)
+    runner.advance_watermark_to(16)
     assert "k" not in runner.states
 
 

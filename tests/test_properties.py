@@ -21,13 +21,15 @@ from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOpe
 from windowed_operator.testing import TestStream, TimestampedValue
 from windowed_operator.time import END_OF_GLOBAL_WINDOW, MIN_TIMESTAMP
 
+from helpers import near_boundaries
+
 KEYS = ["a", "b", "c"]
 
-element = st.tuples(st.sampled_from(KEYS), st.integers(1, 9), st.integers(0, 80))
+element = st.tuples(st.sampled_from(KEYS), st.integers(1, 9), near_boundaries(0, 80))
 step = st.one_of(
     st.tuples(st.just("elements"), st.lists(element, min_size=1, max_size=6)),
-    # watermarks often land on window max timestamps (multiples of 5, minus 1) to hit expiry boundaries
-    st.tuples(st.just("watermark"), st.one_of(st.integers(0, 100), st.integers(0, 20).map(lambda i: 5 * i - 1))),
+    # watermarks (and timestamps) often land at, just before or just after window ends and expiries
+    st.tuples(st.just("watermark"), near_boundaries(0, 100)),
     st.tuples(st.just("processing"), st.integers(1, 20)),
 )
 streams = st.lists(step, min_size=1, max_size=14)
@@ -78,6 +80,11 @@ def sessions_of(timestamped, gap):
     return {(s, e): total for s, e, total in result}
 
 
+def expired(max_timestamp, lateness, watermark):
+    """Beam's LateDataUtils, written out: max_timestamp + allowed_lateness is before the watermark."""
+    return max_timestamp + lateness < watermark
+
+
 def brute_force(option, lateness, stream):
     """(key, window) -> final sum, and the number of dropped elements."""
     watermark = MIN_TIMESTAMP
@@ -93,19 +100,19 @@ def brute_force(option, lateness, stream):
             continue
         for key, value, ts in payload:
             if isinstance(option, SessionWindows):
-                if watermark >= ts + option.min_gap - 1 + lateness:
+                if expired(ts + option.min_gap - 1, lateness, watermark):  # the proto-session
                     dropped += 1
                 else:
                     accepted[key].append((ts, value))
             elif isinstance(option, SlidingWindows):
-                if watermark >= ts + option.size + lateness:
+                if expired(ts + option.size, lateness, watermark):  # the last window that can cover ts
                     dropped += 1
                     continue
                 accepted[key].append((ts, value, watermark))
-                if watermark < ts + lateness:
+                if not expired(ts, lateness, watermark):  # its own window [ts - size, ts]
                     per_record_windows.add((key, (ts - option.size, ts + 1)))
             else:
-                alive = [w for w in model_windows(option, ts) if watermark < w[1] - 1 + lateness]
+                alive = [w for w in model_windows(option, ts) if not expired(w[1] - 1, lateness, watermark)]
                 if not alive:
                     dropped += 1
                 for w in alive:
@@ -117,7 +124,7 @@ def brute_force(option, lateness, stream):
     if isinstance(option, SlidingWindows):
         for key, window in per_record_windows:
             totals[(key, window)] = sum(v for ts, v, wm in accepted[key]
-                                        if window[0] <= ts < window[1] and wm < window[1] - 1 + lateness)
+                                        if window[0] <= ts < window[1] and not expired(window[1] - 1, lateness, wm))
     return dict(totals), dropped
 
 

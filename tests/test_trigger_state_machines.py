@@ -37,8 +37,10 @@ def test_after_watermark_sets_an_end_of_window_timer_and_moves_to_late_after_fir
     t = AfterWatermark(late=AfterCount(1))
     c = ctx()
     t.on_element(c)
-    assert c.timers == {"@watermark": 9}
+    assert c.timers == {"@watermark": 10}  # due once the watermark is past the max timestamp 9
     c.watermark = 9
+    assert not t.should_fire(c)
+    c.watermark = 10
     assert t.should_fire(c) and t.on_fire(c) is False
     assert c.timers == {}
     t.on_element(c)
@@ -50,12 +52,13 @@ def test_after_watermark_merge_is_early_again_when_the_merged_window_ends_later(
     late_src = ctx(Window(0, 10), state={"late": True}, watermark=12)
     merged = ctx(Window(0, 25), watermark=12)
     t.on_merge(merged, [late_src])
-    assert merged.get("late") is None and merged.timers == {"@watermark": 24}
+    assert merged.get("late") is None and merged.timers == {"@watermark": 25}
 
 
 def test_default_trigger_never_finishes():
     t = DefaultTrigger()
-    c = ctx(watermark=9)
+    assert not t.should_fire(ctx(watermark=9))
+    c = ctx(watermark=10)
     assert t.should_fire(c) and t.on_fire(c) is False and not t.may_finish()
 
 

@@ -9,9 +9,11 @@ from hypothesis import strategies as st
 
 from accumulations import Count, Max, Mean, Min, Sum
 from triggers import AfterCount, Repeatedly, TriggerOption
-from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimeWindows
+from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimestampCombiner, TimeWindows
 from windowed_operator.state import KeyState
 from windowed_operator.vectorized import process_batch_arrays, supports_vectorized
+
+from helpers import near_boundaries
 
 WINDOWS = {"tumbling": TimeWindows(10), "hopping": TimeWindows(10).slide_by(5),
            "uneven": TimeWindows(9, offset=2).slide_by(4), "cumulative": CumulativeWindows(20, 5),
@@ -26,25 +28,27 @@ TRIGGERS = {
     "repeated_count": TriggerOption.of(Repeatedly(AfterCount(2))),
 }
 
-batch = st.tuples(st.lists(st.integers(-5, 90), min_size=0, max_size=12),  # timestamps of one bundle
-                  st.integers(0, 25),  # watermark advance before it
+batch = st.tuples(st.lists(near_boundaries(-5, 90), min_size=0, max_size=12),  # timestamps of one bundle
+                  near_boundaries(-10, 100),  # the watermark before it (it never moves back)
                   st.integers(0, 6))  # processing-time advance before it
 streams = st.lists(batch, min_size=1, max_size=8)
 
 
 @settings(max_examples=300, deadline=None)
 @given(steps=streams, window=st.sampled_from(sorted(WINDOWS)), acc=st.sampled_from(sorted(ACCS)),
-       trigger=st.sampled_from(sorted(TRIGGERS)), lateness=st.sampled_from([0, 7]))
-def test_vectorized_path_equals_plain_path(steps, window, acc, trigger, lateness):
+       trigger=st.sampled_from(sorted(TRIGGERS)), lateness=st.sampled_from([0, 7]),
+       combiner=st.sampled_from(list(TimestampCombiner)))
+def test_vectorized_path_equals_plain_path(steps, window, acc, trigger, lateness, combiner):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=TRIGGERS[trigger], allowed_lateness=lateness)
+        op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=TRIGGERS[trigger], allowed_lateness=lateness,
+                                   timestamp_combiner=combiner)
     plain_core, fast_core = op.build_core(), op.build_core()
     assert supports_vectorized(fast_core)
     plain_state, fast_state = KeyState(), KeyState()
     watermark, now, counter = -100, 0, 0
-    for stamps, advance, tick in steps:
-        watermark += advance
+    for stamps, mark, tick in steps:
+        watermark = max(watermark, mark)
         now += tick
         values = list(range(counter, counter + len(stamps)))
         counter += len(stamps)

@@ -47,10 +47,15 @@ def test_session_proto_window_and_merge_rules():
     option = SessionWindows(10)
     assert option.assign(5) == [Window(5, 15)]
     active = [Window(0, 10), Window(20, 30), Window(40, 50)]
-    assert option.merge(active, Window(2, 8)) == (Window(0, 10), [])  # fits inside: joins
-    assert option.merge(active, Window(12, 22)) == (Window(12, 30), [Window(20, 30)])  # extends one
-    assert option.merge(active, Window(5, 25)) == (Window(0, 30), [Window(0, 10), Window(20, 30)])  # bridges two
-    assert option.merge(active, Window(10, 20)) == (Window(10, 20), [])  # touching is not overlapping
+    assert option.merge_windows([*active, Window(2, 8)]) == [([Window(0, 10), Window(2, 8)], Window(0, 10))]  # inside
+    assert option.merge_windows([*active, Window(12, 22)]) == [
+        ([Window(12, 22), Window(20, 30)], Window(12, 30))]  # extends one
+    assert option.merge_windows([*active, Window(5, 25)]) == [
+        ([Window(0, 10), Window(5, 25), Window(20, 30)], Window(0, 30))]  # bridges two
+    assert option.merge_windows([*active, Window(10, 20)]) == []  # touching is not overlapping
+    # A bundle's proto-sessions merge with each other and the active sessions at once.
+    assert option.merge_windows([*active, Window(32, 42), Window(25, 35), Window(60, 70)]) == [
+        ([Window(20, 30), Window(25, 35), Window(32, 42), Window(40, 50)], Window(20, 50))]
 
 
 def test_per_record_sliding_window_is_closed_interval():

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any, Optional
 
 from windowed_operator.config import Config
+from windowed_operator.time_rules import end_of_window_due, is_end_reached
 from windowed_operator.windows.base import Window
 
 
@@ -63,7 +64,10 @@ class TriggerContext:
 
     @property
     def is_past_end_of_window(self) -> bool:
-        return self.watermark >= self.window.max_timestamp
+        return is_end_reached(self.window.max_timestamp, self.watermark)
+
+    def set_end_of_window_timer(self) -> None:
+        self.set_timer(TimeDomain.WATERMARK, end_of_window_due(self.window.max_timestamp))
 
 
 class Trigger(Config):

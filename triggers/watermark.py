@@ -11,7 +11,7 @@ class DefaultTrigger(Trigger):
 
     def on_element(self, ctx: TriggerContext, count: int = 1) -> None:
         if not ctx.is_past_end_of_window:
-            ctx.set_timer(TimeDomain.WATERMARK, ctx.window.max_timestamp)
+            ctx.set_end_of_window_timer()
 
     def on_merge(self, ctx: TriggerContext, sources: list[TriggerContext]) -> None:
         self.on_element(ctx)
@@ -59,7 +59,7 @@ class AfterWatermark(Trigger):
             if late is not None:
                 late.on_element(ctx.nested("late"), count)
         else:
-            ctx.set_timer(TimeDomain.WATERMARK, ctx.window.max_timestamp)
+            ctx.set_end_of_window_timer()
             early = self._early()
             if early is not None:
                 early.on_element(ctx.nested("early"), count)
@@ -75,7 +75,7 @@ class AfterWatermark(Trigger):
                 late.on_merge(ctx.nested("late"), [s.nested("late") for s in sources])
         else:
             ctx.clear("late")
-            ctx.set_timer(TimeDomain.WATERMARK, ctx.window.max_timestamp)
+            ctx.set_end_of_window_timer()
             if early is not None:
                 early.on_merge(ctx.nested("early"), [s.nested("early") for s in sources])
             ctx.nested("late").clear_subtree()

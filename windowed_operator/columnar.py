@@ -14,17 +14,18 @@ it fires (``range_ops``: prefix-sum differences for sum/count/mean — subtract-
 arithmetic — and a sparse table for min/max, which cannot subtract).  Which windows exist needs no
 state either: the windows that hold data are the union of the window ends covering the key's panes.
 
-The rules are the core's (``tests/test_columnar.py`` runs this path against ``WindowedCore`` on
-random streams); this module only restates them for arrays, for this one trigger:
+The time rules are ``time_rules``' (end reached, expired), applied to arrays of window ends; what
+this trigger does with them (``tests/test_columnar.py`` runs this path against ``WindowedCore`` on
+random streams with watermarks at window boundaries):
 
-- watermark step from W0 to W: each window with data whose end - 1 lies in (W0, W] fires ON_TIME
-  (its last pane if it also expires now); a pane is dropped once every window over it has expired
-  (W >= end - 1 + allowed_lateness);
+- watermark step from W0 to W: each window with data whose end is reached at W but was not at W0
+  fires ON_TIME (its last pane if it also expires at W); a pane is dropped once every window over it
+  has expired;
 - elements: an element whose every window has expired is dropped (EXPIRED); the others go into
-  their pane; every live window whose end has passed and that got elements fires a LATE pane per
+  their pane; every live window whose end is reached and that got elements fires a LATE pane per
   bundle, with the bundle's elements only (discarding) or all of them (accumulating).  Its pane
-  index is 1 if it fired ON_TIME — it did iff one of its panes first got data before its end passed
-  — plus the LATE panes before, counted per window only for windows that had one.
+  index is 1 if it fired ON_TIME — it did iff one of its panes first got data before its end was
+  reached — plus the LATE panes before, counted per window only for windows that had one.
 
 Float sums folded by prefix differences can differ from element-by-element sums in the last bits.
 Retracting mode, other triggers and other accumulations keep the object path.
@@ -43,6 +44,8 @@ from triggers.option import TriggerOption
 from .panes import DropReason, DroppedElement, Timing
 from .range_ops import expand_ends, factorize, lex_searchsorted, range_reduce, range_sums
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from .time_rules import (end_of_window_due, expiry_due, is_end_reached, is_expired, latest_max_timestamp_expired,
+                         latest_max_timestamp_reached)
 from .windows.base import WindowOption
 
 
@@ -195,14 +198,22 @@ class ColumnarCore:
     def _values(self, table_acc: list, windows: _Windows) -> np.ndarray:
         return self.form.outputs(self.form.range_values(table_acc, windows.lo, windows.hi))
 
+    def _first_end_after(self, max_timestamp: Any) -> Any:
+        """The smallest window end whose max timestamp (end - 1) is after ``max_timestamp``."""
+        return self.layout.align_up(max_timestamp + 2)
+
+    def _last_end_up_to(self, max_timestamp: Any) -> Any:
+        """The largest window end whose max timestamp is at most ``max_timestamp``."""
+        return self.layout.align_down(max_timestamp + 1)
+
     def next_event_time(self, table: PaneTable) -> Optional[int]:
         """When the group next has something to do: an ON_TIME pane or a pane to drop."""
         if not len(table):
             return None
         lo, hi = self.layout.end_range(table.starts)
-        next_end = np.maximum(lo, self.layout.align_up(table.watermark + 2))
-        due = np.where(next_end <= hi, next_end - 1, MAX_TIMESTAMP)
-        return int(min(due.min(), (hi - 1 + self.lateness).min()))
+        next_end = np.maximum(lo, self._first_end_after(latest_max_timestamp_reached(table.watermark)))
+        due = np.where(next_end <= hi, end_of_window_due(next_end - 1), MAX_TIMESTAMP)
+        return int(min(due.min(), expiry_due(hi - 1, self.lateness).min()))
 
     def on_watermark(self, table: PaneTable, watermark: int, out: Panes) -> PaneTable:
         if watermark <= table.watermark:
@@ -211,25 +222,26 @@ class ColumnarCore:
         if len(table):
             codes, uniques = factorize(table.keys)
             lo, hi = self.layout.end_range(table.starts)
-            due_lo = np.maximum(lo, self.layout.align_up(table.watermark + 2))
-            due_hi = hi if ended else np.minimum(hi, self.layout.align_down(watermark + 1))
+            # Windows whose end is reached at ``watermark`` and was not at the last one applied.
+            due_lo = np.maximum(lo, self._first_end_after(latest_max_timestamp_reached(table.watermark)))
+            due_hi = hi if ended else np.minimum(hi, self._last_end_up_to(latest_max_timestamp_reached(watermark)))
             due = self._windows(codes, table.starts, due_lo, due_hi)
             if len(due.ends):
-                expired = np.full(len(due.ends), True) if ended else watermark >= due.ends - 1 + self.lateness
+                expired = is_expired(due.ends - 1, self.lateness, watermark)
                 out.add(uniques[due.codes], due.starts, due.ends, self._values(table.acc, due), Timing.ON_TIME,
                         np.zeros(len(due.ends), dtype=np.int64), expired)
-            gone = np.full(len(table), True) if ended else watermark >= hi - 1 + self.lateness
+            gone = is_expired(hi - 1, self.lateness, watermark)
             if gone.any():
                 table = table.take(~gone)
         if table.late_panes:
             table.late_panes = {k: n for k, n in table.late_panes.items()
-                                if not ended and watermark < k[1] - 1 + self.lateness}
+                                if not is_expired(k[1] - 1, self.lateness, watermark)}
         table.watermark = watermark
         return table
 
     def _live(self, pane: np.ndarray, watermark: int) -> np.ndarray:
         """Rows whose pane still has a live window: the last window over it has not expired."""
-        return (watermark < MAX_TIMESTAMP) & (watermark < self.layout.end_range(pane)[1] - 1 + self.lateness)
+        return ~is_expired(self.layout.end_range(pane)[1] - 1, self.lateness, watermark)
 
     def process(self, table: PaneTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
                 watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any]) -> PaneTable:
@@ -288,10 +300,10 @@ class ColumnarCore:
         merged_codes = all_codes[first]
         result = PaneTable(uniques[merged_codes], all_starts[first], acc,
                            np.minimum.reduceat(first_wm[order], first), table.watermark, table.late_panes)
-        # LATE panes: live windows over the bundle's panes whose end has passed.
+        # LATE panes: windows over the bundle's panes whose end is reached and that have not expired.
         lo, hi = self.layout.end_range(bundle_starts)
-        late_lo = np.maximum(lo, self.layout.align_up(watermark + 2 - self.lateness))
-        late_hi = np.minimum(hi, self.layout.align_down(watermark + 1))
+        late_lo = np.maximum(lo, self._first_end_after(latest_max_timestamp_expired(watermark, self.lateness)))
+        late_hi = np.minimum(hi, self._last_end_up_to(latest_max_timestamp_reached(watermark)))
         late = self._windows(bundle_codes, bundle_starts, late_lo, late_hi)
         if len(late.ends):
             self._fire_late(result, merged_codes, late, bundle_acc, uniques, out)
@@ -303,7 +315,8 @@ class ColumnarCore:
         hi = lex_searchsorted(table_codes, table.starts, late.codes, late.ends)
         in_table = _Windows(late.codes, late.starts, late.ends, lo, hi)
         values = self._values(bundle_acc, late) if self.discarding else self._values(table.acc, in_table)
-        fired_on_time = range_reduce(np.minimum, table.first_watermark, lo, hi) < late.ends - 1
+        first_data = range_reduce(np.minimum, table.first_watermark, lo, hi)
+        fired_on_time = ~is_end_reached(late.ends - 1, first_data)
         keys = uniques[late.codes]
         index = fired_on_time.astype(np.int64)
         counts = table.late_panes

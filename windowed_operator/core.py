@@ -18,6 +18,7 @@ from triggers.option import TriggerOption
 
 from .firing import PaneEmitter
 from .panes import DropReason, DroppedElement, PaneRecord, TimestampCombiner
+from . import time_rules
 from .state import KeyState, WindowState
 from .time import MAX_TIMESTAMP
 from .windows.base import MergingWindowOption, Window, WindowOption
@@ -54,10 +55,12 @@ class WindowedCore:
         self.kind = window_option.kind
         self._uses_processing_time = self.trigger.uses_processing_time()
 
-    # -- time rules ---------------------------------------------------------------------------
+    # -- time rules (stated in ``time_rules``) ------------------------------------------------
     def is_expired(self, window: Window, watermark: int) -> bool:
-        """A window expires once ``watermark >= max_timestamp + allowed_lateness`` (or input ended)."""
-        return watermark >= MAX_TIMESTAMP or watermark >= window.max_timestamp + self.allowed_lateness
+        return bool(time_rules.is_expired(window.max_timestamp, self.allowed_lateness, watermark))
+
+    def expiry_due(self, window: Window) -> int:
+        return time_rules.expiry_due(window.max_timestamp, self.allowed_lateness)
 
     def _context(self, window: Window, ws: WindowState, watermark: int, processing_time: int) -> TriggerContext:
         return TriggerContext(window, ws.trigger_state, ws.timers, watermark, processing_time)
@@ -68,34 +71,57 @@ class WindowedCore:
     # -- elements -----------------------------------------------------------------------------
     def process_elements(self, key: Optional[Hashable], state: KeyState, elements: Iterable[CoreElement],
                          watermark: int, processing_time: int) -> Emission:
+        """Add a bundle, then ask each window it touched, once, whether to fire."""
         emission = Emission()
-        touched: dict[Window, None] = {}
-        for ts, value, inherited in elements:
-            if self.kind == "merging":
-                reason = self._add_to_session(key, state, ts, value, watermark, processing_time, touched, emission)
-            elif self.kind == "per_record":
-                reason = self._add_per_record(state, ts, value, watermark, processing_time, touched)
-            else:
-                windows = [inherited] if self.kind == "inherited" else self.window_option.assign(ts)
-                reason = self._add_to_windows(state, windows, ts, value, watermark, processing_time, touched)
-            if reason is not None:
-                emission.dropped.append(DroppedElement(reason, value, key, ts, watermark))
-        for window in sorted(touched):
+        if self.kind == "merging":
+            touched = self._add_to_sessions(key, state, list(elements), watermark, processing_time, emission)
+        else:
+            touched = {}
+            for ts, value, inherited in elements:
+                if self.kind == "per_record":
+                    reason = self._add_per_record(state, ts, value, watermark, processing_time, touched)
+                else:
+                    windows = [inherited] if self.kind == "inherited" else self.window_option.assign(ts)
+                    reason = self._add_to_windows(state, windows, ts, value, watermark, processing_time, touched)
+                if reason is not None:
+                    emission.dropped.append(DroppedElement(reason, value, key, ts, watermark))
+        self.fire_ready(key, state, touched, watermark, processing_time, emission)
+        return emission
+
+    def fire_ready(self, key: Optional[Hashable], state: KeyState, windows: Iterable[Window], watermark: int,
+                   processing_time: int, emission: Emission) -> None:
+        """Fire each of ``windows`` (in window order) whose trigger says so."""
+        for window in sorted(windows):
             ws = state.windows.get(window)
             if ws is None or ws.closed:
                 continue
             ctx = self._context(window, ws, watermark, processing_time)
             if self.trigger.should_fire(ctx):
                 finished = self.trigger.on_fire(ctx)
-                emission.outputs.extend(
-                    self.emitter.emit(key, window, ws, watermark, from_watermark=False, finished=finished))
-        return emission
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
+
+    def accumulate_into(self, window: Window, ws: WindowState, partial: Any, count: int, watermark: int,
+                        processing_time: int, earliest: Optional[int], latest: Optional[int]) -> None:
+        """Fold ``count`` elements, already folded into ``partial``, into a window (the array path).
+        ``earliest``/``latest`` are their extreme timestamps at or after the watermark (None if
+        none): only those hold the pane's output timestamp."""
+        ws.acc = self.accumulation.merge(ws.acc, partial)
+        self._note_elements(window, ws, count, earliest, latest, watermark, processing_time)
 
     def _accumulate_into(self, window: Window, ws: WindowState, ts: int, value: Any, watermark: int,
                          processing_time: int) -> None:
         ws.acc = self.accumulation.accumulate(ws.acc, value)
-        ws.note_element(ts)
-        self.trigger.on_element(self._context(window, ws, watermark, processing_time))
+        held = ts if time_rules.holds_output_timestamp(ts, watermark) else None
+        self._note_elements(window, ws, 1, held, held, watermark, processing_time)
+
+    def _note_elements(self, window: Window, ws: WindowState, count: int, earliest: Optional[int],
+                       latest: Optional[int], watermark: int, processing_time: int) -> None:
+        ws.add_pending(count)
+        ws.hold(earliest)
+        ws.hold(latest)
+        if not time_rules.is_end_reached(window.max_timestamp, watermark):
+            ws.on_time_hold = True
+        self.trigger.on_element(self._context(window, ws, watermark, processing_time), count)
 
     def _add_to_windows(self, state: KeyState, windows: list[Window], ts: int, value: Any, watermark: int,
                         processing_time: int, touched: dict) -> Optional[DropReason]:
@@ -113,40 +139,60 @@ class WindowedCore:
             touched[window] = None
         return None
 
-    def _add_to_session(self, key: Optional[Hashable], state: KeyState, ts: int, value: Any, watermark: int,
-                        processing_time: int, touched: dict, emission: Emission) -> Optional[DropReason]:
+    def _add_to_sessions(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
+                         watermark: int, processing_time: int, emission: Emission) -> dict:
+        """Beam's bundle-level merge (ReduceFnRunner.processElements): drop elements whose
+        proto-session has expired; merge the bundle's proto-sessions with the key's active sessions
+        all at once (a session whose trigger finished is no longer active and merges with nothing);
+        then add each element to its merged session.  Returns the sessions to consider firing."""
         assert isinstance(self.window_option, MergingWindowOption)
-        proto = self.window_option.assign(ts)[0]
-        if self.is_expired(proto, watermark):
-            return DropReason.EXPIRED
-        result, absorbed = self.window_option.merge(state.windows.keys(), proto)
-        if not absorbed:
-            ws = state.windows.get(result)
-            if ws is not None and ws.closed:
-                return DropReason.CLOSED_WINDOW
+        live: list[tuple[int, Any, Window]] = []
+        for ts, value, _ in elements:
+            proto = self.window_option.assign(ts)[0]
+            if self.is_expired(proto, watermark):
+                emission.dropped.append(DroppedElement(DropReason.EXPIRED, value, key, ts, watermark))
+            else:
+                live.append((ts, value, proto))
+        active = [w for w, ws in state.windows.items() if not ws.closed]
+        merged_into: dict[Window, Window] = {}
+        for members, result in self.window_option.merge_windows([*active, *(p for _, _, p in live)]):
+            for window in members:
+                merged_into[window] = result
+            self._merge_sessions(key, state, members, result, watermark, processing_time, emission)
+        touched: dict[Window, None] = {}
+        for ts, value, proto in live:
+            window = merged_into.get(proto, proto)
+            ws = state.windows.get(window)
             if ws is None:
-                ws = state.windows[result] = self._new_window_state()
-            self._accumulate_into(result, ws, ts, value, watermark, processing_time)
-            touched[result] = None
-            return None
-        if any(state.windows[w].closed for w in absorbed):
-            return DropReason.CLOSED_WINDOW
+                ws = state.windows[window] = self._new_window_state()
+            elif ws.closed:
+                emission.dropped.append(DroppedElement(DropReason.CLOSED_WINDOW, value, key, ts, watermark))
+                continue
+            self._accumulate_into(window, ws, ts, value, watermark, processing_time)
+            touched[window] = None
+        return touched
+
+    def _merge_sessions(self, key: Optional[Hashable], state: KeyState, members: list[Window], result: Window,
+                        watermark: int, processing_time: int, emission: Emission) -> None:
+        """One merge group: the active sessions among ``members`` become ``result``; each absorbed
+        session that fired is retracted (retracting mode); the trigger merges their states."""
+        sources = [w for w in members if w in state.windows and not state.windows[w].closed]
+        if sources == [result]:
+            return  # new proto-sessions inside an active session: Beam's merge is a no-op there
+        if result in state.windows:
+            # ``result`` has the bounds of a session whose trigger finished.  Beam Java would merge the
+            # live sessions into it and never emit them; we keep them as they are, and the bundle's
+            # elements of ``result`` are dropped as closed_window, as in Java.
+            return
         merged = self._new_window_state()
-        sources = []
-        for window in absorbed:
+        contexts = []
+        for window in sources:
             old = state.windows.pop(window)
-            touched.pop(window, None)
             emission.outputs.extend(self.emitter.retract_absorbed(key, window, old, watermark))
-            merged.acc = self.accumulation.merge(merged.acc, old.acc)
-            if old.pending:
-                merged.note_element(old.pane_min_ts, 0)
-                merged.note_element(old.pane_max_ts, old.pending)
-            sources.append(self._context(window, old, watermark, processing_time))
+            merged.absorb(old, self.accumulation.merge)
+            contexts.append(self._context(window, old, watermark, processing_time))
         state.windows[result] = merged
-        self.trigger.on_merge(self._context(result, merged, watermark, processing_time), sources)
-        self._accumulate_into(result, merged, ts, value, watermark, processing_time)
-        touched[result] = None
-        return None
+        self.trigger.on_merge(self._context(result, merged, watermark, processing_time), contexts)
 
     def _add_per_record(self, state: KeyState, ts: int, value: Any, watermark: int, processing_time: int,
                         touched: dict) -> Optional[DropReason]:
@@ -156,7 +202,7 @@ class WindowedCore:
         out-of-order element costs one rebuild of the running aggregate at the next in-order one."""
         option = self.window_option
         assert isinstance(option, SlidingWindows)
-        if watermark >= MAX_TIMESTAMP or watermark >= option.last_window_max_timestamp(ts) + self.allowed_lateness:
+        if time_rules.is_expired(option.last_window_max_timestamp(ts), self.allowed_lateness, watermark):
             return DropReason.EXPIRED
         acc = self.accumulation
         buffer, times, sliding = state.buffer, state.window_times, state.sliding
@@ -186,15 +232,16 @@ class WindowedCore:
                 ws = state.windows[own] = self._new_window_state()
                 insort(times, ts)
                 if in_order:
-                    before, oldest, newest = sliding.query(acc.merge)
+                    before = sliding.query(acc.merge)
                     if before is not None:
                         ws.acc = acc.merge(ws.acc, before)
-                        ws.note_element(oldest, 0)
-                        ws.note_element(newest, 0)
                 else:
-                    for other_ts, partial in buffer.in_range(own.start, ts - 1):
+                    for _, partial in buffer.in_range(own.start, ts - 1):
                         ws.acc = acc.merge(ws.acc, partial)
-                        ws.note_element(other_ts, 0)
+                # Earlier elements the new window covers hold its output timestamp by the same rule
+                # as arriving ones.
+                for held in buffer.time_range(max(own.start, watermark), ts - 1):
+                    ws.hold(held)
                 self._accumulate_into(own, ws, ts, value, watermark, processing_time)
                 touched[own] = None
             elif not ws.closed:
@@ -212,26 +259,23 @@ class WindowedCore:
                      processing_time: int) -> Emission:
         """Fire windows whose event-time timers are due, then expire and purge old windows."""
         emission = Emission()
+        lateness = self.allowed_lateness
         per_record = isinstance(self.window_option, SlidingWindows)
         if per_record:
-            # Windows are due in the order of their timestamps (no trigger sets a watermark timer
-            # before a window's end): only those ending at or before the watermark can be due.
+            # No trigger sets a watermark timer before a window's end, so only windows whose end is
+            # reached can be due, and they are due in the order of their timestamps (max timestamps).
             times = state.window_times
-            due_times = times if watermark >= MAX_TIMESTAMP else times[:bisect_right(times, watermark)]
-            order = [self.window_option.window_of(t) for t in due_times]
+            reached = len(times) if watermark >= MAX_TIMESTAMP else \
+                bisect_right(times, time_rules.latest_max_timestamp_reached(watermark))
+            order = [self.window_option.window_of(t) for t in times[:reached]]
         else:
             # Only windows that expire or have a due event-time timer can change; visit those in
             # event-time order.
-            lateness, ended = self.allowed_lateness, watermark >= MAX_TIMESTAMP
             candidates = []
             for window, ws in state.windows.items():
-                if ended or watermark >= window.end - 1 + lateness:
+                if self.is_expired(window, watermark) or any(
+                        time_rules.is_timer_due(t, watermark) for t in ws.timer_times(_WATERMARK)):
                     candidates.append(window)
-                    continue
-                for name, time in ws.timers.items():
-                    if time <= watermark and name.endswith(_WATERMARK_SUFFIX):
-                        candidates.append(window)
-                        break
             order = sorted(candidates, key=lambda w: (w.end, w.start))
         for window in order:
             ws = state.windows[window]
@@ -240,7 +284,8 @@ class WindowedCore:
                 if expired:
                     del state.windows[window]
                 continue
-            due = [k for k, t in ws.timers.items() if k.endswith(_WATERMARK) and t <= watermark]
+            due = [k for k, t in ws.timers.items() if k.endswith(_WATERMARK_SUFFIX)
+                   and time_rules.is_timer_due(t, watermark)]
             fired = False
             if due:
                 for k in due:
@@ -248,25 +293,24 @@ class WindowedCore:
                 ctx = self._context(window, ws, watermark, processing_time)
                 if self.trigger.should_fire(ctx):
                     finished = self.trigger.on_fire(ctx) or expired
-                    emission.outputs.extend(
-                        self.emitter.emit(key, window, ws, watermark, from_watermark=True, finished=finished))
+                    emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
                     fired = True
             if expired and not fired and not ws.closed and ws.pending:
                 # Garbage collection fires what the trigger has not (Beam's FIRE_IF_NON_EMPTY).
-                emission.outputs.extend(
-                    self.emitter.emit(key, window, ws, watermark, from_watermark=True, finished=True))
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=True))
             if expired:
                 del state.windows[window]
         if per_record:
-            times = state.window_times
-            cut = len(times) if watermark >= MAX_TIMESTAMP else bisect_right(times, watermark - self.allowed_lateness)
-            del times[:cut]
-        if self.kind == "per_record" and len(state.buffer):
             assert isinstance(self.window_option, SlidingWindows)
-            if watermark >= MAX_TIMESTAMP:
-                state.buffer.purge_up_to(MAX_TIMESTAMP)
-            else:
-                state.buffer.purge_up_to(watermark - self.window_option.size - self.allowed_lateness)
+            times = state.window_times
+            ended = watermark >= MAX_TIMESTAMP
+            del times[:len(times) if ended else
+                      bisect_right(times, time_rules.latest_max_timestamp_expired(watermark, lateness))]
+            if len(state.buffer):
+                # An element is needed until the last window that can cover it (``size`` later) expires.
+                state.buffer.purge_up_to(MAX_TIMESTAMP if ended else
+                                         time_rules.latest_max_timestamp_expired(watermark, lateness)
+                                         - self.window_option.size)
         return emission
 
     def on_processing_time(self, key: Optional[Hashable], state: KeyState, watermark: int,
@@ -285,24 +329,11 @@ class WindowedCore:
             ctx = self._context(window, ws, watermark, processing_time)
             if self.trigger.should_fire(ctx):
                 finished = self.trigger.on_fire(ctx)
-                emission.outputs.extend(
-                    self.emitter.emit(key, window, ws, watermark, from_watermark=False, finished=finished))
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
         return emission
 
     def next_event_time(self, state: KeyState) -> Optional[int]:
-        """The earliest watermark at which this key has something to do (a timer or an expiry)."""
-        if not isinstance(self.window_option, SlidingWindows):
-            best: Optional[int] = None
-            lateness = self.allowed_lateness
-            for window, ws in state.windows.items():
-                due = window.end - 1 + lateness
-                if best is None or due < best:
-                    best = due
-                for name, time in ws.timers.items():
-                    if time < best and name.endswith(_WATERMARK_SUFFIX):
-                        best = time
-            return best
-        times = []
+        """The first watermark at which this key has something to do (a due timer or an expiry)."""
         if isinstance(self.window_option, SlidingWindows):
             # Every window is due no earlier than its end: only windows ending within the allowed
             # lateness of the first one can be due before it expires.
@@ -312,18 +343,35 @@ class WindowedCore:
             candidates = [(w, state.windows[w]) for w in windows]
         else:
             candidates = list(state.windows.items())
+        best: Optional[int] = None
         for window, ws in candidates:
-            times.append(window.max_timestamp + self.allowed_lateness)
-            times.extend(ws.timer_times(_WATERMARK))
+            due = self.expiry_due(window)
+            if best is None or due < best:
+                best = due
+            for name, time in ws.timers.items():
+                if time < best and name.endswith(_WATERMARK_SUFFIX):
+                    best = time
         if len(state.buffer) and isinstance(self.window_option, SlidingWindows):
-            times.append(state.buffer.times[0] + self.window_option.size + self.allowed_lateness)
-        return min(times) if times else None
+            due = time_rules.expiry_due(self.window_option.last_window_max_timestamp(state.buffer.times[0]),
+                                        self.allowed_lateness)
+            best = due if best is None else min(best, due)
+        return best
 
     def next_processing_time(self, state: KeyState) -> Optional[int]:
         if not self._uses_processing_time:
             return None
         times = [t for ws in state.windows.values() if not ws.closed for t in ws.timer_times(_PROCESSING)]
         return min(times) if times else None
+
+    def event_time_work_due(self, state: KeyState, watermark: int) -> bool:
+        """Whether ``on_watermark`` has something to do for this key at ``watermark``."""
+        due = self.next_event_time(state)
+        return due is not None and bool(time_rules.is_timer_due(due, watermark))
+
+    def processing_time_work_due(self, state: KeyState, processing_time: int) -> bool:
+        """Whether ``on_processing_time`` has something to do for this key now."""
+        due = self.next_processing_time(state)
+        return due is not None and due <= processing_time
 
     def process_batch(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
                       watermark: int, processing_time: int) -> Emission:
@@ -341,15 +389,12 @@ class WindowedCore:
         batch doing both.
         """
         emission = Emission()
-        due = self.next_event_time(state)
-        if due is not None and due <= watermark:
+        if self.event_time_work_due(state, watermark):
             emission.extend(self.on_watermark(key, state, watermark, processing_time))
-        due = self.next_processing_time(state)
-        if due is not None and due <= processing_time:
+        if self.processing_time_work_due(state, processing_time):
             emission.extend(self.on_processing_time(key, state, watermark, processing_time))
         if has_elements:
             emission.extend(add_elements())
-            due = self.next_event_time(state)
-            if due is not None and due <= watermark:
+            if self.event_time_work_due(state, watermark):
                 emission.extend(self.on_watermark(key, state, watermark, processing_time))
         return emission

@@ -12,6 +12,7 @@ from triggers.option import TriggerOption
 
 from .panes import PaneRecord, TimestampCombiner, Timing
 from .state import WindowState
+from .time_rules import is_end_reached
 from .windows.base import Window
 
 
@@ -28,14 +29,22 @@ class PaneEmitter:
             return ws.pane_max_ts
         return window.max_timestamp
 
+    @staticmethod
+    def _timing(window: Window, ws: WindowState, watermark: int) -> Timing:
+        """Beam's PaneInfoTracker: EARLY until the end is reached; then ON_TIME for the first pane of a
+        window that held the output watermark back to its end (it had data before the end), LATE
+        for every other."""
+        if not is_end_reached(window.max_timestamp, watermark):
+            return Timing.EARLY
+        return Timing.ON_TIME if ws.nonspeculative_index == 0 and ws.on_time_hold else Timing.LATE
+
     def emit(self, key: Optional[Hashable], window: Window, ws: WindowState, watermark: int, *,
-             from_watermark: bool, finished: bool) -> list[PaneRecord]:
+             finished: bool) -> list[PaneRecord]:
         """Fire one pane of ``window`` and apply the accumulation mode to its state."""
-        if watermark < window.max_timestamp:
-            timing = Timing.EARLY
-        else:
-            timing = Timing.ON_TIME if from_watermark and ws.nonspeculative_index == 0 else Timing.LATE
+        timing = self._timing(window, ws, watermark)
+        if timing != Timing.EARLY:
             ws.nonspeculative_index += 1
+            ws.on_time_hold = False
         value = self.accumulation.get_output(ws.acc)
         timestamp = self._timestamp(window, ws)
         # In retracting mode every re-fired pane is preceded by the retraction of the last one, also
@@ -68,7 +77,7 @@ class PaneEmitter:
         """A session merged away after firing: retract its last pane (retracting mode only)."""
         if not (self.option.retracting and ws.fired):
             return []
-        timing = Timing.EARLY if watermark < window.max_timestamp else Timing.LATE
+        timing = Timing.LATE if is_end_reached(window.max_timestamp, watermark) else Timing.EARLY
         return [self._retraction(key, window, ws, timing, is_last=True)]
 
     def _retraction(self, key: Optional[Hashable], window: Window, ws: WindowState, timing: Timing,

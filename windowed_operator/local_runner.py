@@ -95,8 +95,7 @@ class LocalRunner:
         emitted: list[PaneRecord] = []
         for key in list(self.states):
             state = self.states[key]
-            due = self.core.next_processing_time(state)
-            if due is not None and due <= self.processing_time:
+            if self.core.processing_time_work_due(state, self.processing_time):
                 self._collect(self.core.on_processing_time(key, state, self.watermark, self.processing_time), emitted)
         emitted.extend(self._advance_watermark())
         return emitted
@@ -121,8 +120,7 @@ class LocalRunner:
             return emitted
         for key in list(self.states):
             state = self.states[key]
-            due = self.core.next_event_time(state)
-            if due is not None and due <= after:
+            if self.core.event_time_work_due(state, after):
                 self._collect(self.core.on_watermark(key, state, after, self.processing_time), emitted)
                 self._forget_if_empty(key)
         return emitted

@@ -24,17 +24,38 @@ class WindowState:
     fired: bool = False
     last_output: Any = None
     last_timestamp: int = 0
-    #: The trigger finished: later elements are dropped until the window expires.
+    #: The trigger finished: later elements of this window are dropped until the window expires.
     closed: bool = False
     #: Elements accumulated since the last pane (an empty pane has none).
     pending: int = 0
+    #: Earliest/latest timestamp of the pane's elements that arrived at or after the watermark: what
+    #: the EARLIEST/LATEST timestamp combiners output (Beam's element holds; later ones hold nothing).
     pane_min_ts: Optional[int] = None
     pane_max_ts: Optional[int] = None
+    #: The window got data before its end was reached and has fired no ON_TIME or LATE pane since:
+    #: it holds the output watermark back to its end (Beam's element and end-of-window holds), so
+    #: its first pane after the end is ON_TIME; a window that only ever got data after its end
+    #: fires LATE panes.
+    on_time_hold: bool = False
 
-    def note_element(self, ts: int, count: int = 1) -> None:
+    def add_pending(self, count: int) -> None:
         self.pending += count
+
+    def hold(self, ts: Optional[int]) -> None:
+        """Let ``ts`` count for the pane's EARLIEST/LATEST timestamp (None: nothing to hold)."""
+        if ts is None:
+            return
         self.pane_min_ts = ts if self.pane_min_ts is None else min(self.pane_min_ts, ts)
         self.pane_max_ts = ts if self.pane_max_ts is None else max(self.pane_max_ts, ts)
+
+    def absorb(self, other: "WindowState", merge: Any) -> None:
+        """Take in the state of a session merged into this one: its accumulator (``merge``), its
+        unfired elements and its holds."""
+        self.acc = merge(self.acc, other.acc)
+        self.pending += other.pending
+        self.hold(other.pane_min_ts)
+        self.hold(other.pane_max_ts)
+        self.on_time_hold = self.on_time_hold or other.on_time_hold
 
     def timer_times(self, domain: str) -> list[int]:
         suffix = "@" + domain
@@ -60,6 +81,11 @@ class ElementBuffer:
         """Entries with ``lo <= ts <= hi`` in timestamp order."""
         for ts in self.times[bisect_left(self.times, lo):bisect_right(self.times, hi)]:
             yield ts, self.partials[ts]
+
+    def time_range(self, lo: int, hi: int) -> tuple[int, ...]:
+        """The first and last timestamps held in ``[lo, hi]`` (empty if none)."""
+        first, last = bisect_left(self.times, lo), bisect_right(self.times, hi)
+        return (self.times[first], self.times[last - 1]) if first < last else ()
 
     def purge_up_to(self, ts: int) -> None:
         """Forget entries with timestamp ``<= ts``."""
@@ -108,15 +134,13 @@ class SlidingAggregate:
                 return
             self.front.pop()
 
-    def query(self, merge: Any) -> tuple[Any, Optional[int], Optional[int]]:
-        """``(aggregate or None, oldest ts, newest ts)`` of the entries held."""
+    def query(self, merge: Any) -> Any:
+        """The aggregate of the entries held, or None."""
         if self.front and self.back:
-            return merge(self.front[-1][1], self.back_agg), self.front[-1][0], self.back[-1][0]
+            return merge(self.front[-1][1], self.back_agg)
         if self.front:
-            return self.front[-1][1], self.front[-1][0], self.front[0][0]
-        if self.back:
-            return self.back_agg, self.back[0][0], self.back[-1][0]
-        return None, None, None
+            return self.front[-1][1]
+        return self.back_agg if self.back else None
 
     def reset(self) -> None:
         self.front.clear()

@@ -76,3 +76,8 @@ def saturating_add(a: int, b: int) -> int:
 #: watermark past every real window and is never aggregated.  (9e12 ms, year 2255: larger values
 #: overflow the nanosecond timestamps pandas uses.)
 END_OF_INPUT = 9_000_000_000_000
+#: The longest watermark delay the END_OF_INPUT row can see through: Spark's watermark after it is
+#: ``END_OF_INPUT - delay``, and every watermark from ``END_OF_INPUT_WATERMARK`` on is taken as the
+#: end of input (MAX_TIMESTAMP), which closes every window, the global one included.
+MAX_END_OF_INPUT_DELAY = 366 * 86_400_000
+END_OF_INPUT_WATERMARK = END_OF_INPUT - MAX_END_OF_INPUT_DELAY

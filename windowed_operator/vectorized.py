@@ -14,6 +14,7 @@ from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
+from . import time_rules
 from .core import Emission, WindowedCore
 from .panes import DropReason, DroppedElement
 from .state import KeyState
@@ -39,13 +40,14 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     order = np.lexsort((ends, starts))
     starts, ends, index = starts[order], ends[order], index[order]
     first = np.concatenate(([0], np.flatnonzero((np.diff(starts) != 0) | (np.diff(ends) != 0)) + 1))
-    pair_ts = timestamps[index]
     counts = np.diff(np.append(first, len(index))).tolist()
-    min_ts = np.minimum.reduceat(pair_ts, first).tolist()
-    max_ts = np.maximum.reduceat(pair_ts, first).tolist()
+    # Only elements at or after the watermark hold a pane's EARLIEST/LATEST output timestamp.
+    pair_ts = timestamps[index]
+    held = time_rules.holds_output_timestamp(pair_ts, watermark)
+    earliest = _held_extremes(np.minimum, np.where(held, pair_ts, _NO_HOLD_MIN), first, _NO_HOLD_MIN)
+    latest = _held_extremes(np.maximum, np.where(held, pair_ts, _NO_HOLD_MAX), first, _NO_HOLD_MAX)
     window_starts, window_ends = starts[first].tolist(), ends[first].tolist()
     acc = core.accumulation
-    trigger = core.trigger
     windows = state.windows
     seg_live = [False] * len(counts)
     seg_open = [False] * len(counts)
@@ -72,22 +74,24 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     # Values in window order (Count, the one accumulation reading no column, folds the indices).
     pair_values = values[index] if values is not None else index
     partials = acc.fold_segments(pair_values, first) if open_segments else []
-    touched: list[tuple[Window, Any]] = []
+    touched: list[Window] = []
     for seg, window, ws in open_segments:
         if ws is None:
             ws = windows[window] = core._new_window_state()
-        ws.acc = acc.merge(ws.acc, partials[seg])
-        ws.note_element(min_ts[seg], 0)
-        ws.note_element(max_ts[seg], counts[seg])
-        trigger.on_element(core._context(window, ws, watermark, processing_time), counts[seg])
-        touched.append((window, ws))
-    for window, ws in touched:  # already in window order
-        ctx = core._context(window, ws, watermark, processing_time)
-        if core.trigger.should_fire(ctx):
-            finished = core.trigger.on_fire(ctx)
-            emission.outputs.extend(core.emitter.emit(key, window, ws, watermark, from_watermark=False,
-                                                      finished=finished))
+        core.accumulate_into(window, ws, partials[seg], counts[seg], watermark, processing_time, earliest[seg],
+                             latest[seg])
+        touched.append(window)
+    core.fire_ready(key, state, touched, watermark, processing_time, emission)
     return emission
+
+
+_NO_HOLD_MIN = np.iinfo(np.int64).max
+_NO_HOLD_MAX = np.iinfo(np.int64).min
+
+
+def _held_extremes(ufunc: np.ufunc, stamps: np.ndarray, first: np.ndarray, none: int) -> list[Optional[int]]:
+    """Per segment, the extreme held timestamp, or None where no element of it holds one."""
+    return [None if v == none else v for v in ufunc.reduceat(stamps, first).tolist()]
 
 
 def process_batch_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState, timestamps: np.ndarray,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from windowed_operator.spark import END_OF_INPUT, FileClock
-from windowed_operator.time import MIN_TIMESTAMP
+from windowed_operator.time import END_OF_INPUT_WATERMARK, MIN_TIMESTAMP
 from windowed_operator.watermarks import UpstreamWatermark
 
 SCHEMA = "user string, amount bigint, ts bigint"
@@ -136,7 +136,10 @@ def run_local_like_spark(op, batches: list[list[dict]], delay: int, clock_times:
         if stamps:
             max_ts = max(stamps) if max_ts is None else max(max_ts, *stamps)
             watermark = max(watermark, max_ts - delay)
-    runner.advance_watermark_to(watermark)
+    if watermark >= END_OF_INPUT_WATERMARK:
+        runner.finish()  # the END_OF_INPUT row ends the input: every window closes, the global one too
+    else:
+        runner.advance_watermark_to(watermark)
     return runner
 
 
@@ -194,6 +197,5 @@ def run_local_merge_like_spark(op, left_batches: list[list[dict]], right_batches
     for side, mark in marks[-1].items():
         if mark > MIN_TIMESTAMP:
             runner.advance_watermark_to(side, mark)
-    for side in marks[-1]:  # the END_OF_INPUT rows of the last files
-        runner.advance_watermark_to(side, END_OF_INPUT - delay)
+    runner.advance_watermark_to_infinity()  # the END_OF_INPUT rows of the last files end the input
     return runner

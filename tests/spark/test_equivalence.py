@@ -8,8 +8,8 @@ from collections import Counter
 
 from accumulations import Sum, ToList
 from triggers import TriggerOption
-from windowed_operator import (CumulativeWindows, KeyedWindowedOperator, SessionWindows, SlidingWindows, TimeWindows,
-                               WindowedOperator, bounded_disorder)
+from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows, SlidingWindows,
+                               TimeWindows, WindowedOperator, bounded_disorder)
 
 from .harness import BASE, local_panes, run_local_like_spark, run_spark, spark_panes
 
@@ -61,6 +61,50 @@ def test_spark_equals_local_runner(spark, tmp_path, case):
     batches = make_batches(seed)
     expected = local_panes(run_local_like_spark(op, batches, DELAY))
     assert expected, "the stream must produce panes"
+    assert spark_panes(run_spark(spark, op, batches, tmp_path)) == expected
+
+
+def boundary_batches() -> list[list[dict]]:
+    """Watermarks (largest event time - DELAY) that land exactly on the rules' boundaries of the
+    window [BASE, BASE + 10 s) with 10 s of lateness: its max timestamp (not yet reached), its end
+    (reached), max timestamp + lateness (still live) and one past that (expired); each next batch
+    brings a row of that window.  A second key keeps a row at the watermark itself (on time)."""
+    end, lateness = BASE + 10_000, 10_000
+    marks = [end - 1, end, end - 1 + lateness, end + lateness]
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}]]
+    for i, mark in enumerate(marks):
+        batches[-1].append({"user": "b", "amount": 1, "ts": mark + DELAY})  # moves the watermark to ``mark``
+        batches.append([{"user": "a", "amount": 10 ** (i + 1), "ts": BASE + 2_000 + i},
+                        {"user": "b", "amount": 7, "ts": mark}])  # at the watermark: never late
+    return batches
+
+
+@pytest.mark.parametrize("trigger", ["default", "early-late"])
+def test_spark_equals_local_runner_at_window_boundaries(spark, tmp_path, trigger):
+    """The columnar path (default trigger) and the array path (early/late counts) on Spark, with
+    Spark's event-time timers, against the local runner, at the millisecond boundaries."""
+    trigger_option = (TriggerOption.default().accumulating_fired_panes() if trigger == "default"
+                      else EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes())
+    op = operator(TimeWindows(10_000), trigger_option, lateness=10_000)
+    batches = boundary_batches()
+    runner = run_local_like_spark(op, batches, DELAY)
+    expected = local_panes(runner)
+    on_time = [p for p in expected if p[0] == "a" and p[1] == BASE and p[4] == "ON_TIME" and not p[8]]
+    assert [p[3] for p in on_time] == [11]  # 1 + 10: the row after the watermark reached end - 1 is on time
+    assert sorted(p[3] for p in expected if p[0] == "a" and p[1] == BASE and p[4] == "LATE"
+                  and not p[8]) == [111, 1111]  # + 100 at the end, + 1000 at max ts + lateness
+    assert runner.dropped_counts == {"expired": 1}  # + 10000 came after expiry
+    assert spark_panes(run_spark(spark, op, batches, tmp_path)) == expected
+
+
+def test_the_global_window_fires_at_the_end_of_input(spark, tmp_path):
+    op = operator(GlobalWindow(), TriggerOption.default(), lateness=0)
+    batches = make_batches(10, n_batches=3, per_batch=5)
+    expected = local_panes(run_local_like_spark(op, batches, DELAY))
+    totals = Counter()
+    for row in batches[0] + batches[1] + batches[2]:
+        totals[row["user"]] += row["amount"]
+    assert {p[0]: p[3] for p in expected} == dict(totals) and all(p[4] == "ON_TIME" for p in expected)
     assert spark_panes(run_spark(spark, op, batches, tmp_path)) == expected
 
 

@@ -27,7 +27,7 @@ from ..columnar import ColumnarCore, PaneTable, Panes
 from ..panes import DropReason, DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState
-from ..time import MIN_TIMESTAMP
+from ..time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark
 from .plan import SparkPlan
@@ -36,7 +36,8 @@ from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 STATE_NAME = "windowed_operator_state"
 GROUP_COLUMN = "__wo_group"
 STATE_SCHEMA = "blob binary"
-STATE_VERSION = 3
+#: 4: end-of-window timers are due at max_timestamp + 1 (Beam's rule); windows carry on_time_hold.
+STATE_VERSION = 4
 
 
 class WindowedStatefulProcessor(StatefulProcessor):
@@ -179,11 +180,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         bad.append(DroppedElement(error.reason, record, key, None, watermark, error.detail))
 
     def _is_due(self, state: KeyState, watermark: int, processing_time: int) -> bool:
-        due = self.core.next_event_time(state)
-        if due is not None and due <= watermark:
-            return True
-        due = self.core.next_processing_time(state)
-        return due is not None and due <= processing_time
+        return (self.core.event_time_work_due(state, watermark)
+                or self.core.processing_time_work_due(state, processing_time))
 
     def _run_vectorized(self, frame: pd.DataFrame, states: dict, watermark: int, processing_time: int,
                         emission: Emission, seen: set) -> pd.DataFrame:
@@ -247,6 +245,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         else:
             spark_wm = timer_values.getCurrentWatermarkInMs()
             candidate = spark_wm if spark_wm > 0 else MIN_TIMESTAMP  # Spark reports 0 before any watermark
+            if candidate >= END_OF_INPUT_WATERMARK:  # the END_OF_INPUT row went through, whatever the delay
+                candidate = MAX_TIMESTAMP
         return max(meta.get("wm", MIN_TIMESTAMP), candidate)
 
     def _schedule(self, states: Any, meta: dict, spark_now: int) -> None:
@@ -261,6 +261,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             else:
                 times = [t for t in (self.core.next_event_time(s) for s in states.values()) if t is not None]
                 wanted = min(times) if times else None
+            if wanted is not None:  # Spark's watermark stops at END_OF_INPUT - delay: wake up there at the latest
+                wanted = min(wanted, END_OF_INPUT_WATERMARK)
         else:
             wanted = current if current is not None and current > spark_now else spark_now + self.plan.poll_ms
         if wanted == current:

@@ -71,9 +71,8 @@ class WindowOption(Config):
 class MergingWindowOption(WindowOption):
     kind: ClassVar[str] = "merging"
 
-    def merge(self, active: Iterable[Window], proto: Window) -> tuple[Window, list[Window]]:
-        """Return the window ``proto`` ends up in and the active windows it absorbs.
-
-        If ``proto`` fits inside one active window, that window is the result and nothing is absorbed.
-        """
+    def merge_windows(self, windows: Iterable[Window]) -> list[tuple[list[Window], Window]]:
+        """Beam's ``WindowFn.mergeWindows``: the groups of ``windows`` (a bundle's proto-windows and
+        the key's active windows) that become one window, each as ``(members, result)``; windows
+        that merge with nothing are left out."""
         raise NotImplementedError
