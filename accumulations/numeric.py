@@ -6,6 +6,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .base import Accumulation, FieldAccumulation, is_numeric_type, sum_type
+from .int64 import exact, scalar
 
 
 class Sum(FieldAccumulation[Any, Any]):
@@ -25,10 +26,10 @@ class Sum(FieldAccumulation[Any, Any]):
         return accumulated - self.extract(value)
 
     def fold_array(self, values: Any) -> Any:
-        return values.sum().item() if len(values) else 0
+        return scalar(exact(values).sum()) if len(values) else 0
 
     def fold_segments(self, values: Any, starts: Any) -> list:
-        return np.add.reduceat(values, starts).tolist()
+        return np.add.reduceat(exact(values), starts).tolist()
 
     def output_type(self, input_type: str) -> Optional[str]:
         return sum_type(input_type)
@@ -139,10 +140,10 @@ class Mean(FieldAccumulation[tuple, Optional[float]]):
         return (accumulated[0] - self.extract(value), accumulated[1] - 1)
 
     def fold_array(self, values: Any) -> tuple:
-        return (values.sum().item() if len(values) else 0, len(values))
+        return (scalar(exact(values).sum()) if len(values) else 0, len(values))
 
     def fold_segments(self, values: Any, starts: Any) -> list:
-        sums = np.add.reduceat(values, starts).tolist()
+        sums = np.add.reduceat(exact(values), starts).tolist()
         counts = np.diff(np.append(starts, len(values))).tolist()
         return list(zip(sums, counts))
 

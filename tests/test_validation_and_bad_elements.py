@@ -7,6 +7,7 @@ from pydantic import ValidationError
 from accumulations import Sum
 from triggers import AfterCount, AfterProcessingTime, TriggerOption
 from windowed_operator import BadElementError, DropReason, KeyedWindowedOperator, TimeWindows, WindowedOperator
+from windowed_operator.elements import element_json
 from windowed_operator.testing import TimestampedValue
 
 
@@ -53,7 +54,12 @@ def test_timestamps_can_be_fields_callables_datetimes_and_iso_strings():
     ({"user": "a", "n": 1, "at": "yesterday-ish"}, DropReason.INVALID_TIMESTAMP),
     ({"user": "a", "n": 1, "at": None}, DropReason.MISSING_TIMESTAMP),
     ({"n": 1, "at": 5}, DropReason.MISSING_KEY),
+    ({"user": None, "n": 1, "at": 5}, DropReason.MISSING_KEY),
+    ({"user": float("nan"), "n": 1, "at": 5}, DropReason.MISSING_KEY),
     ({"user": ["unhashable"], "n": 1, "at": 5}, DropReason.INVALID_KEY),
+    ({"user": "a", "at": 5}, DropReason.INVALID_VALUE),
+    ({"user": "a", "n": None, "at": 5}, DropReason.INVALID_VALUE),
+    ({"user": "a", "n": float("nan"), "at": 5}, DropReason.INVALID_VALUE),
 ])
 def test_bad_elements_raise_by_default_and_leave_no_trace(element, reason):
     op = KeyedWindowedOperator(TimeWindows(10), Sum("n"), key="user", timestamp="at")
@@ -78,6 +84,15 @@ def test_bad_elements_go_to_dead_letters_with_their_reason(element, reason):
     assert [p.value for p in runner.finish()] == [1]
 
 
+def test_a_null_key_or_value_is_a_dead_letter_and_the_rest_still_sums():
+    op = KeyedWindowedOperator(TimeWindows(10), Sum(), value="n", on_bad_element="dead_letter")
+    runner = op.local_runner()
+    runner.add_elements(TimestampedValue(("a", {"n": 5}), 1), TimestampedValue(("a", {"n": None}), 2),
+                        TimestampedValue((None, {"n": 3}), 3), TimestampedValue(("a", {"n": 7}), 4))
+    assert [d.reason for d in runner.dead_letters] == [DropReason.INVALID_VALUE, DropReason.MISSING_KEY]
+    assert [(p.key, p.value) for p in runner.finish()] == [("a", 12)]
+
+
 def test_keyed_operator_without_key_extractor_needs_pairs():
     runner = KeyedWindowedOperator(TimeWindows(10), Sum()).local_runner()
     with pytest.raises(BadElementError, match="missing_key"):
@@ -99,3 +114,9 @@ def test_operator_without_window_needs_windowed_records():
 def test_a_trigger_that_can_finish_with_allowed_lateness_warns_about_data_loss():
     with pytest.warns(UserWarning, match="closed_window"):
         KeyedWindowedOperator(TimeWindows(10), Sum(), trigger=TriggerOption.at_watermark(), allowed_lateness=10)
+
+
+def test_dead_letter_json_is_valid_and_keeps_integers():
+    element = {"user": "a", "amount": 3.0, "ratio": 2.5, "missing": float("nan"), "inf": float("inf"), "ts": 17}
+    assert element_json(element, ("amount", "ts")) == (
+        '{"amount": 3, "inf": "inf", "missing": null, "ratio": 2.5, "ts": 17, "user": "a"}')

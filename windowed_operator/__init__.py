@@ -17,7 +17,7 @@ _EXPORTS = {
     "KeyedWindowedMergeOperator": "merge_operator", "WindowedMergeOperator": "merge_operator",
     "InputOptions": "merge_operator", "Chain": "chain",
     "PaneRecord": "panes", "DroppedElement": "panes", "DropReason": "panes", "Timing": "panes",
-    "TimestampCombiner": "panes",
+    "TimestampCombiner": "panes", "WindowOverflowError": "panes",
     "TimestampedValue": "elements", "BadElementError": "elements",
     "GlobalWindow": "windows", "TimeWindows": "windows", "SessionWindows": "windows", "SlidingWindows": "windows",
     "CumulativeWindows": "windows", "Window": "windows", "WindowOption": "windows",

@@ -38,15 +38,16 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from accumulations.base import Accumulation
+from accumulations.int64 import exact, first_outside_int64
 from accumulations.numeric import Count, Max, Mean, Min, Sum
 from triggers.option import TriggerOption
 
-from .panes import DropReason, DroppedElement, Timing
+from .panes import DropReason, DroppedElement, Timing, WindowOverflowError
 from .range_ops import expand_ends, factorize, lex_searchsorted, range_reduce, range_sums
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from .time_rules import (end_of_window_due, expiry_due, is_end_reached, is_expired, latest_max_timestamp_expired,
                          latest_max_timestamp_reached)
-from .windows.base import WindowOption
+from .windows.base import Window, WindowOption
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class ColumnarForm:
             return [np.minimum.reduceat(cols[0], first)]
         if self.kind == "max":
             return [np.maximum.reduceat(cols[0], first)]
-        return [np.add.reduceat(c, first) for c in cols]
+        return [np.add.reduceat(exact(c), first) for c in cols]  # Python integers where int64 could wrap
 
     @property
     def partial_aggregates(self) -> list[str]:
@@ -83,7 +84,7 @@ class ColumnarForm:
             return [range_reduce(np.minimum, cols[0], lo, hi)]
         if self.kind == "max":
             return [range_reduce(np.maximum, cols[0], lo, hi)]
-        return [range_sums(c, lo, hi) for c in cols]
+        return [range_sums(exact(c), lo, hi) for c in cols]
 
     def outputs(self, cols: list[np.ndarray]) -> np.ndarray:
         if self.kind == "mean":
@@ -177,7 +178,7 @@ class _Windows:
 
 class ColumnarCore:
     def __init__(self, window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
-                 allowed_lateness: int) -> None:
+                 allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
         form = columnar_form(accumulation)
         assert form is not None
         self.layout = window.pane_layout()
@@ -185,6 +186,7 @@ class ColumnarCore:
         self.form = form
         self.discarding = trigger.discarding
         self.lateness = allowed_lateness
+        self.label, self.column = label, column
 
     # -- windows over a sorted pane table --------------------------------------------------------
     def _windows(self, codes: np.ndarray, starts: np.ndarray, lo_end: np.ndarray, hi_end: np.ndarray) -> _Windows:
@@ -195,8 +197,14 @@ class ColumnarCore:
         hi = lex_searchsorted(codes, starts, w_codes, w_ends)
         return _Windows(w_codes, w_starts, w_ends, lo, hi)
 
-    def _values(self, table_acc: list, windows: _Windows) -> np.ndarray:
-        return self.form.outputs(self.form.range_values(table_acc, windows.lo, windows.hi))
+    def _values(self, table_acc: list, windows: _Windows, keys: np.ndarray) -> np.ndarray:
+        """The windows' values; an integer that does not fit int64 is an error naming its window."""
+        values = self.form.outputs(self.form.range_values(table_acc, windows.lo, windows.hi))
+        bad = first_outside_int64(values)
+        if bad is not None:
+            raise WindowOverflowError(self.label, self.column, keys[windows.codes[bad]],
+                                      Window(int(windows.starts[bad]), int(windows.ends[bad])), values[bad])
+        return values
 
     def _first_end_after(self, max_timestamp: Any) -> Any:
         """The smallest window end whose max timestamp (end - 1) is after ``max_timestamp``."""
@@ -228,7 +236,7 @@ class ColumnarCore:
             due = self._windows(codes, table.starts, due_lo, due_hi)
             if len(due.ends):
                 expired = is_expired(due.ends - 1, self.lateness, watermark)
-                out.add(uniques[due.codes], due.starts, due.ends, self._values(table.acc, due), Timing.ON_TIME,
+                out.add(uniques[due.codes], due.starts, due.ends, self._values(table.acc, due, uniques), Timing.ON_TIME,
                         np.zeros(len(due.ends), dtype=np.int64), expired)
             gone = is_expired(hi - 1, self.lateness, watermark)
             if gone.any():
@@ -314,7 +322,8 @@ class ColumnarCore:
         lo = lex_searchsorted(table_codes, table.starts, late.codes, late.starts)
         hi = lex_searchsorted(table_codes, table.starts, late.codes, late.ends)
         in_table = _Windows(late.codes, late.starts, late.ends, lo, hi)
-        values = self._values(bundle_acc, late) if self.discarding else self._values(table.acc, in_table)
+        values = self._values(bundle_acc, late, uniques) if self.discarding else self._values(table.acc, in_table,
+                                                                                                uniques)
         first_data = range_reduce(np.minimum, table.first_watermark, lo, hi)
         fired_on_time = ~is_end_reached(late.ends - 1, first_data)
         keys = uniques[late.codes]

@@ -45,13 +45,14 @@ class Emission:
 class WindowedCore:
     def __init__(self, window_option: WindowOption, accumulation: Accumulation, trigger_option: TriggerOption,
                  allowed_lateness: int = 0,
-                 timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW) -> None:
+                 timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, *,
+                 label: str = "operator", value_column: Optional[str] = None) -> None:
         self.window_option = window_option
         self.accumulation = accumulation
         self.trigger_option = trigger_option
         self.trigger = trigger_option.to_trigger()
         self.allowed_lateness = allowed_lateness
-        self.emitter = PaneEmitter(accumulation, trigger_option, timestamp_combiner)
+        self.emitter = PaneEmitter(accumulation, trigger_option, timestamp_combiner, label, value_column)
         self.kind = window_option.kind
         self._uses_processing_time = self.trigger.uses_processing_time()
 

@@ -1,12 +1,19 @@
 """Reading raw inputs into (key, timestamp, value, window): the edge where bad elements are caught.
 
-A bad element is never dropped silently: it raises ``BadElementError`` or, when the operator asks
-for it, goes to the dead-letter output with its reason.
+This is the one rule for bad elements, on every path: the element path reads each element here;
+the array, columnar and pre-aggregated paths take only rows with a non-null key, time and value and
+send every other row here for its reason.  A bad element is never dropped silently: it raises
+``BadElementError`` or, when the operator asks for it, goes to the dead-letter output with its
+reason.  Bad: a missing or null key (keyed operators) or an unhashable one; a missing, null or
+unreadable timestamp; a missing, null or NaN value in the field the accumulation reads.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Optional, Union
+
+import numpy as np
 
 from .panes import DropReason, PaneRecord
 from .time import MIN_TIMESTAMP, TimestampError, to_millis
@@ -31,14 +38,41 @@ class BadElementError(ValueError):
         self.detail = detail
 
 
+def is_null(value: Any) -> bool:
+    """None, NaN or NaT: what a null cell of a Spark row becomes in pandas."""
+    return value is None or (isinstance(value, float) and value != value) or type(value).__name__ == "NaTType"
+
+
 def null_row_error(reader: Any, value_column: Optional[str], record: dict) -> BadElementError:
-    """Why a row with a null in its key, time or value column is a bad element: the reader's own
-    error (missing key, missing timestamp...), else a null value."""
+    """Why a row with a null in its key, time or value column is a bad element: the reader's error."""
     try:
         reader.read(record, MIN_TIMESTAMP)
     except BadElementError as exc:
         return exc
-    return BadElementError(DropReason.INVALID_VALUE, record, f"value column {value_column!r} is null")
+    raise AssertionError(f"the reader accepted a row with a null key, time or value {value_column!r}: {record!r}")
+
+
+def element_json(element: Any, integral_columns: tuple[str, ...] = ()) -> str:
+    """A dropped element as valid JSON: nulls (None, NaN) as null, integers of integral columns as
+    integers (not the floats pandas made of a column with a null), anything else by ``str``."""
+    def clean(value: Any, integral: bool = False) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v, k in integral_columns) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if isinstance(value, (float, np.floating)):
+            if value != value:
+                return None
+            if integral and float(value).is_integer():
+                return int(value)
+            return float(value) if np.isfinite(value) else str(value)
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, np.bool_):
+            return bool(value)
+        return value
+
+    return json.dumps(clean(element), default=str, sort_keys=True, allow_nan=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +96,7 @@ class ElementReader:
     """Applies an operator's key, timestamp and value extractors to one raw element."""
 
     def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor, value: Extractor,
-                 inherit_windows: bool, payload: Optional[str] = None) -> None:
+                 inherit_windows: bool, payload: Optional[str] = None, value_field: Optional[str] = None) -> None:
         #: A field holding the element proper, when key and time sit beside it (Spark's merge rows).
         self.payload = payload
         self.keyed = keyed
@@ -70,6 +104,8 @@ class ElementReader:
         self.timestamp = timestamp
         self.value = value
         self.inherit_windows = inherit_windows
+        #: The field of the value that the accumulation reads (``Sum("amount")``): must be present and not null.
+        self.value_field = value_field
 
     def read(self, element: Any, default_timestamp: int) -> ReadElement:
         payload, ts = element, None
@@ -111,6 +147,8 @@ class ElementReader:
                     raise BadElementError(DropReason.MISSING_KEY, element, f"no key field {self.key!r}")
             value = payload
         if self.keyed:
+            if is_null(key):
+                raise BadElementError(DropReason.MISSING_KEY, element, f"key is null ({key!r})")
             try:
                 hash(key)
             except TypeError:
@@ -126,7 +164,17 @@ class ElementReader:
                 extracted = _field(value, self.value)
                 if extracted is _MISSING:
                     raise BadElementError(DropReason.INVALID_VALUE, element, f"no value field {self.value!r}")
+                if is_null(extracted):
+                    raise BadElementError(DropReason.INVALID_VALUE, element,
+                                          f"value field {self.value!r} is null ({extracted!r})")
                 value = extracted
+        if self.value_field is not None and not upstream:
+            read = _field(value, self.value_field)
+            if read is _MISSING:
+                raise BadElementError(DropReason.INVALID_VALUE, element, f"no value field {self.value_field!r}")
+            if is_null(read):
+                raise BadElementError(DropReason.INVALID_VALUE, element,
+                                      f"value field {self.value_field!r} is null ({read!r})")
         return key, value
 
     def _timestamp(self, element: Any, payload: Any, ts: Optional[int], default: int) -> int:
@@ -142,8 +190,10 @@ class ElementReader:
             raw = _field(payload, self.timestamp)
             if raw is _MISSING:
                 raise BadElementError(DropReason.MISSING_TIMESTAMP, element, f"no timestamp field {self.timestamp!r}")
-        if raw is None or (isinstance(raw, float) and raw != raw) or type(raw).__name__ == "NaTType":
-            raise BadElementError(DropReason.MISSING_TIMESTAMP, element, f"timestamp is null ({raw!r})")
+        if is_null(raw):
+            name = f" {self.timestamp!r}" if isinstance(self.timestamp, str) else ""
+            raise BadElementError(DropReason.MISSING_TIMESTAMP, element,
+                                  f"timestamp{name} is null ({raw!r}): absent, or not readable as a time by the source")
         try:
             return to_millis(raw)
         except TimestampError as exc:

@@ -8,19 +8,24 @@ from __future__ import annotations
 from typing import Any, Hashable, Optional
 
 from accumulations.base import Accumulation
+from accumulations.int64 import fits_int64
 from triggers.option import TriggerOption
 
-from .panes import PaneRecord, TimestampCombiner, Timing
+from .panes import PaneRecord, TimestampCombiner, Timing, WindowOverflowError
 from .state import WindowState
 from .time_rules import is_end_reached
 from .windows.base import Window
 
 
 class PaneEmitter:
-    def __init__(self, accumulation: Accumulation, option: TriggerOption, combiner: TimestampCombiner) -> None:
+    def __init__(self, accumulation: Accumulation, option: TriggerOption, combiner: TimestampCombiner,
+                 label: str = "operator", column: Optional[str] = None) -> None:
         self.accumulation = accumulation
         self.option = option
         self.combiner = combiner
+        #: How errors name the operator and the column it folds.
+        self.label = label
+        self.column = column
 
     def _timestamp(self, window: Window, ws: WindowState) -> int:
         if self.combiner == TimestampCombiner.EARLIEST and ws.pane_min_ts is not None:
@@ -46,6 +51,8 @@ class PaneEmitter:
             ws.nonspeculative_index += 1
             ws.on_time_hold = False
         value = self.accumulation.get_output(ws.acc)
+        if not fits_int64(value):
+            raise WindowOverflowError(self.label, self.column, key, window, value)
         timestamp = self._timestamp(window, ws)
         # In retracting mode every re-fired pane is preceded by the retraction of the last one, also
         # when the value is unchanged: the pane's timing (ON_TIME, is_last) stays visible and

@@ -78,7 +78,18 @@ class WindowingOptions(Config):
 
     def build_core(self) -> WindowedCore:
         return WindowedCore(self.window_option, self.core_accumulation(), self.trigger, self.allowed_lateness,
-                            self.timestamp_combiner)
+                            self.timestamp_combiner, label=self.label(), value_column=self.value_column())
+
+    def label(self) -> str:
+        """How errors name this operator: its name, else what it computes over which windows."""
+        if self.name:
+            return f"operator {self.name!r}"
+        window = self.window.describe() if self.window is not None else "inherited windows"
+        return f"{type(self).__name__}({window}, {type(self.core_accumulation()).__name__})"
+
+    def value_column(self) -> Optional[str]:
+        """The field or column whose values are folded, when there is one."""
+        return self.value if isinstance(self.value, str) else self.core_accumulation().input_field()
 
     def describe(self) -> str:
         window = self.window.describe() if self.window is not None else "inherited windows"
@@ -101,7 +112,8 @@ class OperatorBase(WindowingOptions):
 
     def build_reader(self) -> ElementReader:
         return ElementReader(keyed=self.keyed, key=getattr(self, "key", None), timestamp=self.timestamp,
-                             value=self.value, inherit_windows=self.window is None)
+                             value=self.value, inherit_windows=self.window is None,
+                             value_field=self.accumulation.input_field())
 
     # -- running ------------------------------------------------------------------------------
     def local_runner(self, processing_time: Any = 0) -> "LocalRunner":

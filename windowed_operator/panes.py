@@ -60,6 +60,22 @@ class PaneRecord:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
+class WindowOverflowError(ArithmeticError):
+    """An integer window value that does not fit a signed 64-bit integer (Spark's bigint): an error on
+    every path, never a wrapped number."""
+
+    def __init__(self, operator: str, column: Optional[str], key: Optional[Hashable], window: Window,
+                 value: Any) -> None:
+        over = f"column {column!r}" if column else "its input"
+        super().__init__(
+            f"{operator}: the value of window [{window.start}, {window.end}) of key {key!r} over {over} is {value}, "
+            "which does not fit a 64-bit integer (Spark's bigint); sum a smaller unit, or cast the column to "
+            "double to sum it as a double")
+        self.key = key
+        self.window = window
+        self.value = value
+
+
 @dataclass(frozen=True, slots=True)
 class DroppedElement:
     """An element that was counted as dropped, sent to the late-data or dead-letter output."""

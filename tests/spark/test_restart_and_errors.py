@@ -150,3 +150,51 @@ def test_a_null_row_fails_the_preaggregated_query_with_the_processors_error(spar
     batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": "a", "amount": 2, "ts": None}]]
     with pytest.raises(Exception, match="missing_timestamp"):
         run_spark(spark, op, batches, tmp_path)
+
+
+BAD_ROWS = [[{"user": "a", "amount": 5, "ts": BASE + 1_000}, {"user": "a", "amount": 6, "ts": BASE + 2_000},
+             {"user": "a", "amount": "abc", "ts": BASE + 3_000},  # the JSON reader turns it into a null
+             {"user": "a", "amount": 7, "ts": BASE + 4_000}, {"user": None, "amount": 3, "ts": BASE + 5_000}]]
+PATHS = {"element": ({"vectorized": False}, TriggerOption.default()),
+         "array": ({}, TriggerOption.at_watermark().with_early_firings_at_every(count=100)),
+         "columnar": ({"preaggregate": False}, TriggerOption.default()),
+         "preaggregated": ({}, TriggerOption.default())}
+
+
+@pytest.mark.parametrize("path", ["element", "array", "columnar"])
+def test_one_bad_element_rule_on_every_path_dead_letters(spark, tmp_path, path):
+    """A null key and a value the reader could not type are dead letters with their reason on every
+    path; the good rows still sum; the dead letters' JSON keeps integers and has no NaN."""
+    options, trigger = PATHS[path]
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts", trigger=trigger,
+                               watermark=bounded_disorder(DELAY), on_bad_element="dead_letter")
+    rows = [r for b in run_spark(spark, op, BAD_ROWS, tmp_path, **options).values() for r in b]
+    assert [(r["key"], r["value"]) for r in rows if r["record_type"] == "pane"] == [("a", 18)]
+    dead = sorted((r["reason"], r["element"]) for r in rows if r["record_type"] == "dead_letter")
+    assert [reason for reason, _ in dead] == ["invalid_value", "missing_key"]
+    assert json.loads(dead[0][1]) == {"user": "a", "amount": None, "ts": BASE + 3_000}
+    assert json.loads(dead[1][1]) == {"user": None, "amount": 3, "ts": BASE + 5_000}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_one_bad_element_rule_on_every_path_raises(spark, tmp_path, path):
+    options, trigger = PATHS[path]
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts", trigger=trigger,
+                               watermark=bounded_disorder(DELAY))
+    # the two bad rows are in different key groups: either may be met first
+    with pytest.raises(Exception, match=r"invalid_value\): value field 'amount' is null|missing_key\): key is null"):
+        run_spark(spark, op, BAD_ROWS, tmp_path, **options)
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_int64_overflow_is_the_same_error_on_every_path(spark, tmp_path, path):
+    """A Sum past 2^63 - 1 wraps nowhere (Arrow's and numpy's sums would): the query fails with one
+    message naming the operator, the column, the key and the window."""
+    options, trigger = PATHS[path]
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts", trigger=trigger,
+                               watermark=bounded_disorder(DELAY), name="totals")
+    batches = [[{"user": "a", "amount": 2 ** 62, "ts": BASE + i} for i in range(3)]]
+    with pytest.raises(Exception, match=(
+            rf"operator 'totals': the value of window \[{BASE}, {BASE + 10_000}\) of key 'a' over column 'amount' "
+            rf"is {3 * 2 ** 62}, which does not fit a 64-bit integer")):
+        run_spark(spark, op, batches, tmp_path, **options)

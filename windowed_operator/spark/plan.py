@@ -1,14 +1,13 @@
 """What the Spark processor needs to know, resolved once on the driver (pure Python, picklable)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 import numpy as np
 
 from ..core import Emission
-from ..elements import ReadElement
+from ..elements import ReadElement, element_json
 from ..operator import WindowingOptions
 from ..panes import DroppedElement, PaneRecord
 from .clock import FileClock, SparkBatchClock
@@ -72,6 +71,9 @@ class SparkPlan:
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
     #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
     input_columns: tuple[str, ...] = ()
+    #: Input columns of integral Spark types: pandas turns such a column with a null into floats, and
+    #: a dead letter's JSON must show its integers as integers.
+    integral_columns: tuple[str, ...] = ()
 
     def record_reader(self) -> Any:
         """What turns one input row (a dict) into a core element, on the executors."""
@@ -153,7 +155,7 @@ class SparkPlan:
         kind = "late" if dropped.reason.value in ("expired", "closed_window") else "dead_letter"
         columns["record_type"][-1] = kind
         columns["reason"][-1] = dropped.reason.value
-        columns["element"][-1] = json.dumps(dropped.element, default=str, sort_keys=True)
+        columns["element"][-1] = element_json(dropped.element, self.integral_columns)
         columns["element_timestamp"][-1] = dropped.timestamp
 
 

@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from accumulations.int64 import may_wrap
+
 from ..columnar import ColumnarForm
 from ..elements import null_row_error
 from ..windows.pane_layout import PaneLayout
@@ -98,22 +100,37 @@ class PreAggregation:
             if table.column(name).null_count:
                 self._raise_for_nulls(table)
         ts = table.column(self.time_column).to_numpy()
-        columns = {PANE_COLUMN: pa.array(self.layout.pane_start(ts.astype(np.int64, copy=False)))}
-        if self.key_column:
-            columns[self.key_column] = table.column(self.key_column)
-        aggregates: list[tuple[str, str]] = [(PANE_COLUMN, "count")]
-        if self.value_column:
-            columns[self.value_column] = table.column(self.value_column)
-            aggregates += [(self.value_column, agg) for agg in self.form.partial_aggregates]
-        keys = [self.key_column, PANE_COLUMN] if self.key_column else [PANE_COLUMN]
-        folded = pa.table(columns).group_by(keys, use_threads=False).aggregate(aggregates)
+        panes = pa.array(self.layout.pane_start(ts.astype(np.int64, copy=False)))
+        keys = [table.column(self.key_column)] if self.key_column else []
+        values = table.column(self.value_column) if self.value_column else None
         fields = self.fields()
-        out = pa.Table.from_arrays([folded.column(name) for name in keys]
-                                   + [folded.column(f"{column}_{agg}") for column, agg in aggregates],
-                                   names=[name for name, _ in fields])
+        if values is not None and pa.types.is_integer(values.type) and may_wrap(values.to_numpy()):
+            # Arrow's hash sum wraps past int64: hand these rows on as one partial each (every value
+            # fits), and the processor, which sums with Python integers where int64 could wrap, folds them.
+            ones = pa.array(np.ones(len(table), dtype=np.int64))
+            out = pa.Table.from_arrays([*keys, panes, ones, *[values] * len(self.form.partial_aggregates)],
+                                       names=[name for name, _ in fields])
+        else:
+            out = self._fold_with_arrow(keys, panes, values, fields)
         declared = pa.schema([pa.field(name, _ARROW_TYPES.get(type_name, out.schema.field(name).type))
                               for name, type_name in fields])  # Arrow's sum of int32 is int64, and so on
         yield from out.cast(declared).to_batches()
+
+    def _fold_with_arrow(self, keys: list, panes: pa.Array, values: Optional[pa.ChunkedArray],
+                         fields: list[tuple[str, str]]) -> pa.Table:
+        """One partial per (key, pane): Arrow's C++ hash aggregation."""
+        columns = {PANE_COLUMN: panes}
+        if self.key_column:
+            columns[self.key_column] = keys[0]
+        aggregates: list[tuple[str, str]] = [(PANE_COLUMN, "count")]
+        if values is not None:
+            columns[str(self.value_column)] = values
+            aggregates += [(str(self.value_column), agg) for agg in self.form.partial_aggregates]
+        group = [self.key_column, PANE_COLUMN] if self.key_column else [PANE_COLUMN]
+        folded = pa.table(columns).group_by(group, use_threads=False).aggregate(aggregates)
+        return pa.Table.from_arrays([folded.column(name) for name in group]
+                                    + [folded.column(f"{column}_{agg}") for column, agg in aggregates],
+                                    names=[name for name, _ in fields])
 
     def _raise_for_nulls(self, table: pa.Table) -> None:
         bad = pc.is_null(table.column(self.input_columns[0]))

@@ -52,7 +52,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self.columnar = None
         if self.plan.columnar:
             op = self.plan.operator
-            self.columnar = ColumnarCore(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness)
+            self.columnar = ColumnarCore(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
+                                         label=op.label(), column=op.value_column())
 
     # -- Spark callbacks ------------------------------------------------------------------------
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:

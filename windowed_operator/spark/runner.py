@@ -234,6 +234,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         clock=clock or SparkBatchClock(), key_column=key_col, time_column=ts_col, value_column=value_column,
         vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(df, key_groups),
         drop_counter=drop_counter,
+        integral_columns=(ts_col, *(f.name for f in shape.fields if isinstance(f.dataType, IntegralType))),
         columnar=vectorized and use_arrays and supports_columnar(core_op.window, core_op.accumulation, core_op.trigger,
                                                                  core_op.timestamp_combiner))
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
