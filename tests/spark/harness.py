@@ -135,7 +135,8 @@ def run_local_like_spark(op, batches: list[list[dict]], delay: int, clock_times:
         stamps = [r["ts"] for r in rows if r["ts"] is not None]
         if stamps:
             max_ts = max(stamps) if max_ts is None else max(max_ts, *stamps)
-            watermark = max(watermark, max_ts - delay)
+            if max_ts - delay > 0:  # Spark's watermark never goes below 0 (1970), which means "none yet"
+                watermark = max(watermark, max_ts - delay)
     if watermark >= END_OF_INPUT_WATERMARK:
         runner.finish()  # the END_OF_INPUT row ends the input: every window closes, the global one too
     else:

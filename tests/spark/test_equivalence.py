@@ -185,3 +185,15 @@ def test_preaggregated_partials_equal_the_plain_path(spark, tmp_path, window, ac
     stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
     assert "MapInArrow" in op.apply(stream)._jdf.queryExecution().logical().toString()
     assert "MapInArrow" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+
+
+def test_windows_before_1970_fire_and_hold_back_no_other_key(spark, tmp_path):
+    """Spark's watermark never goes below 1970 and its timers below 0 never fire once later ones exist:
+    a key with a window before 1970 fires it once the watermark passes 1970, and keys hashed into
+    other groups (8 groups here) fire as usual."""
+    op = operator(TimeWindows(10_000), TriggerOption.default(), lateness=0)
+    batches = [[{"user": "old", "amount": 1, "ts": -15_000}, {"user": "new", "amount": 2, "ts": 101_000}],
+               [{"user": "new", "amount": 3, "ts": 125_000}], [{"user": "new", "amount": 4, "ts": 145_000}]]
+    expected = local_panes(run_local_like_spark(op, batches, DELAY))
+    assert ("old", -20_000, -10_000, 1, "ON_TIME", 0, True, True, False, -10_001) in expected
+    assert spark_panes(run_spark(spark, op, batches, tmp_path, key_groups=8)) == expected

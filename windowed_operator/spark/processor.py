@@ -40,6 +40,18 @@ STATE_SCHEMA = "blob binary"
 STATE_VERSION = 4
 
 
+def spark_timer(due: int) -> int:
+    """The Spark event-time timer for an event time at which a key group has work.
+
+    Spark's watermark starts at 0 and never goes below it (1970), and its timer index never reaches
+    a timer below 0 once later ones exist (measured: such a key group never fired again, and its
+    other keys with it), so a due time before 1970 is registered at 1: the group wakes when the
+    watermark passes 1970.  Spark's watermark stops at END_OF_INPUT - delay after the end-of-input
+    row: a later due time is registered there, where the processor takes the input as ended.
+    """
+    return max(1, min(due, END_OF_INPUT_WATERMARK))
+
+
 class WindowedStatefulProcessor(StatefulProcessor):
     def __init__(self, plan: SparkPlan) -> None:
         self.plan = plan
@@ -262,8 +274,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             else:
                 times = [t for t in (self.core.next_event_time(s) for s in states.values()) if t is not None]
                 wanted = min(times) if times else None
-            if wanted is not None:  # Spark's watermark stops at END_OF_INPUT - delay: wake up there at the latest
-                wanted = min(wanted, END_OF_INPUT_WATERMARK)
+            if wanted is not None:
+                wanted = spark_timer(wanted)
         else:
             wanted = current if current is not None and current > spark_now else spark_now + self.plan.poll_ms
         if wanted == current:
