@@ -92,6 +92,16 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, _MISSING)
 
 
+def _value_field(element: Any, value: Any, name: str) -> Any:
+    """The field ``name`` of ``value``: present and not null, or the element is bad."""
+    read = _field(value, name)
+    if read is _MISSING:
+        raise BadElementError(DropReason.INVALID_VALUE, element, f"no value field {name!r}")
+    if is_null(read):
+        raise BadElementError(DropReason.INVALID_VALUE, element, f"value field {name!r} is null ({read!r})")
+    return read
+
+
 class ElementReader:
     """Applies an operator's key, timestamp and value extractors to one raw element."""
 
@@ -161,20 +171,9 @@ class ElementReader:
             if callable(self.value):
                 value = self.value(value)
             else:
-                extracted = _field(value, self.value)
-                if extracted is _MISSING:
-                    raise BadElementError(DropReason.INVALID_VALUE, element, f"no value field {self.value!r}")
-                if is_null(extracted):
-                    raise BadElementError(DropReason.INVALID_VALUE, element,
-                                          f"value field {self.value!r} is null ({extracted!r})")
-                value = extracted
+                value = _value_field(element, value, self.value)
         if self.value_field is not None and not upstream:
-            read = _field(value, self.value_field)
-            if read is _MISSING:
-                raise BadElementError(DropReason.INVALID_VALUE, element, f"no value field {self.value_field!r}")
-            if is_null(read):
-                raise BadElementError(DropReason.INVALID_VALUE, element,
-                                      f"value field {self.value_field!r} is null ({read!r})")
+            _value_field(element, value, self.value_field)
         return key, value
 
     def _timestamp(self, element: Any, payload: Any, ts: Optional[int], default: int) -> int:

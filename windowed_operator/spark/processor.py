@@ -24,7 +24,7 @@ from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, Stateful
 from ..core import CoreElement, Emission
 from ..elements import BadElementError, null_row_error
 from ..columnar import ColumnarCore, PaneTable, Panes
-from ..panes import DropReason, DroppedElement
+from ..panes import DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState
 from ..time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP
