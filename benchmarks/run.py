@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     events = args.events
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"data: {events:,} events, {args.keys:,} keys, 10 files (one micro-batch each), local[2], "
-          f"2 shuffle partitions, RocksDB state store; key_groups={args.key_groups or 'default (8)'}", flush=True)
+          f"2 shuffle partitions, RocksDB state store; key_groups={args.key_groups or 'default (16)'}", flush=True)
     df = generate(events, args.keys)
     work = Path(tempfile.mkdtemp(prefix="wo-bench-"))
     data_dir = work / "data"

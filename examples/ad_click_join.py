@@ -113,7 +113,7 @@ def print_report(result: dict) -> None:
 
 def run_spark(impressions: list[dict], clicks: list[dict]) -> dict:
     """The join on local Spark: one JSON file per 2-minute batch of each input (read one file per
-    micro-batch), an END_OF_INPUT row to flush; returns the same mapping as ``joined_clicks``."""
+    micro-batch), an end-of-input marker row last; returns the same mapping as ``joined_clicks``."""
     import json
     import os
 
@@ -123,15 +123,16 @@ def run_spark(impressions: list[dict], clicks: list[dict]) -> dict:
     work = Path(tempfile.mkdtemp(prefix="ad-click-join-"))
     for side, rows in (("impressions", impressions), ("clicks", clicks)):
         (work / side).mkdir()
-        batches = [*arrival_batches(rows), [{"ad_id": "__end__", "campaign": "", "ts": END_OF_INPUT}]]
+        batches = [*arrival_batches(rows), [{"end_of_input": True, "ts": END_OF_INPUT}]]
         for i, batch in enumerate(batches):
             path = work / side / f"part-{i:03d}.json"
             path.write_text("".join(json.dumps(r) + "\n" for r in batch))
             os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
-    left = (spark.readStream.schema("ad_id string, campaign string, ts bigint").option("maxFilesPerTrigger", 1)
-            .json(str(work / "impressions")))
-    right = spark.readStream.schema("ad_id string, ts bigint").option("maxFilesPerTrigger", 1).json(str(work / "clicks"))
-    out = join_operator().apply(left, right)
+    left = (spark.readStream.schema("ad_id string, campaign string, ts bigint, end_of_input boolean")
+            .option("maxFilesPerTrigger", 1).json(str(work / "impressions")))
+    right = (spark.readStream.schema("ad_id string, ts bigint, end_of_input boolean").option("maxFilesPerTrigger", 1)
+             .json(str(work / "clicks")))
+    out = join_operator().apply(left, right, end_of_input="end_of_input")
     query = (out.writeStream.format("memory").queryName("ad_click_join")
              .option("checkpointLocation", str(work / "checkpoint")).trigger(availableNow=True).start())
     query.awaitTermination()

@@ -1,4 +1,4 @@
-"""Pipeline files: validation with locations, no code without allow_code, building operators."""
+"""Pipeline files: validation with locations, no code unless the command allows it, building operators."""
 from __future__ import annotations
 
 import subprocess
@@ -9,11 +9,11 @@ import pytest
 
 from accumulations import Count, InnerJoin, Sum
 from windowed_operator import KeyedWindowedMergeOperator, KeyedWindowedOperator, SessionWindows, TimeWindows
-from windowed_operator.pipeline import PipelineError, parse_pipeline
+from windowed_operator.pipeline import CodePolicy, PipelineError, load_pipeline, parse_pipeline
 
 GOOD = textwrap.dedent("""
     name: clicks
-    checkpoint: /tmp/wo-test-checkpoints
+    checkpoint: checkpoints
     sources:
       clicks:
         files: {path: data/clicks, format: json, schema: "user string, page string, amount bigint, ts bigint"}
@@ -60,9 +60,9 @@ def test_a_good_pipeline_builds_the_operators_it_describes():
     assert isinstance(joined, KeyedWindowedMergeOperator) and isinstance(joined.accumulation, InnerJoin)
 
 
-def issues_of(text: str) -> list[str]:
+def issues_of(text: str, **kw) -> list[str]:
     with pytest.raises(PipelineError) as info:
-        parse_pipeline(text)
+        parse_pipeline(text, **kw)
     return [str(i) for i in info.value.issues]
 
 
@@ -85,13 +85,74 @@ def test_unknown_names_and_user_code_are_refused_with_locations():
     assert issues_of(bad) == [
         "line 27: operators[2].right: 'veiws' is not a source or an earlier operator "
         "(known: ['clicks', 'sessions', 'spend', 'views'])",
-        "line 33: sinks[0].foreach_batch: calls user code; set allow_code: true",
+        "line 33: sinks[0].foreach_batch: calls user code 'os:system'; user code runs only when the command allows "
+        "it: pass --allow-code, or --allow-module os (load_pipeline(..., code=CodePolicy(...)) from Python)",
     ]
     joined = GOOD.replace("{inner_join: {}}", "{inner_join: {join: 'operator:add'}}")
-    assert issues_of(joined) == ["line 31: operators[2].accumulation: refers to user code; set allow_code: true "
-                                 "to allow importing it"]
-    allowed = parse_pipeline("allow_code: true\n" + joined)
+    assert issues_of(joined)[0].startswith("line 31: operators[2].accumulation: refers to user code 'operator:add'; "
+                                           "user code runs only when the command allows it")
+    allowed = parse_pipeline(joined, code=CodePolicy(allow_all=True))
     assert allowed.build_operators()["joined"].accumulation.join(1, 2) == 3
+    assert parse_pipeline(joined, code=CodePolicy(modules=("operator",))).build_operators()
+    assert issues_of(joined, code=CodePolicy(modules=("oper", "operator.sub")))  # a prefix is not its module
+
+
+def test_a_file_cannot_allow_code_for_itself():
+    joined = GOOD.replace("{inner_join: {}}", "{inner_join: {join: 'subprocess:call'}}")
+    assert issues_of("allow_code: true\n" + joined) == [
+        "line 1: allow_code: a pipeline file cannot allow code for itself: whoever runs it does "
+        "(windowed-operator run --allow-code, or --allow-module package.module)"]
+    assert "refers to user code 'subprocess:call'" in issues_of(joined)[0]
+
+
+def test_the_cli_decides_about_code(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(GOOD.replace("{inner_join: {}}", "{inner_join: {join: 'operator:add'}}")
+                    )
+    cli = [sys.executable, "-m", "windowed_operator.cli", "validate", str(path)]
+    refused = subprocess.run(cli, capture_output=True, text=True)
+    assert refused.returncode == 1 and "--allow-module operator" in refused.stderr
+    for flags in (["--allow-code"], ["--allow-module", "operator"]):
+        allowed = subprocess.run([*cli, *flags], capture_output=True, text=True)
+        assert allowed.returncode == 0, allowed.stderr
+
+
+@pytest.mark.parametrize("field, value", [
+    ("checkpoint", "../elsewhere"), ("checkpoint", "/tmp/wo-absolute"), ("files.path", "../../etc"),
+    ("files.path", "data/../../outside"),
+])
+def test_paths_stay_inside_the_pipelines_directory_unless_allowed(tmp_path, field, value):
+    if field == "checkpoint":
+        text = GOOD.replace("checkpoint: checkpoints", f"checkpoint: {value}")
+    else:
+        text = GOOD.replace("path: data/clicks", f"path: {value}")
+    (tmp_path / "pipes").mkdir()
+    path = tmp_path / "pipes" / "p.yaml"
+    path.write_text(text)
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(path)
+    where = "checkpoint" if field == "checkpoint" else "sources.clicks.files.path"
+    assert f"{where}: path {value!r} leaves the pipeline's directory" in str(info.value)
+    assert "--allow-outside-paths" in str(info.value)
+    assert load_pipeline(path, outside_paths=True)
+    inside = load_pipeline(path.parent / ".." / "pipes" / "p.yaml", outside_paths=True)
+    assert inside.sources["clicks"].files.path.startswith("/")
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_expands():
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+    assert len(bomb) < 500
+    assert issues_of(bomb) == ["file: <root>: the document expands to more than 100,000 values through YAML aliases "
+                      "(&anchor / *alias)"]
+    modest = GOOD.replace("\nsinks:", "\ndefaults: &d {at: 1}\nmore: *d\nsinks:")  # parsed like any file
+    assert issues_of(modest) == ["line 32: defaults: unknown field 'defaults'", "line 33: more: unknown field 'more'"]
+
+
+def test_an_oversized_file_is_refused():
+    text = GOOD + "#" * 1_000_001
+    assert issues_of(text) == [f"file: <root>: the file has {len(text):,} bytes; pipeline files are limited to "
+                               "1,000,000 (put data in sources)"]
 
 
 def test_a_merge_accumulation_needs_two_inputs():

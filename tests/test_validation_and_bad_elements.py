@@ -9,6 +9,7 @@ from triggers import AfterCount, AfterProcessingTime, TriggerOption
 from windowed_operator import BadElementError, DropReason, KeyedWindowedOperator, TimeWindows, WindowedOperator
 from windowed_operator.elements import element_json
 from windowed_operator.testing import TimestampedValue
+from windowed_operator.time import END_OF_INPUT
 
 
 @pytest.mark.parametrize("make,field", [
@@ -60,6 +61,8 @@ def test_timestamps_can_be_fields_callables_datetimes_and_iso_strings():
     ({"user": "a", "at": 5}, DropReason.INVALID_VALUE),
     ({"user": "a", "n": None, "at": 5}, DropReason.INVALID_VALUE),
     ({"user": "a", "n": float("nan"), "at": 5}, DropReason.INVALID_VALUE),
+    ({"user": "a", "n": 1, "at": END_OF_INPUT}, DropReason.INVALID_TIMESTAMP),
+    ({"user": "a", "n": 1, "at": "2300-01-01T00:00:00Z"}, DropReason.INVALID_TIMESTAMP),
 ])
 def test_bad_elements_raise_by_default_and_leave_no_trace(element, reason):
     op = KeyedWindowedOperator(TimeWindows(10), Sum("n"), key="user", timestamp="at")
@@ -74,6 +77,7 @@ def test_bad_elements_raise_by_default_and_leave_no_trace(element, reason):
     ({"user": "a", "n": 1}, DropReason.MISSING_TIMESTAMP),
     ({"user": "a", "n": 1, "at": "not a time"}, DropReason.INVALID_TIMESTAMP),
     ({"n": 1, "at": 5}, DropReason.MISSING_KEY),
+    ({"user": "a", "n": 1, "at": END_OF_INPUT + 1}, DropReason.INVALID_TIMESTAMP),
 ])
 def test_bad_elements_go_to_dead_letters_with_their_reason(element, reason):
     op = KeyedWindowedOperator(TimeWindows(10), Sum("n"), key="user", timestamp="at", on_bad_element="dead_letter")

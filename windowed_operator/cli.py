@@ -18,14 +18,44 @@ def main(argv: Optional[list[str]] = None) -> int:
     validate.add_argument("file")
     run = sub.add_parser("run", help="run a pipeline file on Spark (local by default)")
     run.add_argument("file")
+    for command in (validate, run):  # what a pipeline file may do is the command's decision, not the file's
+        command.add_argument("--allow-code", action="store_true",
+                             help="let the file import any user code it names (join functions, accumulations, "
+                                  "foreach_batch sinks)")
+        command.add_argument("--allow-module", action="append", default=[], metavar="PACKAGE.MODULE",
+                             help="let the file import user code from this module and its submodules (repeatable)")
+        command.add_argument("--allow-outside-paths", action="store_true",
+                             help="let the file's sources, sinks and checkpoints lie outside its directory")
     run.add_argument("--master", default=None, help="Spark master (default: local[*], or MASTER from the environment)")
     run.add_argument("--local", action="store_true", help="run in the local runner instead of Spark (small data)")
+
+    def conf_pair(text: str) -> tuple[str, str]:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+        return key.strip(), value
+
+    def py_file_list(text: str) -> list[str]:
+        import os  # main() imports os further down: a name of its own there
+
+        files = [f.strip() for f in text.split(",") if f.strip()]
+        missing = [f for f in files if "://" not in f and not os.path.exists(f)]
+        if missing:
+            raise argparse.ArgumentTypeError(f"no such file: {', '.join(missing)}")
+        return files
+
+    run.add_argument("--conf", action="append", default=[], type=conf_pair, metavar="KEY=VALUE",
+                     help="a Spark setting for the session (repeatable), e.g. --conf spark.executor.memory=2g")
+    run.add_argument("--py-files", default=[], type=py_file_list, metavar="A.zip,B.py",
+                     help="user code (.py, .zip, .egg; comma-separated) shipped to the driver and executors; the "
+                          "library itself is shipped to a cluster (spark://...) automatically")
     args = parser.parse_args(argv)
     if args.command in ("validate", "run"):
-        from .pipeline import PipelineError, load_pipeline
+        from .pipeline import CodePolicy, PipelineError, load_pipeline
 
+        code = CodePolicy(allow_all=args.allow_code, modules=tuple(args.allow_module))
         try:
-            pipeline = load_pipeline(args.file)
+            pipeline = load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths)
         except PipelineError as exc:
             print(exc, file=sys.stderr)
             return 1
@@ -42,7 +72,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         from .spark.pipeline_run import run_pipeline
 
-        run_pipeline(pipeline, master=args.master or os.environ.get("MASTER"))
+        run_pipeline(pipeline, master=args.master or os.environ.get("MASTER"), conf=dict(args.conf),
+                     py_files=args.py_files)
         return 0
     if args.command == "demo":
         from .spark.demo import run_demo

@@ -5,7 +5,8 @@ the array, columnar and pre-aggregated paths take only rows with a non-null key,
 send every other row here for its reason.  A bad element is never dropped silently: it raises
 ``BadElementError`` or, when the operator asks for it, goes to the dead-letter output with its
 reason.  Bad: a missing or null key (keyed operators) or an unhashable one; a missing, null or
-unreadable timestamp; a missing, null or NaN value in the field the accumulation reads.
+unreadable timestamp, or one at or after ``END_OF_INPUT`` (2255-03-14); a missing, null or NaN
+value in the field the accumulation reads.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any, Callable, Hashable, Optional, Union
 import numpy as np
 
 from .panes import DropReason, PaneRecord
-from .time import MIN_TIMESTAMP, TimestampError, to_millis
+from .time import END_OF_INPUT, MIN_TIMESTAMP, TimestampError, event_time_in_range, to_millis
 from .windows.base import Window
 
 Extractor = Union[str, Callable[[Any], Any], None]
@@ -43,13 +44,23 @@ def is_null(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value) or type(value).__name__ == "NaTType"
 
 
-def null_row_error(reader: Any, value_column: Optional[str], record: dict) -> BadElementError:
-    """Why a row with a null in its key, time or value column is a bad element: the reader's error."""
+def rejected_row_error(reader: Any, value_column: Optional[str], record: dict) -> BadElementError:
+    """Why a row an array path set aside (a null key, time or value, or a time out of range) is a
+    bad element: the reader's error, so that every path gives the same reason."""
     try:
         reader.read(record, MIN_TIMESTAMP)
     except BadElementError as exc:
         return exc
-    raise AssertionError(f"the reader accepted a row with a null key, time or value {value_column!r}: {record!r}")
+    raise AssertionError(f"the reader accepted a row with a null key, time or value {value_column!r}, or a time "
+                         f"out of range: {record!r}")
+
+
+def _in_range(element: Any, ts: int) -> int:
+    if not event_time_in_range(ts):
+        raise BadElementError(DropReason.INVALID_TIMESTAMP, element,
+                              f"event time {ts} is at or after END_OF_INPUT ({END_OF_INPUT}, 2255-03-14), the end "
+                              "of event time here")
+    return ts
 
 
 def element_json(element: Any, integral_columns: tuple[str, ...] = ()) -> str:
@@ -122,7 +133,7 @@ class ElementReader:
         if isinstance(element, TimestampedValue):
             payload = element.value
             try:
-                ts = to_millis(element.timestamp)
+                ts = _in_range(element, to_millis(element.timestamp))
             except TimestampError as exc:
                 raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
         elif isinstance(payload, PaneRecord):
@@ -194,7 +205,7 @@ class ElementReader:
             raise BadElementError(DropReason.MISSING_TIMESTAMP, element,
                                   f"timestamp{name} is null ({raw!r}): absent, or not readable as a time by the source")
         try:
-            return to_millis(raw)
+            return _in_range(element, to_millis(raw))
         except TimestampError as exc:
             raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
 

@@ -72,12 +72,20 @@ def saturating_add(a: int, b: int) -> int:
     return max(MIN_TIMESTAMP, min(MAX_TIMESTAMP, a + b))
 
 
-#: Append a row with this event time (ms) to a finite input to flush it on Spark: it moves Spark's
-#: watermark past every real window and is never aggregated.  (9e12 ms, year 2255: larger values
-#: overflow the nanosecond timestamps pandas uses.)
+#: The end of event time here (9e12 ms, 2255-03-14; larger values overflow the nanosecond
+#: timestamps pandas uses): an element at or after it is a bad element (``event_time_in_range``),
+#: and on Spark the end-of-input marker row (``apply(end_of_input=<column>)``) moves the watermark
+#: to it, past every window a real element can have.
 END_OF_INPUT = 9_000_000_000_000
-#: The longest watermark delay the END_OF_INPUT row can see through: Spark's watermark after it is
+#: The longest watermark delay an end-of-input marker can see through under an *upstream*
+#: watermark (whose delay the operator does not know): Spark's watermark after the marker is
 #: ``END_OF_INPUT - delay``, and every watermark from ``END_OF_INPUT_WATERMARK`` on is taken as the
 #: end of input (MAX_TIMESTAMP), which closes every window, the global one included.
 MAX_END_OF_INPUT_DELAY = 366 * 86_400_000
 END_OF_INPUT_WATERMARK = END_OF_INPUT - MAX_END_OF_INPUT_DELAY
+
+
+def event_time_in_range(ts: Any) -> Any:
+    """Whether an element's event time (int ms, or an int64 array) is one this library handles:
+    before ``END_OF_INPUT``.  The rule for every path; later times are bad elements."""
+    return ts < END_OF_INPUT

@@ -2,7 +2,8 @@
 
 NAME is one of the YAML files here (clickstream_sessions, iot_sliding_average, fraud_per_record,
 cumulative_revenue, ad_click_join).  The data goes to ``data/NAME/<source>/`` next to the file, one
-file per micro-batch (the last one holds an END_OF_INPUT row so Spark flushes the last windows).
+file per micro-batch; the last one holds an end-of-input marker row (``end_of_input`` true, the column
+the YAML file's source names) so that Spark closes the last windows.
 Without ``--spark`` the pipeline runs in the local runner (seconds); with it, on local Spark through
 ``windowed-operator run`` (the same as running the YAML file yourself).
 """
@@ -27,16 +28,20 @@ START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 END_OF_INPUT = 9_000_000_000_000
 
 
-def write_batches(directory: Path, batches: list[list[dict]], fmt: str, sentinel: dict) -> None:
+def write_batches(directory: Path, batches: list[list[dict]], fmt: str) -> None:
+    """One file per batch, then one with the end-of-input marker row (its time only matters under an
+    upstream watermark).  CSV files carry every column, the marker's too (Spark maps CSV columns by
+    position); JSON and parquet files leave out what a row does not have."""
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    for i, rows in enumerate([*batches, [sentinel]]):
+    columns = [*next(r for b in batches for r in b), "end_of_input"]
+    for i, rows in enumerate([*batches, [{"ts": END_OF_INPUT, "end_of_input": True}]]):
         path = directory / f"part-{i:04d}.{fmt}"
         if fmt == "json":
             path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         elif fmt == "csv":
-            pd.DataFrame(rows).to_csv(path, index=False)
+            pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
         else:
             pd.DataFrame(rows).to_parquet(path, index=False)
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
@@ -65,7 +70,7 @@ def clicks(scale: int, rng: random.Random) -> dict:
             arrival = t + (rng.randrange(90_000, 180_000) if rng.random() < 0.03 else rng.randrange(0, 8_000))
             rows.append({"user": f"user-{user:02d}", "page": rng.choice(["home", "search", "item", "cart", "buy"]),
                          "ts": t, "arrival": arrival})
-    return {"clicks": (by_arrival(rows, 30_000), "json", {"user": "__end__", "page": "", "ts": END_OF_INPUT})}
+    return {"clicks": (by_arrival(rows, 30_000), "json")}
 
 
 def readings(scale: int, rng: random.Random) -> dict:
@@ -77,8 +82,7 @@ def readings(scale: int, rng: random.Random) -> dict:
             late = rng.random() < 0.04
             arrival = ts + (rng.randrange(20_000, 150_000) if late else rng.randrange(0, 3_000))
             rows.append({"sensor": f"sensor-{sensor}", "temperature": temperature, "ts": ts, "arrival": arrival})
-    return {"readings": (by_arrival(rows, 20_000), "csv", {"sensor": "__end__", "temperature": 0.0,
-                                                            "ts": END_OF_INPUT})}
+    return {"readings": (by_arrival(rows, 20_000), "csv")}
 
 
 def payments(scale: int, rng: random.Random) -> dict:
@@ -90,7 +94,7 @@ def payments(scale: int, rng: random.Random) -> dict:
         if i % 97 == 0:  # a burst on one card
             card, amount = "card-99", round(rng.uniform(400, 900), 2)
         rows.append({"card": card, "amount": amount, "ts": ts, "arrival": ts + rng.randrange(0, 20_000)})
-    return {"payments": (by_arrival(rows, 60_000), "json", {"card": "__end__", "amount": 0.0, "ts": END_OF_INPUT})}
+    return {"payments": (by_arrival(rows, 60_000), "json")}
 
 
 def orders(scale: int, rng: random.Random) -> dict:
@@ -99,8 +103,7 @@ def orders(scale: int, rng: random.Random) -> dict:
         ts = START + int(i * 2 * 86_400_000 / scale) + rng.randrange(30_000)
         rows.append({"store": rng.choice(["berlin", "paris", "rome", "vienna"]),
                      "amount": round(rng.uniform(5, 120), 2), "ts": ts})
-    return {"orders": (by_arrival(rows, 2 * 3_600_000), "parquet", {"store": "__end__", "amount": 0.0,
-                                                                    "ts": END_OF_INPUT})}
+    return {"orders": (by_arrival(rows, 2 * 3_600_000), "parquet")}
 
 
 def ad_clicks(scale: int, rng: random.Random) -> dict:
@@ -111,9 +114,8 @@ def ad_clicks(scale: int, rng: random.Random) -> dict:
         if rng.random() < 0.15:
             clicks_.append({"ad_id": f"ad-{i:05d}", "ts": ts + rng.randrange(1_000, 15_000)})
     last = max(r["ts"] for r in impressions + clicks_)
-    return {"impressions": (by_arrival(impressions, 60_000, last), "json", {"ad_id": "__end__", "campaign": "",
-                                                                            "ts": END_OF_INPUT}),
-            "clicks": (by_arrival(clicks_, 60_000, last), "json", {"ad_id": "__end__", "ts": END_OF_INPUT})}
+    return {"impressions": (by_arrival(impressions, 60_000, last), "json"),
+            "clicks": (by_arrival(clicks_, 60_000, last), "json")}
 
 
 GENERATORS: dict[str, Callable[[int, random.Random], dict]] = {
@@ -123,8 +125,8 @@ GENERATORS: dict[str, Callable[[int, random.Random], dict]] = {
 
 def generate(name: str, scale: int, seed: int = 7, root: Path = HERE) -> None:
     """Write the example's data under ``root/data/NAME/`` (where its YAML file expects it)."""
-    for source, (batches, fmt, sentinel) in GENERATORS[name](scale, random.Random(seed)).items():
-        write_batches(root / "data" / name / source, batches, fmt, sentinel)
+    for source, (batches, fmt) in GENERATORS[name](scale, random.Random(seed)).items():
+        write_batches(root / "data" / name / source, batches, fmt)
 
 
 # -- summaries ------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Spark Declarative Pipelines with a windowed operator: ``python examples/sdp/run.py``.
 
-Writes a small click stream (one file per micro-batch, with late clicks and an END_OF_INPUT row),
+Writes a small click stream (one file per micro-batch, with late clicks and an end-of-input marker row),
 a pipeline project (``spark-pipeline.yml`` + ``transformations/click_counts.py``) in a work
 directory, runs ``spark-pipelines run`` on it, and prints the streaming table ``click_counts``
 next to what the local runner computes for the same batches.
@@ -35,7 +35,7 @@ def batches(seed: int = 3) -> list[list[dict]]:
 def write_project(work: Path) -> Path:
     data = work / "clicks"
     data.mkdir(parents=True)
-    for i, rows in enumerate([*batches(), [{"user": "__end__", "page": "", "ts": END_OF_INPUT}]]):
+    for i, rows in enumerate([*batches(), [{"end_of_input": True, "ts": END_OF_INPUT}]]):
         path = data / f"part-{i:03d}.json"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))

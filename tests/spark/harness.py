@@ -1,7 +1,8 @@
 """Feed Spark in controlled micro-batches and drive the local runner through the same batches.
 
 Spark: one JSON file per batch (distinct modification times, ``maxFilesPerTrigger=1``), so batch i
-holds exactly file i; a last file with an ``END_OF_INPUT`` row flushes the watermark.  The operator's
+holds exactly file i; a last file with an end-of-input marker row (``END_COLUMN`` true, read with
+``apply(end_of_input=END_COLUMN)``) ends the input.  The operator's
 watermark is ``bounded_disorder(delay)``, so batch i sees W_i = (largest event time of batches < i)
 - delay, as Spark computes it at the end of each batch; the first batch sees no watermark.
 
@@ -20,16 +21,25 @@ from pathlib import Path
 from typing import Any, Optional
 
 from windowed_operator.spark import END_OF_INPUT, FileClock
-from windowed_operator.time import END_OF_INPUT_WATERMARK, MIN_TIMESTAMP
+from windowed_operator.time import MIN_TIMESTAMP
 from windowed_operator.watermarks import UpstreamWatermark
 
 SCHEMA = "user string, amount bigint, ts bigint"
+#: The marker column, and the schema the harness reads its files with (the data's plus the marker).
+END_COLUMN = "end_of_input"
+MARKED_SCHEMA = f"{SCHEMA}, {END_COLUMN} boolean"
+#: The last row of every input: it ends the input (its time only matters under an upstream watermark).
+END_MARKER = {END_COLUMN: True, "ts": END_OF_INPUT}
 BASE = 1_700_000_000_000  # aligned to every window size used in the tests
+
+
+def is_marker(row: dict) -> bool:
+    return bool(row.get(END_COLUMN))
 
 
 def write_batches(directory: Path, batches: list[list[dict]], flush: bool = True) -> list[list[dict]]:
     directory.mkdir(parents=True, exist_ok=True)
-    files = [*batches, [{"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]] if flush else batches
+    files = [*batches, [END_MARKER]] if flush else batches
     for i, rows in enumerate(files):
         path = directory / f"batch-{i:05d}.json"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -64,7 +74,8 @@ def run_spark(spark, op, batches: list[list[dict]], workdir: Path, *, clock_time
     checkpoint = checkpoint or workdir / "checkpoint"
     store: dict = {}
     source.mkdir(parents=True, exist_ok=True)
-    df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    apply_kwargs.setdefault("end_of_input", END_COLUMN)
     if clock_times is None:
         files = write_batches(source, batches)
         out = op.apply(df, **apply_kwargs)
@@ -79,7 +90,7 @@ def run_spark(spark, op, batches: list[list[dict]], workdir: Path, *, clock_time
     query = (out.writeStream.foreachBatch(_collector(store)).option("checkpointLocation", str(checkpoint))
              .trigger(processingTime="100 milliseconds").start())
     try:
-        files = [*batches, [{"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]]
+        files = [*batches, [END_MARKER]]
         for i, rows in enumerate(files):
             clock.set(clock_times[min(i, len(clock_times) - 1)])
             path = source / f"batch-{i:05d}.json"
@@ -121,24 +132,26 @@ def run_local_like_spark(op, batches: list[list[dict]], delay: int, clock_times:
     local_op = op.model_copy(update={"watermark": UpstreamWatermark()})
     runner = local_op.local_runner(processing_time=clock_times[0] if clock_times else 0)
     watermark, max_ts = MIN_TIMESTAMP, None
-    sentinel = [{"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]
-    for i, rows in enumerate([*batches, sentinel]):
+    ended = False
+    for i, rows in enumerate([*batches, [END_MARKER]]):
         if watermark > MIN_TIMESTAMP:
             runner.advance_watermark_to(watermark)
         if clock_times:
             now = clock_times[min(i, len(clock_times) - 1)]
             if now > runner.processing_time:
                 runner.advance_processing_time(now - runner.processing_time)
-        real = [r for r in rows if r["ts"] is None or r["ts"] < END_OF_INPUT]
+        real = [r for r in rows if not is_marker(r)]
         if real:
             runner.add_elements(*real)
-        stamps = [r["ts"] for r in rows if r["ts"] is not None]
+        ended = ended or len(real) < len(rows)
+        # a bounded-disorder watermark moves with the times of the rows in range only
+        stamps = [r["ts"] for r in real if r["ts"] is not None and r["ts"] < END_OF_INPUT]
         if stamps:
             max_ts = max(stamps) if max_ts is None else max(max_ts, *stamps)
             if max_ts - delay > 0:  # Spark's watermark never goes below 0 (1970), which means "none yet"
                 watermark = max(watermark, max_ts - delay)
-    if watermark >= END_OF_INPUT_WATERMARK:
-        runner.finish()  # the END_OF_INPUT row ends the input: every window closes, the global one too
+    if ended:
+        runner.finish()  # the marker ends the input: every window closes, the global one too
     else:
         runner.advance_watermark_to(watermark)
     return runner
@@ -151,19 +164,20 @@ def local_panes(runner) -> Counter:
 
 # -- two inputs ------------------------------------------------------------------------------------
 RIGHT_SCHEMA = "user string, page string, ts bigint"
+MARKED_RIGHT_SCHEMA = f"{RIGHT_SCHEMA}, {END_COLUMN} boolean"
 
 
 def run_spark_merge(spark, op, left_batches: list[list[dict]], right_batches: list[list[dict]], workdir: Path,
                     **apply_kwargs) -> dict:
     """Both inputs read one file per batch (``maxFilesPerTrigger=1`` each), so batch i holds file i of
-    each; the last file of each carries an ``END_OF_INPUT`` row."""
+    each; the last file of each carries an end-of-input marker."""
     assert len(left_batches) == len(right_batches)
     store: dict = {}
     write_batches(workdir / "left", left_batches)
     write_batches(workdir / "right", right_batches)
-    left = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "left"))
-    right = spark.readStream.schema(RIGHT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "right"))
-    out = op.apply(left, right, **apply_kwargs)
+    left = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "left"))
+    right = spark.readStream.schema(MARKED_RIGHT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "right"))
+    out = op.apply(left, right, end_of_input=END_COLUMN, **apply_kwargs)
     query = (out.writeStream.foreachBatch(_collector(store)).option("checkpointLocation", str(workdir / "checkpoint"))
              .trigger(availableNow=True).start())
     query.awaitTermination()
@@ -198,5 +212,5 @@ def run_local_merge_like_spark(op, left_batches: list[list[dict]], right_batches
     for side, mark in marks[-1].items():
         if mark > MIN_TIMESTAMP:
             runner.advance_watermark_to(side, mark)
-    runner.advance_watermark_to_infinity()  # the END_OF_INPUT rows of the last files end the input
+    runner.advance_watermark_to_infinity()  # the markers of the last files end the input
     return runner

@@ -19,14 +19,15 @@ ROWS = [{"user": u, "amount": a, "ts": 1_700_000_000_000 + t}
 
 def test_pipeline_runs_on_spark_like_the_local_runner(spark, tmp_path):
     late = {"user": "a", "amount": 100, "ts": 1_700_000_002_000}  # arrives after the watermark passed its window
-    rows = [*ROWS, late, {"user": "__end__", "amount": 0, "ts": END_OF_INPUT}]
+    rows = [*ROWS, late, {"end_of_input": True, "ts": END_OF_INPUT}]
     text = textwrap.dedent(f"""
         name: spend
         checkpoint: {tmp_path / "checkpoints"}
         sources:
           payments:
             memory:
-              schema: "user string, amount bigint, ts bigint"
+              schema: "user string, amount bigint, ts bigint, end_of_input boolean"
+              end_of_input: end_of_input
               rows_per_batch: 2
               rows: {rows!r}
         operators:

@@ -4,13 +4,14 @@ import warnings
 from collections import Counter
 
 import pytest
+from pyspark.errors import StreamingQueryException
 
-from accumulations import Combine, Sum
+from accumulations import Combine, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
 from windowed_operator.spark.runner import SparkOperatorError
 
-from .harness import BASE, SCHEMA, local_panes, pane_tuple, run_local_like_spark, run_spark, write_batches
+from .harness import BASE, END_COLUMN, MARKED_SCHEMA, SCHEMA, local_panes, pane_tuple, run_local_like_spark, run_spark, write_batches
 
 pytestmark = pytest.mark.spark
 
@@ -60,8 +61,8 @@ def test_restart_from_checkpoint_equals_one_uninterrupted_run(spark, tmp_path):
     source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
 
     def run_available():
-        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-        query = (op.apply(df).writeStream.foreachBatch(_file_sink(sink)).option("checkpointLocation", str(checkpoint))
+        df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        query = (op.apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(sink)).option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).start())
         query.awaitTermination()
 
@@ -198,3 +199,72 @@ def test_int64_overflow_is_the_same_error_on_every_path(spark, tmp_path, path):
             rf"operator 'totals': the value of window \[{BASE}, {BASE + 10_000}\) of key 'a' over column 'amount' "
             rf"is {3 * 2 ** 62}, which does not fit a 64-bit integer")):
         run_spark(spark, op, batches, tmp_path, **options)
+
+
+# -- restarts with a changed operator ----------------------------------------------------------------
+RESTART_BATCHES = [
+    [{"user": u, "amount": i + 1, "ts": BASE + 1_000 * i + 7 * j} for j, u in enumerate("abcdefgh")]
+    for i in range(4)
+] + [[{"user": u, "amount": 10, "ts": BASE + 25_000 + j} for j, u in enumerate("abcdefgh")]]
+
+
+def _tumbling(**kw):
+    options = dict(key="user", timestamp="ts", watermark=bounded_disorder(DELAY))
+    options.update(kw)
+    window = options.pop("window", TimeWindows(10_000))
+    accumulation = options.pop("accumulation", Sum("amount"))
+    return KeyedWindowedOperator(window, accumulation, **options)
+
+
+def _run_in_two_halves(spark, tmp_path, first, second, second_options=None, between=lambda: None, split=2):
+    """Run ``first`` over the first batches, then ``second`` over the rest from the same checkpoint."""
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
+
+    def run_available(op, options):
+        df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        query = (op.apply(df, end_of_input=END_COLUMN, **options).writeStream.foreachBatch(_file_sink(sink))
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    all_files = write_batches(tmp_path / "staging", RESTART_BATCHES)
+    source.mkdir()
+    for i in range(split):
+        (tmp_path / "staging" / f"batch-{i:05d}.json").replace(source / f"batch-{i:05d}.json")
+    run_available(first, {})
+    between()
+    for i in range(split, len(all_files)):
+        (tmp_path / "staging" / f"batch-{i:05d}.json").replace(source / f"batch-{i:05d}.json")
+    run_available(second, second_options or {})
+    return _read_sink(sink)
+
+
+@pytest.mark.parametrize("second, second_options, named", [
+    (_tumbling(window=TimeWindows(20_000)), {}, "window changed from TimeWindows(size=10000"),
+    (_tumbling(), {"key_groups": 3}, "key groups changed from 16 to 3"),
+    (_tumbling(accumulation=Mean("amount")), {}, "accumulation changed from Sum(field='amount') to Mean"),
+], ids=["window size", "key groups", "accumulation"])
+def test_a_restart_the_state_cannot_follow_is_refused_naming_what_changed(spark, tmp_path, second, second_options,
+                                                                          named):
+    with pytest.raises(StreamingQueryException) as caught:
+        _run_in_two_halves(spark, tmp_path, _tumbling(), second, second_options)
+    assert named in str(caught.value)
+
+
+def test_safe_changes_and_another_session_continue_exactly(spark, tmp_path):
+    """Lateness, outputs and accumulating -> retracting may change; the session's shuffle partition
+    count may too (the checkpoint keeps its own, and key groups never follow it).  (The default
+    trigger's columnar state has no retracting form: that change is refused as a layout change.)"""
+    late_firings = TriggerOption.at_watermark().with_late_firings_at_every(count=1)
+    first = _tumbling(trigger=late_firings.accumulating_fired_panes())
+    second = _tumbling(allowed_lateness=5_000, late_data_output=True,
+                       trigger=late_firings.accumulating_and_retracting_fired_panes())
+    expected = local_panes(run_local_like_spark(first, RESTART_BATCHES, DELAY))
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        rows = _run_in_two_halves(spark, tmp_path, first, second,
+                                  between=lambda: spark.conf.set("spark.sql.shuffle.partitions", "5"))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    assert rows == expected
+    on_time = Counter((p[0], p[1]) for p in rows if p[4] == "ON_TIME")
+    assert len(on_time) == 16 and set(on_time.values()) == {1}, "every window fired one whole ON_TIME pane"

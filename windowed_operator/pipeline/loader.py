@@ -3,7 +3,12 @@
 The file is parsed with PyYAML's safe loader (JSON is read as YAML, so both get line numbers):
 no tags, no objects, no code.  Errors come from three places, all reported together: the syntax,
 the pydantic models (each error's location is mapped back to its line), and names that do not
-resolve (an operator's input, a sink's input, user code without ``allow_code``).
+resolve (an operator's input, a sink's input, user code the command did not allow).
+
+A pipeline file is input, not a program: it cannot allow code for itself (the ``CodePolicy`` comes
+from the command line), its paths stay inside its own directory unless the command allows more,
+and its size and the expansion of its YAML aliases are bounded (a few hundred bytes of nested
+aliases otherwise expand to gigabytes).
 """
 from __future__ import annotations
 
@@ -14,7 +19,12 @@ from typing import Any, Union
 import yaml
 from pydantic import ValidationError
 
-from .spec import Pipeline
+from .spec import CodePolicy, Pipeline
+
+#: Largest pipeline file read (pipelines are a few kilobytes; an in-memory source's rows add some).
+MAX_FILE_BYTES = 1_000_000
+#: Most nodes the document may have once its YAML aliases are expanded.
+MAX_EXPANDED_NODES = 100_000
 
 
 @dataclass(frozen=True)
@@ -65,14 +75,68 @@ def _line_of(index: dict, loc: tuple) -> int:
     return index.get(loc, 0)
 
 
-def parse_pipeline(text: str, source: str = "<pipeline>") -> Pipeline:
+def _expanded_size(node: yaml.Node, limit: int) -> int:
+    """How many nodes the document has with every alias expanded, counted without expanding (an
+    alias is the same node object, so sizes are memoized per node); stops counting past ``limit``."""
+    sizes: dict[int, int] = {}
+
+    def size(current: yaml.Node) -> int:
+        known = sizes.get(id(current))
+        if known is not None:
+            return known
+        total = 1
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                total += size(key_node) + size(value_node)
+                if total > limit:
+                    break
+        elif isinstance(current, yaml.SequenceNode):
+            for item in current.value:
+                total += size(item)
+                if total > limit:
+                    break
+        sizes[id(current)] = total
+        return total
+
+    return size(node)
+
+
+def _syntax_error(source: str, exc: yaml.YAMLError) -> PipelineError:
+    mark = getattr(exc, "problem_mark", None)
+    return PipelineError(source, [PipelineIssue("", mark.line + 1 if mark else 0,
+                                                f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}")])
+
+
+def _compose(text: str, source: str) -> yaml.Node:
+    if len(text.encode()) > MAX_FILE_BYTES:
+        raise PipelineError(source, [PipelineIssue("", 0, f"the file has {len(text.encode()):,} bytes; pipeline files "
+                                                          f"are limited to {MAX_FILE_BYTES:,} (put data in sources)")])
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise PipelineError(source, [PipelineIssue("", mark.line + 1 if mark else 0,
-                                                   f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}")]) from None
+        raise _syntax_error(source, exc) from None
+    if node is not None and _expanded_size(node, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
+        raise PipelineError(source, [PipelineIssue("", 0, f"the document expands to more than {MAX_EXPANDED_NODES:,} "
+                                                          "values through YAML aliases (&anchor / *alias)")])
+    return node
+
+
+_FILE_CANNOT_ALLOW_CODE = ("a pipeline file cannot allow code for itself: whoever runs it does "
+                           "(windowed-operator run --allow-code, or --allow-module package.module)")
+
+
+def parse_pipeline(text: str, source: str = "<pipeline>", code: CodePolicy = CodePolicy()) -> Pipeline:
+    """``code``: which user code the pipeline may import (none unless the caller says so)."""
+    node = _compose(text, source)
+    data: Any = None
+    if node is not None:
+        constructor = yaml.SafeLoader(text)
+        try:
+            data = constructor.construct_document(node)
+        except yaml.YAMLError as exc:
+            raise _syntax_error(source, exc) from None
+        finally:
+            constructor.dispose()
     if not isinstance(data, dict):
         raise PipelineError(source, [PipelineIssue("", 1, "a pipeline is a mapping with sources, operators, sinks")])
     index = _line_index(node) if node is not None else {}
@@ -84,37 +148,52 @@ def parse_pipeline(text: str, source: str = "<pipeline>") -> Pipeline:
             loc = tuple(error["loc"])
             message = error["msg"].removeprefix("Value error, ")
             if error["type"] == "extra_forbidden":
-                message = f"unknown field {loc[-1]!r}"
+                message = _FILE_CANNOT_ALLOW_CODE if loc == ("allow_code",) else f"unknown field {loc[-1]!r}"
             issues.append(PipelineIssue(_format_path(loc), _line_of(index, loc), message))
         raise PipelineError(source, issues) from None
-    references = pipeline.reference_errors()
+    references = pipeline.reference_errors(code)
     if references:
         raise PipelineError(source, [PipelineIssue(_format_path(loc), _line_of(index, loc), msg)
                                      for loc, msg in references])
     return pipeline
 
 
-def load_pipeline(path: Union[str, Path]) -> Pipeline:
-    """Relative paths in the file (sources, sinks, checkpoints) are relative to the file's directory."""
+def load_pipeline(path: Union[str, Path], code: CodePolicy = CodePolicy(), outside_paths: bool = False) -> Pipeline:
+    """Relative paths in the file (sources, sinks, checkpoints) are relative to the file's directory,
+    and every path must stay inside it unless ``outside_paths`` (the CLI's ``--allow-outside-paths``)."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise PipelineError(str(path), [PipelineIssue("", 0, "no such file")])
-    return resolve_paths(parse_pipeline(path.read_text(), str(path)), path.parent)
+    return resolve_paths(parse_pipeline(path.read_text(), str(path), code), path.parent, str(path), outside_paths)
 
 
-def resolve_paths(pipeline: Pipeline, base: Path) -> Pipeline:
-    def absolute(value: str) -> str:
-        return value if Path(value).is_absolute() else str((base / value).resolve())
+def resolve_paths(pipeline: Pipeline, base: Path, source: str = "<pipeline>", outside_paths: bool = False) -> Pipeline:
+    root = base.resolve()
+    issues: list[PipelineIssue] = []
 
-    sources = {name: spec.model_copy(update={"files": spec.files.model_copy(update={"path": absolute(spec.files.path)})})
-               if spec.files is not None else spec for name, spec in pipeline.sources.items()}
+    def absolute(value: str, where: str) -> str:
+        resolved = (root / value).resolve()
+        if not outside_paths and not resolved.is_relative_to(root):
+            issues.append(PipelineIssue(where, 0, f"path {value!r} leaves the pipeline's directory {str(root)!r}; "
+                                                  "run with --allow-outside-paths to allow it"))
+        return str(resolved)
+
+    sources = {}
+    for name, spec in pipeline.sources.items():
+        if spec.files is not None:
+            files = spec.files.model_copy(update={"path": absolute(spec.files.path, f"sources.{name}.files.path")})
+            spec = spec.model_copy(update={"files": files})
+        sources[name] = spec
     sinks = []
-    for sink in pipeline.sinks:
+    for i, sink in enumerate(pipeline.sinks):
         updates: dict = {}
         if sink.files is not None:
-            updates["files"] = sink.files.model_copy(update={"path": absolute(sink.files.path)})
+            updates["files"] = sink.files.model_copy(update={"path": absolute(sink.files.path,
+                                                                               f"sinks[{i}].files.path")})
         if sink.checkpoint is not None:
-            updates["checkpoint"] = absolute(sink.checkpoint)
+            updates["checkpoint"] = absolute(sink.checkpoint, f"sinks[{i}].checkpoint")
         sinks.append(sink.model_copy(update=updates))
-    return pipeline.model_copy(update={"sources": sources, "sinks": sinks,
-                                       "checkpoint": absolute(pipeline.checkpoint)})
+    checkpoint = absolute(pipeline.checkpoint, "checkpoint")
+    if issues:
+        raise PipelineError(source, issues)
+    return pipeline.model_copy(update={"sources": sources, "sinks": sinks, "checkpoint": checkpoint})

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from ..panes import PaneRecord
-from ..time import END_OF_INPUT, MAX_TIMESTAMP
 from ..watermarks import BoundedDisorderWatermark
 from .spec import Pipeline, SourceSpec
 
@@ -65,13 +64,14 @@ def run_pipeline_runners(pipeline: Pipeline) -> dict[str, Any]:
         if spec.watermark.upstream is not None:
             op = op.model_copy(update={"watermark": BoundedDisorderWatermark(max_disorder=spec.watermark.upstream)})
         runners[spec.name] = op.local_runner()
-    batches = {name: source_batches(spec) for name, spec in pipeline.sources.items()}
+    batches = {name: _without_markers(source_batches(spec), spec.end_of_input)
+               for name, spec in pipeline.sources.items()}
     rounds = max(len(b) for b in batches.values())
     for i in range(rounds + 1):
         emitted: dict[str, list] = {}
         for name, source in batches.items():
             rows = source[i] if i < len(source) else []
-            emitted[name] = [r for r in rows if not _is_sentinel(r, END_OF_INPUT)]
+            emitted[name] = rows
         for spec in pipeline.operators:
             runner = runners[spec.name]
             out_now: list[PaneRecord] = []
@@ -90,6 +90,10 @@ def run_pipeline_runners(pipeline: Pipeline) -> dict[str, Any]:
     return runners
 
 
-def _is_sentinel(row: Any, end: int) -> bool:
-    return isinstance(row, dict) and any(isinstance(v, (int, float)) and v >= end and v < MAX_TIMESTAMP
-                                         for v in row.values())
+def _without_markers(batches: list[list[dict]], column: Optional[str]) -> list[list[dict]]:
+    """The rows that are data: end-of-input markers only end the input, which the local runner does
+    anyway after the last bundle."""
+    if column is None:
+        return batches
+    return [[{k: v for k, v in r.items() if k != column} for r in rows if not (r.get(column) is True or r.get(column) == 1)]
+            for rows in batches]

@@ -2,12 +2,15 @@
 
 Everything is named with its parameters (``{"sum": {"field": "amount"}}``, ``{"sessions": {"gap":
 "30s"}}``); durations take units (``"10s"``).  User code is only ever referred to by an importable
-dotted path (``package.module:function``) and only when the pipeline says ``allow_code: true``:
-loading a pipeline never evaluates code from the file itself.
+dotted path (``package.module:function``), and only when whoever *runs* the pipeline allows it
+(``CodePolicy``: the CLI's ``--allow-code`` or ``--allow-module``), never because the file says so:
+a file cannot grant itself the right to run code.  Loading a pipeline never evaluates code from
+the file itself.
 """
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
@@ -49,6 +52,26 @@ def import_dotted(path: str) -> Any:
     if not hasattr(module, attribute):
         raise ValueError(f"module {module_name!r} has no attribute {attribute!r}")
     return getattr(module, attribute)
+
+
+@dataclass(frozen=True)
+class CodePolicy:
+    """Which user code a pipeline may import: none (the default), any (``--allow-code``), or the
+    modules named (``--allow-module pkg.mod``, which also allows its submodules)."""
+
+    allow_all: bool = False
+    modules: tuple[str, ...] = ()
+
+    def permits(self, dotted: str) -> bool:
+        if self.allow_all:
+            return True
+        module = dotted.partition(":")[0] if ":" in dotted else dotted.rpartition(".")[0]
+        return any(module == allowed or module.startswith(allowed + ".") for allowed in self.modules)
+
+    def refusal(self, dotted: str, what: str) -> str:
+        module = dotted.partition(":")[0] if ":" in dotted else dotted.rpartition(".")[0]
+        return (f"{what} {dotted!r}; user code runs only when the command allows it: pass --allow-code, or "
+                f"--allow-module {module or dotted} (load_pipeline(..., code=CodePolicy(...)) from Python)")
 
 
 # -- windows ------------------------------------------------------------------------------------------
@@ -123,7 +146,7 @@ class TopNArgs(Spec):
 
 
 class JoinArgs(Spec):
-    join: Optional[str] = Field(default=None, description="dotted path of join(left, right); needs allow_code")
+    join: Optional[str] = Field(default=None, description="dotted path of join(left, right); needs --allow-code or --allow-module")
     result_type: Optional[str] = None
 
 
@@ -156,9 +179,11 @@ class AccumulationSpec(Spec):
         return any(getattr(self, n) is not None for n in ("inner_join", "left_outer_join", "full_outer_join",
                                                           "cogroup"))
 
-    def needs_code(self) -> bool:
+    def code_paths(self) -> list[str]:
+        """The dotted paths of user code this accumulation imports."""
         joins = (self.inner_join, self.left_outer_join, self.full_outer_join)
-        return self.code is not None or any(j is not None and j.join is not None for j in joins)
+        paths = [j.join for j in joins if j is not None and j.join is not None]
+        return paths + ([self.code.path] if self.code is not None else [])
 
     def build(self) -> Union[Accumulation, MergeAccumulation]:
         simple = {"sum": Sum, "min": Min, "max": Max, "mean": Mean, "to_list": ToList}
@@ -206,6 +231,10 @@ class WatermarkSpec(Spec):
         return UpstreamWatermark()
 
 
+_END_OF_INPUT = ("a boolean column: a row where it is true is not data but ends the input (every window closes); "
+                 "without it the input never ends")
+
+
 # -- sources ------------------------------------------------------------------------------------------
 class FileSource(Spec):
     path: str
@@ -213,6 +242,7 @@ class FileSource(Spec):
     schema_: str = Field(alias="schema", description="DDL, e.g. 'user string, amount bigint, ts timestamp'")
     max_files_per_trigger: Optional[int] = Field(default=None, gt=0)
     options: dict[str, str] = Field(default_factory=dict)
+    end_of_input: Optional[str] = Field(default=None, description=_END_OF_INPUT)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -225,6 +255,7 @@ class MemorySource(Spec):
     schema_: str = Field(alias="schema")
     rows: list[dict[str, Any]] = Field(min_length=1)
     rows_per_batch: int = Field(default=1_000, gt=0)
+    end_of_input: Optional[str] = Field(default=None, description=_END_OF_INPUT)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -233,6 +264,12 @@ class SourceSpec(Spec):
     files: Optional[FileSource] = None
     rate: Optional[RateSource] = None
     memory: Optional[MemorySource] = None
+
+    @property
+    def end_of_input(self) -> Optional[str]:
+        """The source's end-of-input marker column, if it has one."""
+        kind = self.files or self.memory
+        return kind.end_of_input if kind is not None else None
 
     @model_validator(mode="after")
     def _one(self) -> "SourceSpec":
@@ -318,7 +355,7 @@ class MemorySink(Spec):
 
 
 class ForeachBatchSink(Spec):
-    function: str = Field(description="dotted path of f(batch_df, batch_id); needs allow_code")
+    function: str = Field(description="dotted path of f(batch_df, batch_id); needs --allow-code or --allow-module")
 
 
 class SinkSpec(Spec):
@@ -341,7 +378,6 @@ class SinkSpec(Spec):
 # -- the pipeline -------------------------------------------------------------------------------------
 class Pipeline(Spec):
     name: str = "pipeline"
-    allow_code: bool = Field(default=False, description="allow dotted paths to user code (never code in the file)")
     checkpoint: str = Field(default="checkpoints", description="directory of the queries' checkpoints")
     trigger_interval: Optional[str] = Field(default=None, description="Spark processingTime trigger, e.g. '5 seconds'"
                                                                       "; default: availableNow (run to the end)")
@@ -351,15 +387,16 @@ class Pipeline(Spec):
 
     @model_validator(mode="after")
     def _references(self, info: ValidationInfo) -> "Pipeline":
-        if info.context and info.context.get("defer_references"):
+        context = info.context or {}
+        if context.get("defer_references"):
             return self  # the loader reports them with their locations
-        errors = self.reference_errors()
+        errors = self.reference_errors(context.get("code", CodePolicy()))
         if errors:
             raise ValueError("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in errors))
         return self
 
-    def reference_errors(self) -> list[tuple[tuple, str]]:
-        """Names that do not resolve and user code that is not allowed, each with its location."""
+    def reference_errors(self, code: CodePolicy = CodePolicy()) -> list[tuple[tuple, str]]:
+        """Names that do not resolve and user code that ``code`` does not allow, each with its location."""
         errors: list[tuple[tuple, str]] = []
         known = set(self.sources)
         for i, op in enumerate(self.operators):
@@ -370,16 +407,21 @@ class Pipeline(Spec):
                 if name not in known:
                     errors.append((("operators", i, field), f"{name!r} is not a source or an earlier operator "
                                                              f"(known: {sorted(known)})"))
-            if op.accumulation.needs_code() and not self.allow_code:
-                errors.append((("operators", i, "accumulation"),
-                               "refers to user code; set allow_code: true to allow importing it"))
+            for dotted in op.accumulation.code_paths():
+                if not code.permits(dotted):
+                    errors.append((("operators", i, "accumulation"), code.refusal(dotted, "refers to user code")))
+            markers = {self.sources[name].end_of_input for name in op.inputs if name in self.sources} - {None}
+            if len(markers) > 1:
+                errors.append((("operators", i), f"its inputs mark the end of input with different columns "
+                                                 f"{sorted(markers)}: name the same column in both sources"))
             known.add(op.name)
         for i, sink in enumerate(self.sinks):
             if sink.input not in known:
                 errors.append((("sinks", i, "input"), f"{sink.input!r} is not a source or operator "
                                                       f"(known: {sorted(known)})"))
-            if sink.foreach_batch is not None and not self.allow_code:
-                errors.append((("sinks", i, "foreach_batch"), "calls user code; set allow_code: true"))
+            if sink.foreach_batch is not None and not code.permits(sink.foreach_batch.function):
+                errors.append((("sinks", i, "foreach_batch"), code.refusal(sink.foreach_batch.function,
+                                                                           "calls user code")))
         return errors
 
     def build_operators(self) -> dict[str, Any]:

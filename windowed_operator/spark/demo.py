@@ -25,7 +25,7 @@ from ..watermarks import bounded_disorder
 from ..windows import SessionWindows, TimeWindows
 from .plan import END_OF_INPUT
 
-SCHEMA = "user string, page string, amount bigint, ts bigint"
+SCHEMA = "user string, page string, amount bigint, ts bigint, end_of_input boolean"
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 PAGES = ["home", "search", "product", "cart", "checkout"]
 
@@ -53,7 +53,7 @@ def generate_clicks(directory: Path, *, users: int = 40, batches: int = 6, seed:
             t += rng.randint(35_000, 120_000)  # the gap that ends the session
     for rows in per_batch:
         rng.shuffle(rows)
-    per_batch.append([{"user": "__end__", "page": "none", "amount": 0, "ts": END_OF_INPUT}])
+    per_batch.append([{"end_of_input": True, "ts": END_OF_INPUT}])  # the marker row: the input ends
     for i, rows in enumerate(per_batch):
         path = directory / f"clicks-{i:03d}.json"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -130,7 +130,7 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
 
     queries = {}
     for name, op in (("sessions", session_operator()), ("pages", page_operator())):
-        queries[name] = (op.apply(source).writeStream.foreachBatch(sink(name)).queryName(name)
+        queries[name] = (op.apply(source, end_of_input="end_of_input").writeStream.foreachBatch(sink(name)).queryName(name)
                          .option("checkpointLocation", str(base / "checkpoints" / name))
                          .trigger(availableNow=True).start())
     seen: dict[str, int] = {}

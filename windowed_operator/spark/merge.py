@@ -20,7 +20,8 @@ from ..merge_operator import MergeOperatorBase
 from .clock import FileClock, SparkBatchClock
 from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SparkPlan
 from .runner import (_WATERMARK_HELPER, SparkOperatorError, _event_time_ms, choose_time_mode, drop_end_of_input,
-                     require_streaming, resolve_column, resolve_key_groups, run_processor, with_operator_watermark)
+                     end_of_input_marker, require_streaming, resolve_column, resolve_key_groups, run_processor,
+                     with_operator_watermark)
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
@@ -34,23 +35,24 @@ def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
     return df.schema.simpleString()
 
 
-def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str],
-             timestamp: Optional[str]) -> tuple[DataFrame, Optional[str]]:
+def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str], timestamp: Optional[str],
+             end_of_input: Optional[str]) -> tuple[DataFrame, Optional[str]]:
     require_streaming(df, f"apply() ({side} input)")
     ts_col = resolve_column(df, timestamp, op.side_extractor(side, "timestamp"), f"{side} timestamp",
                             f"{side}_timestamp")
     key_col = None
     if op.keyed:
         key_col = resolve_column(df, key, op.side_extractor(side, "key"), f"{side} key", f"{side}_key")
-    payload = F.struct(*[F.col(c) for c in df.columns]).alias(PAYLOAD_COLUMNS[side])
+    marker_column = end_of_input if end_of_input in df.columns else None  # an input without it never ends
+    marker = end_of_input_marker(df, marker_column)
+    payload = F.struct(*[F.col(c) for c in df.columns if c != marker_column]).alias(PAYLOAD_COLUMNS[side])
     event_ms = _event_time_ms(df, ts_col)
-    watermarked = with_operator_watermark(op, df, ts_col)
+    watermarked = with_operator_watermark(op, df, ts_col, marker=marker)
+    kept = drop_end_of_input(watermarked, ts_col, _WATERMARK_HELPER in watermarked.columns, marker, marker_column)
     columns = [F.lit(side).alias(SIDE_COLUMN), event_ms.alias(MERGE_TIME_COLUMN), payload]
     if key_col is not None:
         columns.insert(0, F.col(key_col).alias(MERGE_KEY_COLUMN))
-    if _WATERMARK_HELPER in watermarked.columns:
-        columns.append(F.col(_WATERMARK_HELPER))
-    return watermarked.select(*columns), key_col
+    return kept.select(*columns), key_col
 
 
 def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFrame, *,
@@ -59,11 +61,13 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                          key: Optional[str] = None, timestamp: Optional[str] = None,
                          value_type: Optional[str] = None, time_mode: str = "auto",
                          clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
-                         drop_counter: Any = None) -> DataFrame:
+                         drop_counter: Any = None, end_of_input: Optional[str] = None) -> DataFrame:
     """The streaming DataFrame of panes of a merge operator over two streaming DataFrames.
 
     Columns as for one-input operators (``key`` for keyed merges).  ``key``/``timestamp`` name the
     column in both inputs; ``left_key``/``right_key``/``left_timestamp``/``right_timestamp`` one input's.
+    ``end_of_input`` names the boolean marker column (see ``apply_operator``) in the inputs that have
+    it; the watermark of the two is their minimum, so both must end for every window to close.
     """
     if op.window is None:
         raise SparkOperatorError("window propagation on Spark is not supported yet: give the operator a window option")
@@ -73,8 +77,13 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
             "Spark's own minimum over them (it cannot skip an idle input per batch). For an input that should "
             "not hold the watermark back, set spark.sql.streaming.multipleWatermarkPolicy=max before starting the "
             "query (the faster input then drives the watermark), or give that input no watermark")
-    projected_left, left_key_col = _project(op, LEFT, left, left_key or key, left_timestamp or timestamp)
-    projected_right, right_key_col = _project(op, RIGHT, right, right_key or key, right_timestamp or timestamp)
+    if end_of_input is not None and end_of_input not in left.columns and end_of_input not in right.columns:
+        raise SparkOperatorError(f"end_of_input column {end_of_input!r} is in neither input (left: {left.columns}, "
+                                 f"right: {right.columns})")
+    projected_left, left_key_col = _project(op, LEFT, left, left_key or key, left_timestamp or timestamp,
+                                            end_of_input)
+    projected_right, right_key_col = _project(op, RIGHT, right, right_key or key, right_timestamp or timestamp,
+                                              end_of_input)
     key_type = None
     if op.keyed:
         left_type = projected_left.schema[MERGE_KEY_COLUMN].dataType
@@ -84,8 +93,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                 f"the key columns differ in type: left {left_key_col!r} is {left_type.simpleString()}, right "
                 f"{right_key_col!r} is {right_type.simpleString()}; cast one of them")
         key_type = left_type.simpleString()
-    union = drop_end_of_input(projected_left.unionByName(projected_right, allowMissingColumns=True),
-                              MERGE_TIME_COLUMN)
+    union = projected_left.unionByName(projected_right, allowMissingColumns=True)
 
     types = {side: _side_type(op, side, df) for side, df in ((LEFT, left), (RIGHT, right))}
     resolved_value_type = value_type or op.accumulation.output_type(types[LEFT], types[RIGHT])
@@ -97,7 +105,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
-        time_column=MERGE_TIME_COLUMN, key_groups=resolve_key_groups(left, key_groups),
-        drop_counter=drop_counter)
+        time_column=MERGE_TIME_COLUMN, key_groups=resolve_key_groups(key_groups),
+        drop_counter=drop_counter, state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None)
     assert set(PAYLOAD_COLUMNS) == set(SIDES)
     return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None)

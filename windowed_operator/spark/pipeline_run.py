@@ -7,7 +7,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Optional, Sequence, TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -49,6 +49,8 @@ def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path,
     for spec in pipeline.operators:
         op = operators[spec.name]
         inputs = []
+        markers = [pipeline.sources[name].end_of_input for name in spec.inputs if name in pipeline.sources]
+        marker = next((m for m in markers if m is not None), None)
         for side, name in zip(("left", "right") if spec.left else ("input",), spec.inputs):
             df = frames[name]
             if spec.watermark.upstream is not None:
@@ -58,7 +60,7 @@ def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path,
         counter = spark.sparkContext.accumulator(0)
         if drop_counters is not None:
             drop_counters[spec.name] = counter
-        frames[spec.name] = op.apply(*inputs, drop_counter=counter)
+        frames[spec.name] = op.apply(*inputs, drop_counter=counter, end_of_input=marker)
     return frames
 
 
@@ -118,12 +120,23 @@ def _progress_line(query: Any, totals: _Totals, dropped: Optional[int]) -> str:
 
 def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, master: Optional[str] = None,
                  workdir: Optional[Path] = None, out: TextIO = sys.stdout, poll_seconds: float = 2.0,
-                 on_progress: Optional[Callable[[list[Any]], None]] = None) -> list[Any]:
+                 on_progress: Optional[Callable[[list[Any]], None]] = None, conf: Optional[dict[str, str]] = None,
+                 py_files: Sequence[str] = ()) -> list[Any]:
     """Start every sink's query, print progress until they end (availableNow) or Ctrl-C, which stops
-    them cleanly: Spark commits each micro-batch to the checkpoint, so a rerun resumes there."""
-    from .session import local_session
+    them cleanly: Spark commits each micro-batch to the checkpoint, so a rerun resumes there.
 
-    spark = spark or local_session(master=master or "local[*]", app_name=pipeline.name)
+    Without ``spark``, a session on ``master`` is built with ``conf`` and ``py_files`` (user code); on a
+    cluster master (``spark://...``) the library is shipped to the executors (see :mod:`.shipping`)."""
+    from .session import local_session
+    from .shipping import ship_library
+
+    if spark is None:
+        spark = local_session(master=master or "local[*]", app_name=pipeline.name, extra_conf=conf,
+                              py_files=py_files)
+    elif conf or py_files:
+        raise ValueError("conf and py_files configure a new session; give them to local_session instead")
+    else:
+        ship_library(spark)  # a session of the caller's on a cluster: its executors need the library too
     workdir = workdir or Path(tempfile.mkdtemp(prefix="wo-pipeline-"))
     counters: dict[str, Any] = {}
     queries = start_sinks(pipeline, build_frames(spark, pipeline, workdir, counters))

@@ -5,20 +5,27 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 import numpy as np
+import pandas as pd
 
 from ..core import Emission
 from ..elements import ReadElement, element_json
 from ..operator import WindowingOptions
 from ..panes import DroppedElement, PaneRecord
+from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
+from ..watermarks import BoundedDisorderWatermark
 from .clock import FileClock, SparkBatchClock
-
-from ..time import END_OF_INPUT  # noqa: E402,F401 - re-exported: the Spark runner's flush marker
 
 #: Columns of the operator's output DataFrame, in order (``key`` only for keyed operators).
 OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_index", "is_first", "is_last",
                   "is_retraction", "timestamp"]
 #: Extra columns when the operator has a late-data or dead-letter output.
 SIDE_OUTPUT_COLUMNS = ["record_type", "reason", "element", "element_timestamp"]
+#: Columns of the processor's count rows: elements dropped as late, and bad elements (dead letters),
+#: per call.  Null on every other row; the runner observes their sums (``observedMetrics`` in the
+#: query's progress) and filters the count rows out, so drops are visible without a late-data output.
+LATE_COUNT_COLUMN = "__wo_late_dropped"
+BAD_COUNT_COLUMN = "__wo_bad"
+COUNT_COLUMNS = [LATE_COUNT_COLUMN, BAD_COUNT_COLUMN]
 
 #: The union of a merge operator's two inputs: which input a row came from, its key and event time
 #: (epoch ms), and the input's own row as a struct column per side (null on the other side's rows).
@@ -65,7 +72,10 @@ class SparkPlan:
     #: The partials' aggregate columns, in ``ColumnarForm.partial_aggregates`` order.
     partial_columns: tuple[str, ...] = ()
     #: Keys are hashed into this many groups; each group is one state value and one timer.
-    key_groups: int = 8
+    key_groups: int = 16
+    #: What the state is keyed by (the key column, or both inputs' key columns of a merge): part of
+    #: the state's fingerprint, so that a restart with another key is refused.
+    state_key: Optional[str] = None
     #: A Spark accumulator counting dropped late elements (the progress display reads it on the driver).
     drop_counter: Any = None
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
@@ -74,6 +84,16 @@ class SparkPlan:
     #: Input columns of integral Spark types: pandas turns such a column with a null into floats, and
     #: a dead letter's JSON must show its integers as integers.
     integral_columns: tuple[str, ...] = ()
+
+    @property
+    def end_of_input_watermark(self) -> int:
+        """The Spark watermark from which the input has ended: exactly ``END_OF_INPUT - delay`` under
+        a bounded-disorder watermark (no data row can move it there: rows at or after END_OF_INPUT
+        do not count), ``END_OF_INPUT_WATERMARK`` under an upstream one (whose delay is unknown)."""
+        policy = self.operator.watermark
+        if isinstance(policy, BoundedDisorderWatermark):
+            return END_OF_INPUT - policy.max_disorder
+        return END_OF_INPUT_WATERMARK
 
     def record_reader(self) -> Any:
         """What turns one input row (a dict) into a core element, on the executors."""
@@ -95,7 +115,15 @@ class SparkPlan:
                  "timestamp bigint"]
         if self.side_outputs:
             cols += ["record_type string", "reason string", "element string", "element_timestamp bigint"]
+        cols += [f"{name} bigint" for name in COUNT_COLUMNS]
         return ", ".join(cols)
+
+    def count_row(self, late: int, bad: int) -> dict[str, list[Any]]:
+        """The one row that reports a call's drops: every output column null but the counts."""
+        names = [n.split(" ")[0] for n in self.processor_schema().split(", ")]
+        row: dict[str, list[Any]] = {name: [None] for name in names}
+        row[LATE_COUNT_COLUMN], row[BAD_COUNT_COLUMN] = [late], [bad]
+        return row
 
     def rows(self, emission: Emission, dead_letters: list[DroppedElement]) -> dict[str, list[Any]]:
         """Column lists for one pandas DataFrame of output rows."""
@@ -110,6 +138,8 @@ class SparkPlan:
             late = emission.dropped if self.operator.late_data_output else []
             for dropped in [*late, *dead_letters]:
                 self._add_dropped(columns, dropped)
+        for name in COUNT_COLUMNS:
+            columns[name] = [None] * len(columns["value"])
         return columns
 
     def columnar_rows(self, panes: Any, dropped: list[DroppedElement]) -> dict[str, Any]:
@@ -129,6 +159,8 @@ class SparkPlan:
                 columns[name] = ["pane" if name == "record_type" else None] * len(ends)
             for item in dropped:
                 self._add_dropped(columns, item)
+        for name in COUNT_COLUMNS:
+            columns[name] = pd.array([None] * len(columns["value"]), dtype="Int64")
         return columns
 
     def _add_pane(self, columns: dict[str, list[Any]], pane: PaneRecord) -> None:

@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 from accumulations.int64 import may_wrap
 
 from ..columnar import ColumnarForm
-from ..elements import null_row_error
+from ..elements import rejected_row_error
+from ..time import event_time_in_range
 from ..windows.pane_layout import PaneLayout
 
 PANE_COLUMN = "__wo_pane"
@@ -98,8 +99,11 @@ class PreAggregation:
         table = pa.Table.from_batches(batches).select(self.input_columns).combine_chunks()
         for name in self.input_columns:
             if table.column(name).null_count:
-                self._raise_for_nulls(table)
+                self._raise_for_rejected(table, None)
         ts = table.column(self.time_column).to_numpy()
+        in_range = event_time_in_range(ts)
+        if not in_range.all():
+            self._raise_for_rejected(table, pa.array(~in_range))
         panes = pa.array(self.layout.pane_start(ts.astype(np.int64, copy=False)))
         keys = [table.column(self.key_column)] if self.key_column else []
         values = table.column(self.value_column) if self.value_column else None
@@ -132,10 +136,11 @@ class PreAggregation:
                                     + [folded.column(f"{column}_{agg}") for column, agg in aggregates],
                                     names=[name for name, _ in fields])
 
-    def _raise_for_nulls(self, table: pa.Table) -> None:
-        bad = pc.is_null(table.column(self.input_columns[0]))
-        for name in self.input_columns[1:]:
+    def _raise_for_rejected(self, table: pa.Table, out_of_range: Optional[pa.Array]) -> None:
+        """Pre-aggregation runs only where bad elements raise: raise the reader's error for the first."""
+        bad = out_of_range if out_of_range is not None else pc.is_null(table.column(self.input_columns[0]))
+        for name in self.input_columns:
             bad = pc.or_(bad, pc.is_null(table.column(name)))
         row = table.filter(bad).slice(0, 1).to_pylist()[0]
-        raise null_row_error(self.reader, self.value_column, row)
+        raise rejected_row_error(self.reader, self.value_column, row)
 

@@ -22,12 +22,13 @@ from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, Stateful
                                                       TimerValues)
 
 from ..core import CoreElement, Emission
-from ..elements import BadElementError, null_row_error
+from ..elements import BadElementError, rejected_row_error
+from ..fingerprint import check_restart, state_fingerprint
 from ..columnar import ColumnarCore, PaneTable, Panes
 from ..panes import DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState
-from ..time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP
+from ..time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark
 from .plan import SparkPlan
@@ -37,19 +38,20 @@ STATE_NAME = "windowed_operator_state"
 GROUP_COLUMN = "__wo_group"
 STATE_SCHEMA = "blob binary"
 #: 4: end-of-window timers are due at max_timestamp + 1 (Beam's rule); windows carry on_time_hold.
-STATE_VERSION = 4
+#: 5: every group's bookkeeping carries the fingerprint of the operator that wrote it.
+STATE_VERSION = 5
 
 
-def spark_timer(due: int) -> int:
+def spark_timer(due: int, end_of_input_watermark: int = END_OF_INPUT_WATERMARK) -> int:
     """The Spark event-time timer for an event time at which a key group has work.
 
     Spark's watermark starts at 0 and never goes below it (1970), and its timer index never reaches
     a timer below 0 once later ones exist (measured: such a key group never fired again, and its
     other keys with it), so a due time before 1970 is registered at 1: the group wakes when the
     watermark passes 1970.  Spark's watermark stops at END_OF_INPUT - delay after the end-of-input
-    row: a later due time is registered there, where the processor takes the input as ended.
+    marker: a later due time is registered there, where the processor takes the input as ended.
     """
-    return max(1, min(due, END_OF_INPUT_WATERMARK))
+    return max(1, min(due, end_of_input_watermark))
 
 
 class WindowedStatefulProcessor(StatefulProcessor):
@@ -62,6 +64,10 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self.core = self.plan.operator.build_core()
         self.reader = self.plan.record_reader()
         self.columnar = None
+        self.fingerprint = state_fingerprint(
+            self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
+            layout="columnar pane table" if self.plan.columnar else "windows per key", state_version=STATE_VERSION,
+            key_column=self.plan.state_key)
         if self.plan.columnar:
             op = self.plan.operator
             self.columnar = ColumnarCore(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
@@ -118,6 +124,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             columns = self.plan.rows(emission, bad)
             if columns and next(iter(columns.values())):
                 yield pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
+        yield from self._counts(len(emission.dropped), len(bad))
 
     def _run_columnar(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
                       fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
@@ -149,6 +156,12 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 yield pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
             else:  # every cell set: typed columns convert to Arrow much faster than object ones
                 yield pd.DataFrame(columns)
+        yield from self._counts(n_dropped, len(bad))
+
+    def _counts(self, late: int, bad: int) -> Iterator[pd.DataFrame]:
+        if late or bad:
+            yield pd.DataFrame({name: pd.Series(values, dtype=object)
+                                for name, values in self.plan.count_row(late, bad).items()})
 
     def _keys(self, frame: pd.DataFrame) -> np.ndarray:
         if self.plan.key_column is None:
@@ -157,11 +170,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _run_rows(self, table: PaneTable, frame: pd.DataFrame, watermark: int, panes: Panes, dropped: list,
                   bad: list) -> PaneTable:
-        """Input rows: those with a null are rejected (an error or a dead letter), the rest folded."""
+        """Input rows: those with a null or a time out of range are rejected (an error or a dead
+        letter), the rest folded."""
         assert self.columnar is not None
         plan = self.plan
-        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
-        clean = frame[needed].notna().all(axis=1).to_numpy()
+        clean = self._clean(frame)
         for record in frame[~clean].to_dict("records"):
             self._reject(record, watermark, bad)
         frame = frame[clean]
@@ -184,9 +197,18 @@ class WindowedStatefulProcessor(StatefulProcessor):
                                               frame[COUNT_COLUMN].to_numpy(dtype=np.int64), aggregates, watermark,
                                               panes)
 
+    def _clean(self, frame: pd.DataFrame) -> np.ndarray:
+        """Rows the array paths take: a key, a time in range and a value (the rest go to the reader)."""
+        plan = self.plan
+        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
+        clean = frame[needed].notna().all(axis=1).to_numpy()
+        times = frame[plan.time_column].to_numpy()
+        clean[clean] = event_time_in_range(times[clean].astype(np.int64))
+        return clean
+
     def _reject(self, record: dict, watermark: int, bad: list) -> None:
         record.pop(GROUP_COLUMN, None)
-        error = null_row_error(self.reader, self.plan.value_column, record)
+        error = rejected_row_error(self.reader, self.plan.value_column, record)
         if self.plan.operator.on_bad_element == "raise":
             raise error
         key = record.get(self.plan.key_column) if self.plan.key_column else None
@@ -201,8 +223,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         """Rows with a key, a timestamp and a value go through the array path, key by key; the
         others are returned for the element path (which raises or dead-letters them)."""
         plan = self.plan
-        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
-        clean = frame[needed].notna().all(axis=1).to_numpy()
+        clean = self._clean(frame)
         rest = frame[~clean]
         frame = frame[clean]
         if not len(frame):
@@ -258,7 +279,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         else:
             spark_wm = timer_values.getCurrentWatermarkInMs()
             candidate = spark_wm if spark_wm > 0 else MIN_TIMESTAMP  # Spark reports 0 before any watermark
-            if candidate >= END_OF_INPUT_WATERMARK:  # the END_OF_INPUT row went through, whatever the delay
+            if candidate >= self.plan.end_of_input_watermark:  # an end-of-input marker went through
                 candidate = MAX_TIMESTAMP
         return max(meta.get("wm", MIN_TIMESTAMP), candidate)
 
@@ -275,7 +296,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 times = [t for t in (self.core.next_event_time(s) for s in states.values()) if t is not None]
                 wanted = min(times) if times else None
             if wanted is not None:
-                wanted = spark_timer(wanted)
+                wanted = spark_timer(wanted, self.plan.end_of_input_watermark)
         else:
             wanted = current if current is not None and current > spark_now else spark_now + self.plan.poll_ms
         if wanted == current:
@@ -294,10 +315,12 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if version != STATE_VERSION:
             raise RuntimeError(f"windowed-operator state version {version} is not {STATE_VERSION}; "
                                "start from a new checkpoint")
+        check_restart(meta.get("fingerprint"), self.fingerprint, self.plan.operator.label())
         return states, meta
 
     def _save(self, states: Any, meta: dict) -> None:
         if not len(states) and meta.get("timer") is None:
             self.value_state.clear()
             return
+        meta["fingerprint"] = self.fingerprint
         self.value_state.update((pickle.dumps((STATE_VERSION, states, meta), protocol=pickle.HIGHEST_PROTOCOL),))

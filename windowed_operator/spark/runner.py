@@ -13,7 +13,7 @@ from ..operator import OperatorBase, WindowingOptions
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
 from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
-from .plan import END_OF_INPUT, SparkPlan, vector_value_column
+from .plan import BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, LATE_COUNT_COLUMN, SparkPlan, vector_value_column
 from .preaggregate import PreAggregation, preaggregable
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
@@ -89,13 +89,35 @@ def resolve_column(df: DataFrame, given: Optional[str], configured: Any, role: s
     return name
 
 
-def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str,
-                            schema: Optional[StructType] = None) -> DataFrame:
+def end_of_input_marker(df: DataFrame, column: Optional[str], columns: Optional[list[str]] = None) -> Optional[Column]:
+    """The condition that makes a row an end-of-input marker: the boolean column the caller named
+    (None: no row ends the input; no event time does, however large)."""
+    if column is None:
+        return None
+    columns = columns if columns is not None else df.columns
+    if column not in columns:
+        raise SparkOperatorError(f"end_of_input column {column!r} is not in the DataFrame (columns: {columns})")
+    return F.coalesce(F.col(column).cast("boolean"), F.lit(False))
+
+
+def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str, schema: Optional[StructType] = None,
+                            marker: Optional[Column] = None) -> DataFrame:
     """Apply the operator's watermark policy to one input: Spark's ``withWatermark`` on a helper
     column for bounded disorder; the input's own watermark for ``upstream``; nothing for a fixed lag
-    (the processor computes it from the batch clock)."""
+    (the processor computes it from the batch clock).
+
+    The helper holds each row's event time, except that an end-of-input marker row holds
+    ``END_OF_INPUT`` and a row at or after it holds null: such a row is a bad element (the
+    processor rejects it), and it must not move the watermark to the end of time."""
+    if marker is not None and isinstance(op.watermark, FixedLagWatermark):
+        raise SparkOperatorError("end_of_input needs an event-time watermark (bounded_disorder or upstream): a "
+                                 "fixed-lag watermark follows processing time, which no marker row can move")
     if isinstance(op.watermark, BoundedDisorderWatermark):
-        return df.withColumn(_WATERMARK_HELPER, F.timestamp_millis(_event_time_ms(df, ts_col, schema))).withWatermark(
+        event_ms = _event_time_ms(df, ts_col, schema)
+        helper = F.when(event_ms < F.lit(END_OF_INPUT), F.timestamp_millis(event_ms))
+        if marker is not None:
+            helper = F.when(marker, F.timestamp_millis(F.lit(END_OF_INPUT))).otherwise(helper)
+        return df.withColumn(_WATERMARK_HELPER, helper).withWatermark(
             _WATERMARK_HELPER, f"{op.watermark.max_disorder} milliseconds")
     if not isinstance(op.watermark, FixedLagWatermark) and not _has_event_time_watermark(df):
         raise SparkOperatorError(
@@ -105,33 +127,63 @@ def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str,
     return df
 
 
-def drop_end_of_input(df: DataFrame, ts_ms_col: str, has_helper: Optional[bool] = None) -> DataFrame:
-    """Remove END_OF_INPUT sentinel rows (they only move the watermark) and the watermark helper.
+def drop_end_of_input(df: DataFrame, ts_ms_col: str, has_helper: bool, marker: Optional[Column],
+                      marker_column: Optional[str]) -> DataFrame:
+    """Remove the end-of-input marker rows (they only move the watermark), the marker column and
+    the watermark helper.
 
-    The filter references the watermarked column so that Spark cannot push it below the watermark
-    (the sentinel row must still move the watermark)."""
-    if has_helper is None:
-        has_helper = _WATERMARK_HELPER in df.columns
+    The filter references the watermarked column, so that Spark cannot push it below the watermark
+    (the marker row must still move the watermark): the helper, which only a marker sets to
+    ``END_OF_INPUT``; or, under an upstream watermark, the event time (a marker keeps a row out
+    unless its time is null, and a marker without a time ends nothing: the processor rejects it)."""
     if has_helper:
         df = df.where(F.col(_WATERMARK_HELPER).isNull()
                       | (F.col(_WATERMARK_HELPER) < F.timestamp_millis(F.lit(END_OF_INPUT))))
-        return df.drop(_WATERMARK_HELPER)
-    return df.where(F.col(ts_ms_col).isNull() | (F.col(ts_ms_col) < F.lit(END_OF_INPUT)))
+        df = df.drop(_WATERMARK_HELPER)
+    elif marker is not None:
+        df = df.where(~marker | F.col(ts_ms_col).isNull())
+    return df.drop(marker_column) if marker_column is not None else df
 
 
-def resolve_key_groups(df: DataFrame, key_groups: Optional[int]) -> int:
-    """Four groups per shuffle partition by default: few enough that each micro-batch makes few
-    Python calls and state round trips (benchmarks/run.py: 8 groups ran 1.5x faster than 64 on
-    local[2]), enough to keep every partition busy."""
-    if key_groups is not None:
-        if key_groups < 1:
-            raise SparkOperatorError(f"key_groups must be at least 1, got {key_groups}")
-        return key_groups
-    try:
-        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    except Exception:  # pragma: no cover - an unusual session: fall back to a fixed number
-        partitions = 16
-    return 4 * max(1, partitions)
+#: Key groups when apply() is not told: a constant, never derived from the session (a restart
+#: with another ``spark.sql.shuffle.partitions`` must find every key in the group it left it in).
+#: On local[2], 8 to 16 groups ran fastest (benchmarks/run.py: 8 groups 1.5x faster than 64); on
+#: a cluster, pass about 4 x the cores the query should use.
+DEFAULT_KEY_GROUPS = 16
+
+
+def resolve_key_groups(key_groups: Optional[int]) -> int:
+    """The number of key groups: fixed for the life of a checkpoint (its state's fingerprint holds
+    it, and a restart with another number is refused)."""
+    if key_groups is None:
+        return DEFAULT_KEY_GROUPS
+    if isinstance(key_groups, bool) or not isinstance(key_groups, int) or key_groups < 1:
+        raise SparkOperatorError(f"key_groups must be a positive integer, got {key_groups!r}")
+    return key_groups
+
+
+_observed_names: dict[str, int] = {}
+
+
+def observation_name(op: WindowingOptions) -> str:
+    """The name of the operator's counts in ``query.lastProgress.observedMetrics``: its ``name``, or
+    its description numbered by how many operators of this process share it (names must be unique
+    within a query)."""
+    base = f"windowed_operator {op.name}" if op.name else f"windowed_operator {op.label()}"
+    seen = _observed_names.get(base, 0)
+    _observed_names[base] = seen + 1
+    return base if op.name or not seen else f"{base} #{seen + 1}"
+
+
+def observe_drops(out: DataFrame, plan: SparkPlan) -> DataFrame:
+    """Sum the processor's count rows into observed metrics, per micro-batch, then drop them: late
+    elements dropped and bad elements show in the query's progress, late-data output or not."""
+    late, bad = F.col(LATE_COUNT_COLUMN), F.col(BAD_COUNT_COLUMN)
+    observed = out.observe(observation_name(plan.operator),
+                           F.coalesce(F.sum(late), F.lit(0)).alias("late_rows_dropped"),
+                           F.coalesce(F.sum(bad), F.lit(0)).alias("bad_rows"),
+                           F.count(F.when(late.isNull() & F.col("window_start").isNotNull(), 1)).alias("panes"))
+    return observed.where(late.isNull()).drop(*COUNT_COLUMNS)
 
 
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
@@ -140,7 +192,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
 
     The key group is ``pmod(xxhash64(key), key_groups)``: a fixed function of the key, so a
     restarted query finds each key's state where it left it (do not change ``key_groups`` between
-    runs of one checkpoint)."""
+    runs of one checkpoint: the state's fingerprint refuses it)."""
     if key_col is None:
         projected = projected.withColumn(_GROUP_COLUMN, F.lit(0))
     else:
@@ -156,6 +208,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
         out = projected.groupBy(_GROUP_COLUMN).transformWithStateInPandas(
             statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
             outputMode="Append", timeMode=plan.time_mode)
+    out = observe_drops(out, plan)
     columns: list[Column] = []
     if plan.keyed:
         columns.append(F.col("key"))
@@ -173,11 +226,13 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                    value_type: Optional[str] = None, time_mode: str = "auto",
                    clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                    vectorized: bool = True, schema: Union[str, StructType, None] = None,
-                   drop_counter: Any = None, preaggregate: bool = True) -> DataFrame:
+                   drop_counter: Any = None, preaggregate: bool = True,
+                   end_of_input: Optional[str] = None) -> DataFrame:
     """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
 
-    ``key_groups``: how many state values the keys are hashed into (default: 4 x
-    ``spark.sql.shuffle.partitions``, itself fixed per checkpoint; keep it fixed too);
+    ``key_groups``: how many state values the keys are hashed into (default ``DEFAULT_KEY_GROUPS``,
+    whatever the session; fixed for the life of a checkpoint: a restart with another number is
+    refused, like any change the stored state cannot follow, see ``windowed_operator.fingerprint``);
     ``vectorized=False`` forces the element-by-element path (the array path is used when the
     windows are assigned by timestamp and the accumulation has ``fold_array``);
     ``schema`` (DDL or StructType) declares the input's schema so that apply() never analyses the
@@ -186,13 +241,17 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     ``drop_counter`` (``spark.sparkContext.accumulator(0)``) counts the late elements dropped;
     ``preaggregate=False`` hands the stateful operator every row instead of partials folded per
     (key, pane) in the scan stage (``preaggregate.py``; only with the columnar path and no
-    late-data or dead-letter output).
+    late-data or dead-letter output);
+    ``end_of_input`` names a boolean column: a row where it is true ends the input (every window
+    closes, the global one included) and is not data; with ``bounded_disorder`` its event time does
+    not matter, under an upstream watermark it must carry ``END_OF_INPUT`` in the watermarked
+    column.  Without it no row ends the input, and no event time does: times at or after
+    ``END_OF_INPUT`` (2255-03-14) are bad elements, and do not move a bounded-disorder watermark.
 
     Output columns: ``key`` (keyed operators), ``window_start``, ``window_end`` (timestamps),
     ``value`` (typed by the accumulation), ``timing``, ``pane_index``, ``is_first``, ``is_last``,
     ``is_retraction``, ``timestamp``; plus ``record_type``, ``reason``, ``element``,
     ``element_timestamp`` when the operator has a late-data output or dead letters.
-    Rows with event time >= ``END_OF_INPUT`` only move the watermark (to flush a finite input).
     """
     declared = declared_schema(schema)
     require_streaming(df, trusted=declared is not None)
@@ -205,11 +264,15 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
 
     event_ms = _event_time_ms(df, ts_col, shape)
     mode = choose_time_mode(op, time_mode)
-    df = with_operator_watermark(op, df, ts_col, shape)
+    marker = end_of_input_marker(df, end_of_input, columns)
+    df = with_operator_watermark(op, df, ts_col, shape, marker)
     # Casting the event-time column to epoch ms (and dropping the helper) keeps Spark from dropping
     # rows behind its watermark before the operator: lateness is decided in the core.
     has_helper = isinstance(op.watermark, BoundedDisorderWatermark)
-    projected = drop_end_of_input(df.withColumn(ts_col, event_ms), ts_col, has_helper)
+    projected = drop_end_of_input(df.withColumn(ts_col, event_ms), ts_col, has_helper, marker, end_of_input)
+    if end_of_input is not None:
+        shape = StructType([f for f in shape.fields if f.name != end_of_input])
+        columns = [f.name for f in shape.fields]
 
     value_field = op.value if isinstance(op.value, str) else op.accumulation.input_field()
     if value_field is not None and value_field not in columns:
@@ -232,7 +295,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         key_type=shape[key_col].dataType.simpleString() if key_col else None,
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), key_column=key_col, time_column=ts_col, value_column=value_column,
-        vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(df, key_groups),
+        vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(key_groups), state_key=key_col,
         drop_counter=drop_counter,
         integral_columns=(ts_col, *(f.name for f in shape.fields if isinstance(f.dataType, IntegralType))),
         columnar=vectorized and use_arrays and supports_columnar(core_op.window, core_op.accumulation, core_op.trigger,

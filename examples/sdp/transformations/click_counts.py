@@ -6,14 +6,14 @@ StructType: a DDL string would be parsed by the server) and passed to ``apply(sc
 import os
 
 from pyspark import pipelines as dp
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from accumulations import Count
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
 
 CLICKS = StructType([StructField("user", StringType()), StructField("page", StringType()),
-                     StructField("ts", LongType())])
+                     StructField("ts", LongType()), StructField("end_of_input", BooleanType())])
 
 
 @dp.table(comment="Clicks per user and 10-second window, with early firings and retractions")
@@ -25,4 +25,4 @@ def click_counts():
         allowed_lateness=30_000,
         trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=3).with_late_firings_at_every(count=1)
         .accumulating_and_retracting_fired_panes())
-    return op.apply(clicks, schema=CLICKS)
+    return op.apply(clicks, schema=CLICKS, end_of_input="end_of_input")

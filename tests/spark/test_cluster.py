@@ -1,0 +1,226 @@
+"""`windowed-operator run --master spark://...` on a standalone cluster (a master and one worker on
+127.0.0.1, started from the scripts and jars inside the pyspark package) ships the library to the
+executors, and the pipeline's output equals its output in local mode.
+
+The executors' Python must not find the library by itself, or the test proves nothing.  The repository
+is installed editable (a ``.pth`` file in site-packages installs an import hook), so the executors run
+Python through a wrapper that starts it with ``-S`` (no ``site``: no ``.pth`` files, so no hook) and
+site-packages on PYTHONPATH (pyspark, pandas, pyarrow... still import); a probe checks that this Python
+cannot import the library (it could after a non-editable install).  The driver (the CLI, run with the
+repository on its PYTHONPATH) names the wrapper in PYSPARK_PYTHON, which Spark hands to the executors;
+the master and the worker run in a temporary directory with no PYTHONPATH, so nothing else leads an
+executor to the repository.  Without shipping, the run fails with "No module named 'windowed_operator'"
+in the executor's TransformWithStateInPandas worker.
+"""
+import importlib.util
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.request
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from windowed_operator import cli
+from windowed_operator.pipeline import load_pipeline
+from windowed_operator.spark.pipeline_run import run_pipeline
+from windowed_operator.spark.shipping import is_local_master, library_zip, shipping_conf
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = "clickstream_sessions"
+TIMEOUT = 240  # seconds for any one step, generous for a loaded machine; the whole test takes about a minute
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON",
+                                                            "SPARK_CONF_DIR", "MASTER")}
+    return {**env, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1", **extra}
+
+
+def wait_until(check, what: str, logs: list[Path], timeout: float = TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{what} not within {timeout} s; " + "".join(
+        f"\n--- {log.name} ---\n{log.read_text()[-3000:]}" for log in logs if log.exists()))
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """spark://127.0.0.1:PORT with one worker (1 core, 1g), stopped (with its executors) afterwards."""
+    home = spark_home()
+    spark_class = home / "bin" / "spark-class"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java (java on PATH or JAVA_HOME) to run a standalone Spark master and worker")
+    if not spark_class.exists() or not (home / "jars").is_dir():
+        pytest.skip(f"the pyspark package has no {spark_class} or jars/ to start a standalone cluster with")
+    conf_dir = tmp_path / "conf"  # empty: no spark-env.sh or spark-defaults.conf from elsewhere
+    conf_dir.mkdir()
+    env = clean_env(SPARK_CONF_DIR=str(conf_dir))
+    port, ui = free_port(), free_port()
+    logs, processes = [tmp_path / "master.log", tmp_path / "worker.log"], []
+
+    def start(args, log):
+        with open(log, "wb") as out:  # the child keeps its own descriptor
+            processes.append(subprocess.Popen([str(spark_class), *args], cwd=tmp_path, env=env, stdout=out,
+                                              stderr=subprocess.STDOUT, start_new_session=True))
+
+    def alive_workers() -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as response:
+            return json.load(response)["aliveworkers"]
+
+    try:
+        start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+               "--webui-port", str(ui)], logs[0])
+        wait_until(lambda: alive_workers() == 0, "the master's web UI", logs)
+        start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
+               "--port", str(free_port()), "--webui-port", str(free_port()), "--cores", "1", "--memory", "1g",
+               "--work-dir", str(tmp_path / "worker")], logs[1])
+        wait_until(lambda: alive_workers() == 1, "the worker registering with the master", logs)
+        yield f"spark://127.0.0.1:{port}", logs
+    finally:
+        for process in reversed(processes):  # the worker first: it stops its executors
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=10)
+
+
+def isolated_python(directory: Path) -> Path:
+    """A Python for the executors: the same interpreter without ``site`` (so without the editable
+    install's import hook), with site-packages on its path for pyspark, pandas, pyarrow, numpy..."""
+    wrapper = directory / "python-without-site"
+    site_packages = os.pathsep.join(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site_packages}" '
+                       f'exec "{sys.executable}" -S "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def pipeline_file(directory: Path, name: str) -> Path:
+    """The example, its console sink replaced by JSON files (compared row by row below), reading six
+    files a micro-batch (a few batches, not a dozen: each costs seconds on a busy machine)."""
+    spec = yaml.safe_load((REPO / "examples" / "pipelines" / f"{EXAMPLE}.yaml").read_text())
+    spec["checkpoint"] = f"checkpoints/{name}"
+    for source in spec["sources"].values():
+        source["files"]["max_files_per_trigger"] = 6
+    spec["sinks"] = [{"input": spec["sinks"][0]["input"], "files": {"path": f"output/{name}", "format": "json"}}]
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def output_rows(directory: Path) -> Counter:
+    rows = Counter()
+    for part in directory.glob("part-*.json"):
+        rows.update(json.dumps(json.loads(line), sort_keys=True) for line in part.read_text().splitlines() if line)
+    return rows
+
+
+def test_the_library_zip_holds_the_three_packages_and_imports_without_site_packages_hook(tmp_path):
+    zip_path = library_zip(tmp_path)
+    assert library_zip(tmp_path) == zip_path  # same content, same file: reruns reuse it
+    names = zipfile.ZipFile(zip_path).namelist()
+    assert {"windowed_operator/__init__.py", "windowed_operator/spark/shipping.py", "triggers/__init__.py",
+            "accumulations/__init__.py"} <= set(names)
+    assert all(n.endswith(".py") and "__pycache__" not in n for n in names)
+    code = "import windowed_operator, triggers, accumulations; print(windowed_operator.__file__)"
+    result = subprocess.run([str(isolated_python(tmp_path)), "-c", code], cwd=tmp_path, capture_output=True,
+                            text=True, env=clean_env(PYTHONPATH=str(zip_path)))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith(str(zip_path))
+
+
+def test_only_a_cluster_master_ships_the_library():
+    assert is_local_master("local") and is_local_master("local[4]") and is_local_master("local[*, 3]")
+    assert not is_local_master("spark://h:7077") and not is_local_master("local-cluster[2,1,1024]")
+    assert shipping_conf("local[2]") == {} and shipping_conf("local[2]", py_files=[__file__]) == {
+        "spark.submit.pyFiles": __file__}
+    assert shipping_conf("spark://h:7077")["spark.submit.pyFiles"].endswith(".zip")
+
+
+def test_run_refuses_a_conf_without_equals_naming_it(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "pipeline.yaml", "--conf", "spark.executor.memory"])
+    assert exc.value.code == 2
+    assert "--conf: expected KEY=VALUE, got 'spark.executor.memory'" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_run_on_a_standalone_cluster_ships_the_library_and_equals_local_mode(spark, cluster, tmp_path):
+    master, logs = cluster
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    spec = importlib.util.spec_from_file_location("pipeline_examples", REPO / "examples" / "pipelines" / "run.py")
+    examples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(examples)
+    examples.generate(EXAMPLE, 200, root=run_dir)
+
+    python = isolated_python(tmp_path)
+    probe = "import pyspark, pandas, pyarrow, numpy, pydantic, yaml; import windowed_operator"
+    check = subprocess.run([str(python), "-c", probe], cwd=run_dir, env=clean_env(), capture_output=True, text=True)
+    assert "No module named 'windowed_operator'" in check.stderr, (  # else the test below would prove nothing
+        "the executors' Python must see pyspark & co. but not the library: " + check.stderr[-2000:])
+
+    started = time.monotonic()
+    log = tmp_path / "cluster.log"
+    with open(log, "wb") as out:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "windowed_operator.cli", "run", str(pipeline_file(run_dir, "cluster")),
+             "--master", master, "--conf", "spark.executor.memory=768m", "--conf", "spark.ui.enabled=false"],
+            cwd=run_dir, env=clean_env(PYTHONPATH=str(REPO), PYSPARK_PYTHON=str(python), XDG_CACHE_HOME=str(tmp_path)),
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # Meanwhile, local mode in this process's shared session.
+        run_pipeline(load_pipeline(pipeline_file(run_dir, "local")), spark=spark, out=io.StringIO(), poll_seconds=0.5)
+        local_seconds = time.monotonic() - started
+        code = driver.wait(timeout=TIMEOUT)
+        assert code == 0, "the cluster run failed:\n" + log.read_text()[-6000:]
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    cluster_seconds = time.monotonic() - started
+
+    cluster_rows, local_rows = output_rows(run_dir / "output" / "cluster"), output_rows(run_dir / "output" / "local")
+    assert local_rows and sum(local_rows.values()) > 20, "the example produced (almost) no panes"
+    assert cluster_rows == local_rows
+    # The panes were computed on the worker's executor, by a Python that imported the shipped zip.
+    stderr_files = list((tmp_path / "worker").glob("app-*/*/stderr"))
+    assert stderr_files, "no executor ran on the worker"
+    built = list((tmp_path / "windowed-operator").glob("windowed_operator-*.zip"))
+    assert len(built) == 1, built
+    shipped = list((tmp_path / "worker").glob(f"app-*/*/{built[0].name}"))
+    assert shipped, "the library zip did not reach the executor"
+    print(f"local mode {local_seconds:.1f} s, cluster {cluster_seconds:.1f} s (side by side), "
+          f"{sum(local_rows.values())} panes each")
