@@ -124,3 +124,21 @@ def test_dead_letter_json_is_valid_and_keeps_integers():
     element = {"user": "a", "amount": 3.0, "ratio": 2.5, "missing": float("nan"), "inf": float("inf"), "ts": 17}
     assert element_json(element, ("amount", "ts")) == (
         '{"amount": 3, "inf": "inf", "missing": null, "ratio": 2.5, "ts": 17, "user": "a"}')
+
+
+def test_max_future_skew_makes_elements_too_far_ahead_of_processing_time_bad():
+    op = KeyedWindowedOperator(TimeWindows(10), Sum("n"), key="user", timestamp="at", max_future_skew=1_000,
+                               on_bad_element="dead_letter")
+    runner = op.local_runner(processing_time=5_000)
+    runner.add_elements({"user": "a", "n": 1, "at": 6_000}, {"user": "a", "n": 2, "at": 6_001})
+    assert [(d.reason, d.element["at"]) for d in runner.dead_letters] == [(DropReason.INVALID_TIMESTAMP, 6_001)]
+    assert "is 1001 ms ahead of processing time 5000, more than max_future_skew (1000 ms)" in \
+        runner.dead_letters[0].detail
+    runner.advance_processing_time(1)
+    runner.add_elements({"user": "a", "n": 4, "at": 6_001})  # a millisecond later it is in range
+    assert [p.value for p in runner.finish()] == [5]
+
+
+def test_max_future_skew_must_be_positive():
+    with pytest.raises(ValidationError, match="max_future_skew"):
+        KeyedWindowedOperator(TimeWindows(10), Sum("n"), max_future_skew=0)

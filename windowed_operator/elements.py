@@ -17,7 +17,7 @@ from typing import Any, Callable, Hashable, Optional, Union
 import numpy as np
 
 from .panes import DropReason, PaneRecord
-from .time import END_OF_INPUT, MIN_TIMESTAMP, TimestampError, event_time_in_range, to_millis
+from .time import END_OF_INPUT, MIN_TIMESTAMP, TimestampError, event_time_in_range, latest_event_time, to_millis
 from .windows.base import Window
 
 Extractor = Union[str, Callable[[Any], Any], None]
@@ -44,23 +44,28 @@ def is_null(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value) or type(value).__name__ == "NaTType"
 
 
-def rejected_row_error(reader: Any, value_column: Optional[str], record: dict) -> BadElementError:
-    """Why a row an array path set aside (a null key, time or value, or a time out of range) is a
-    bad element: the reader's error, so that every path gives the same reason."""
+def rejected_row_error(reader: Any, value_column: Optional[str], record: dict,
+                       now: Optional[int] = None) -> BadElementError:
+    """Why a row an array path set aside (a null key, time or value, or a time out of range at
+    processing time ``now``) is a bad element: the reader's error, so every path gives the same reason."""
     try:
-        reader.read(record, MIN_TIMESTAMP)
+        reader.read(record, MIN_TIMESTAMP, now)
     except BadElementError as exc:
         return exc
     raise AssertionError(f"the reader accepted a row with a null key, time or value {value_column!r}, or a time "
                          f"out of range: {record!r}")
 
 
-def _in_range(element: Any, ts: int) -> int:
-    if not event_time_in_range(ts):
-        raise BadElementError(DropReason.INVALID_TIMESTAMP, element,
-                              f"event time {ts} is at or after END_OF_INPUT ({END_OF_INPUT}, 2255-03-14), the end "
-                              "of event time here")
-    return ts
+def _in_range(element: Any, ts: int, now: Optional[int], max_future_skew: Optional[int]) -> int:
+    latest = latest_event_time(now, max_future_skew)
+    if event_time_in_range(ts, latest):
+        return ts
+    if ts >= END_OF_INPUT:
+        detail = f"event time {ts} is at or after END_OF_INPUT ({END_OF_INPUT}, 2255-03-14), the end of event time here"
+    else:
+        detail = (f"event time {ts} is {ts - now} ms ahead of processing time {now}, more than max_future_skew "
+                  f"({max_future_skew} ms)")
+    raise BadElementError(DropReason.INVALID_TIMESTAMP, element, detail)
 
 
 def element_json(element: Any, integral_columns: tuple[str, ...] = ()) -> str:
@@ -117,7 +122,8 @@ class ElementReader:
     """Applies an operator's key, timestamp and value extractors to one raw element."""
 
     def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor, value: Extractor,
-                 inherit_windows: bool, payload: Optional[str] = None, value_field: Optional[str] = None) -> None:
+                 inherit_windows: bool, payload: Optional[str] = None, value_field: Optional[str] = None,
+                 max_future_skew: Optional[int] = None) -> None:
         #: A field holding the element proper, when key and time sit beside it (Spark's merge rows).
         self.payload = payload
         self.keyed = keyed
@@ -127,19 +133,22 @@ class ElementReader:
         self.inherit_windows = inherit_windows
         #: The field of the value that the accumulation reads (``Sum("amount")``): must be present and not null.
         self.value_field = value_field
+        #: Elements more than this far ahead of processing time are bad (None: no limit but END_OF_INPUT).
+        self.max_future_skew = max_future_skew
 
-    def read(self, element: Any, default_timestamp: int) -> ReadElement:
+    def read(self, element: Any, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
+        """``now``: the processing time against which ``max_future_skew`` is checked."""
         payload, ts = element, None
         if isinstance(element, TimestampedValue):
             payload = element.value
             try:
-                ts = _in_range(element, to_millis(element.timestamp))
+                ts = _in_range(element, to_millis(element.timestamp), now, self.max_future_skew)
             except TimestampError as exc:
                 raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
         elif isinstance(payload, PaneRecord):
             ts = payload.timestamp
         key, value = self._key_and_value(element, payload)
-        ts = self._timestamp(element, payload, ts, default_timestamp)
+        ts = self._timestamp(element, payload, ts, default_timestamp, now)
         window = self._window(element, payload) if self.inherit_windows else None
         return ReadElement(key, ts, value, window)
 
@@ -187,7 +196,7 @@ class ElementReader:
             _value_field(element, value, self.value_field)
         return key, value
 
-    def _timestamp(self, element: Any, payload: Any, ts: Optional[int], default: int) -> int:
+    def _timestamp(self, element: Any, payload: Any, ts: Optional[int], default: int, now: Optional[int]) -> int:
         if self.timestamp is None:
             return default if ts is None else ts
         if callable(self.timestamp):
@@ -205,7 +214,7 @@ class ElementReader:
             raise BadElementError(DropReason.MISSING_TIMESTAMP, element,
                                   f"timestamp{name} is null ({raw!r}): absent, or not readable as a time by the source")
         try:
-            return _in_range(element, to_millis(raw))
+            return _in_range(element, to_millis(raw), now, self.max_future_skew)
         except TimestampError as exc:
             raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
 

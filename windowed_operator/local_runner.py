@@ -62,7 +62,7 @@ class LocalRunner:
         for elements, reader, observe in parts:
             for element in elements:
                 try:
-                    read = reader.read(element, watermark)
+                    read = reader.read(element, watermark, self.processing_time)
                 except BadElementError as exc:
                     if self.operator.on_bad_element == "raise":
                         raise

@@ -39,8 +39,8 @@ class SidedReader:
         self.side = side
         self.reader = reader
 
-    def read(self, element: Any, default_timestamp: int) -> ReadElement:
-        read = self.reader.read(element, default_timestamp)
+    def read(self, element: Any, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
+        read = self.reader.read(element, default_timestamp, now)
         return ReadElement(read.key, read.timestamp, (self.side, read.value), read.window)
 
 
@@ -71,7 +71,8 @@ class MergeOperatorBase(WindowingOptions):
         return SidedReader(side, ElementReader(
             keyed=self.keyed, key=key if key is not None else self.side_extractor(side, "key"),
             timestamp=timestamp if timestamp is not None else self.side_extractor(side, "timestamp"),
-            value=self.side_extractor(side, "value"), inherit_windows=self.window is None, payload=payload))
+            value=self.side_extractor(side, "value"), inherit_windows=self.window is None, payload=payload,
+            max_future_skew=self.max_future_skew))
 
     def local_runner(self, processing_time: Any = 0) -> "MergeRunner":
         from .merge_runner import MergeRunner

@@ -49,6 +49,9 @@ class WindowingOptions(Config):
     timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW
     late_data_output: bool = Field(default=False, description="send dropped late elements to the late-data output")
     on_bad_element: Literal["raise", "dead_letter"] = "raise"
+    max_future_skew: Optional[Duration] = Field(
+        default=None, gt=0, description="ms an element's event time may be ahead of processing time; later ones are "
+                                        "bad elements (invalid_timestamp) and move no bounded-disorder watermark")
     name: Optional[str] = None
 
     @field_validator("trigger", mode="before")
@@ -113,7 +116,7 @@ class OperatorBase(WindowingOptions):
     def build_reader(self) -> ElementReader:
         return ElementReader(keyed=self.keyed, key=getattr(self, "key", None), timestamp=self.timestamp,
                              value=self.value, inherit_windows=self.window is None,
-                             value_field=self.accumulation.input_field())
+                             value_field=self.accumulation.input_field(), max_future_skew=self.max_future_skew)
 
     # -- running ------------------------------------------------------------------------------
     def local_runner(self, processing_time: Any = 0) -> "LocalRunner":

@@ -8,7 +8,7 @@ keeps them representable as Spark ``TimestampType`` values.
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Optional
 
 MIN_TIMESTAMP: int = -9_223_372_036_854_775
 MAX_TIMESTAMP: int = 9_223_372_036_854_775
@@ -85,7 +85,15 @@ MAX_END_OF_INPUT_DELAY = 366 * 86_400_000
 END_OF_INPUT_WATERMARK = END_OF_INPUT - MAX_END_OF_INPUT_DELAY
 
 
-def event_time_in_range(ts: Any) -> Any:
-    """Whether an element's event time (int ms, or an int64 array) is one this library handles:
-    before ``END_OF_INPUT``.  The rule for every path; later times are bad elements."""
-    return ts < END_OF_INPUT
+def latest_event_time(now: Optional[int] = None, max_future_skew: Optional[int] = None) -> int:
+    """The latest event time an element may have: before ``END_OF_INPUT``, and, when the operator
+    sets ``max_future_skew``, at most that far ahead of processing time ``now``."""
+    if now is None or max_future_skew is None:
+        return END_OF_INPUT - 1
+    return min(END_OF_INPUT - 1, now + max_future_skew)
+
+
+def event_time_in_range(ts: Any, latest: int = END_OF_INPUT - 1) -> Any:
+    """Whether an element's event time (int ms, or an int64 array) is one this library handles (see
+    ``latest_event_time``).  The rule for every path; later times are bad elements."""
+    return ts <= latest

@@ -105,3 +105,22 @@ def test_late_drops_and_bad_rows_are_in_the_querys_observed_metrics(spark, tmp_p
     panes = sum(m["panes"] for m in metrics if m)
     assert late == 2 and panes == 2
     assert spark.sql(f"select count(*) as n from observed_{path}").collect()[0]["n"] == 2
+
+
+@pytest.mark.parametrize("path", ["element", "columnar"])
+def test_rows_beyond_max_future_skew_are_dead_letters_and_move_no_watermark(spark, tmp_path, path):
+    """Checked against the batch's time (Spark's current_timestamp): a row two days ahead of the wall
+    clock is a dead letter; the rows after it are still on time."""
+    import time
+
+    options, trigger = PATHS[path]
+    ahead = int(time.time() * 1000) + 2 * 86_400_000
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}],
+               [{"user": "a", "amount": 100, "ts": ahead}, {"user": "b", "amount": 7, "ts": BASE + 1_500}],
+               [{"user": "a", "amount": 3, "ts": BASE + 3_000}]]
+    op = _op(trigger, on_bad_element="dead_letter", max_future_skew=86_400_000)
+    rows = [r for b in run_spark(spark, op, batches, tmp_path, **options).values() for r in b]
+    assert sorted((r["key"], r["value"], r["timing"]) for r in rows if r["record_type"] == "pane") == [
+        ("a", 4, "ON_TIME"), ("b", 7, "ON_TIME")]
+    dead = [r for r in rows if r["record_type"] == "dead_letter"]
+    assert [(d["reason"], json.loads(d["element"])["ts"]) for d in dead] == [("invalid_timestamp", ahead)]

@@ -303,6 +303,7 @@ class OperatorSpec(Spec):
     watermark: WatermarkSpec = Field(default_factory=lambda: WatermarkSpec(bounded_disorder=0))
     late_data_output: bool = False
     on_bad_element: Literal["raise", "dead_letter"] = "raise"
+    max_future_skew: Optional[Duration] = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _inputs(self) -> "OperatorSpec":
@@ -328,7 +329,7 @@ class OperatorSpec(Spec):
             window=self.window.build() if self.window else None, accumulation=self.accumulation.build(),
             trigger=self.trigger, allowed_lateness=self.allowed_lateness, watermark=self.watermark.build(),
             timestamp=self.timestamp, value=self.value, late_data_output=self.late_data_output,
-            on_bad_element=self.on_bad_element, name=self.name)
+            on_bad_element=self.on_bad_element, max_future_skew=self.max_future_skew, name=self.name)
         keyed = self.key is not None or self.left_options.key is not None
         if self.input is not None:
             cls = KeyedWindowedOperator if keyed else WindowedOperator

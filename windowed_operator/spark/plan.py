@@ -41,8 +41,8 @@ class SideDispatchReader:
     def __init__(self, readers: dict[str, Any]) -> None:
         self.readers = readers
 
-    def read(self, record: dict, default_timestamp: int) -> ReadElement:
-        return self.readers[record[SIDE_COLUMN]].read(record, default_timestamp)
+    def read(self, record: dict, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
+        return self.readers[record[SIDE_COLUMN]].read(record, default_timestamp, now)
 
 
 @dataclass(frozen=True)

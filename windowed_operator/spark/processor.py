@@ -28,7 +28,8 @@ from ..columnar import ColumnarCore, PaneTable, Panes
 from ..panes import DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState
-from ..time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range
+from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
+                    latest_event_time)
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark
 from .plan import SparkPlan
@@ -63,6 +64,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.core = self.plan.operator.build_core()
         self.reader = self.plan.record_reader()
+        self.now: Optional[int] = None  # the batch's processing time, set per call
         self.columnar = None
         self.fingerprint = state_fingerprint(
             self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
@@ -98,7 +100,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         states, meta = self._load()
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
-        spark_now = timer_values.getCurrentProcessingTimeInMs()
+        spark_now = self.now = timer_values.getCurrentProcessingTimeInMs()
         processing_time = self.plan.clock.now(spark_now)
         watermark = self._watermark(timer_values, meta, processing_time)
         emission = Emission()
@@ -134,7 +136,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         table, meta = self._load()
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
-        spark_now = timer_values.getCurrentProcessingTimeInMs()
+        spark_now = self.now = timer_values.getCurrentProcessingTimeInMs()
         watermark = self._watermark(timer_values, meta, plan.clock.now(spark_now))
         panes, dropped, bad = Panes(), [], []
         if frame is None or not len(frame):
@@ -198,17 +200,19 @@ class WindowedStatefulProcessor(StatefulProcessor):
                                               panes)
 
     def _clean(self, frame: pd.DataFrame) -> np.ndarray:
-        """Rows the array paths take: a key, a time in range and a value (the rest go to the reader)."""
+        """Rows the array paths take: a key, a time in range and a value (the rest go to the reader).
+        Times are checked against the batch's own time (``now``), as the watermark helper column is."""
         plan = self.plan
         needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
         clean = frame[needed].notna().all(axis=1).to_numpy()
         times = frame[plan.time_column].to_numpy()
-        clean[clean] = event_time_in_range(times[clean].astype(np.int64))
+        latest = latest_event_time(self.now, plan.operator.max_future_skew)
+        clean[clean] = event_time_in_range(times[clean].astype(np.int64), latest)
         return clean
 
     def _reject(self, record: dict, watermark: int, bad: list) -> None:
         record.pop(GROUP_COLUMN, None)
-        error = rejected_row_error(self.reader, self.plan.value_column, record)
+        error = rejected_row_error(self.reader, self.plan.value_column, record, self.now)
         if self.plan.operator.on_bad_element == "raise":
             raise error
         key = record.get(self.plan.key_column) if self.plan.key_column else None
@@ -258,7 +262,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         for record in frame.to_dict("records"):
             record.pop(GROUP_COLUMN, None)
             try:
-                read = self.reader.read(record, MIN_TIMESTAMP)
+                read = self.reader.read(record, MIN_TIMESTAMP, self.now)
             except BadElementError as exc:
                 if self.plan.operator.on_bad_element == "raise":
                     raise

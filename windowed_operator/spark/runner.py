@@ -108,13 +108,17 @@ def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str, sc
 
     The helper holds each row's event time, except that an end-of-input marker row holds
     ``END_OF_INPUT`` and a row at or after it holds null: such a row is a bad element (the
-    processor rejects it), and it must not move the watermark to the end of time."""
+    processor rejects it), and it must not move the watermark to the end of time; so does a row more
+    than ``max_future_skew`` ahead of the batch's time."""
     if marker is not None and isinstance(op.watermark, FixedLagWatermark):
         raise SparkOperatorError("end_of_input needs an event-time watermark (bounded_disorder or upstream): a "
                                  "fixed-lag watermark follows processing time, which no marker row can move")
     if isinstance(op.watermark, BoundedDisorderWatermark):
         event_ms = _event_time_ms(df, ts_col, schema)
-        helper = F.when(event_ms < F.lit(END_OF_INPUT), F.timestamp_millis(event_ms))
+        in_range = event_ms < F.lit(END_OF_INPUT)
+        if op.max_future_skew is not None:  # checked against the batch's time, as the processor does
+            in_range = in_range & (event_ms <= F.unix_millis(F.current_timestamp()) + F.lit(op.max_future_skew))
+        helper = F.when(in_range, F.timestamp_millis(event_ms))
         if marker is not None:
             helper = F.when(marker, F.timestamp_millis(F.lit(END_OF_INPUT))).otherwise(helper)
         return df.withColumn(_WATERMARK_HELPER, helper).withWatermark(
@@ -301,7 +305,9 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         columnar=vectorized and use_arrays and supports_columnar(core_op.window, core_op.accumulation, core_op.trigger,
                                                                  core_op.timestamp_combiner))
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
-    if preaggregate and plan.columnar and not plan.side_outputs and preaggregable(plan.key_type, value_spark_type):
+    # (pre-aggregation runs in the scan stage, which has no batch time to check max_future_skew against)
+    if (preaggregate and plan.columnar and not plan.side_outputs and core_op.max_future_skew is None
+            and preaggregable(plan.key_type, value_spark_type)):
         folding = PreAggregation(layout=core_op.window.pane_layout(), form=columnar_form(core_op.core_accumulation()),
                                  key_column=key_col, time_column=ts_col, value_column=value_column,
                                  key_type=plan.key_type, value_type=value_spark_type, reader=plan.record_reader())
