@@ -66,7 +66,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.local:
             from .pipeline.local_run import run_pipeline_locally
 
-            run_pipeline_locally(pipeline)
+            try:
+                run_pipeline_locally(pipeline)
+            except (FileNotFoundError, ValueError) as exc:  # bad elements and missing data: one line, not a traceback
+                print(f"{args.file}: {exc}", file=sys.stderr)
+                return 1
             return 0
         import os
 

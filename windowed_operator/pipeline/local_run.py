@@ -34,7 +34,8 @@ def source_batches(spec: SourceSpec) -> list[list[dict]]:
         suffix = {"json": "*.json", "csv": "*.csv", "parquet": "*.parquet"}[spec.files.format]
         files = sorted(Path(spec.files.path).glob(suffix))
         if not files:
-            raise FileNotFoundError(f"source path {spec.files.path!r} has no {suffix} files")
+            raise FileNotFoundError(f"source path {spec.files.path!r} has no {suffix} files (the examples' data is "
+                                    "written by examples/pipelines/run.py NAME)")
         return [_read_file(f, spec.files.format) for f in files]
     if spec.memory is not None:
         rows, size = spec.memory.rows, spec.memory.rows_per_batch

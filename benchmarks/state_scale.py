@@ -1,0 +1,227 @@
+"""Does a micro-batch cost follow the batch, or the state held?  Ours against native Spark.
+
+    python benchmarks/state_scale.py                              # 10K, 100K, 1M keys; 3 runs each (long)
+    python benchmarks/state_scale.py --keys 10000,100000 --runs 1 # a quick look
+
+For each number of keys K: batch 0 gives every key state (one row per key), then ``--batches``
+micro-batches of ``--rows`` rows on random keys, with event time advancing 1 s per batch inside the
+first hour, so that nothing fires: a steady batch only adds to state.  Cases (ours, then native
+Spark on the same files):
+- ``sessions``: session windows, gap 30 min, Count, default trigger (native: ``session_window``);
+- ``tumbling``: tumbling 1 h, Sum, default trigger (native: ``window``);
+- ``hopping-early``: hopping 1 h every 10 min, Sum, early firings every 100 elements, accumulating
+  and retracting (native cannot fire early: its plain hopping sum is the reference point).
+Per run: the median and spread of the steady batches' ``triggerExecution`` time (batches 2 and on),
+the checkpoint bytes each steady batch wrote (RocksDB changelog checkpointing on: the files of that
+state version), and the peak resident memory of the Python workers.  Runs are interleaved (native,
+ours, native, ours, ...) after a warm-up; ratios are taken within this one run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import pandas as pd
+
+BASE = 1_767_225_600_000  # 2026-01-01T00:00:00Z, aligned to the hour
+DELAY_MS = 60_000
+CASES = ("sessions", "tumbling", "hopping-early")
+
+
+# -- data ---------------------------------------------------------------------------------------------
+def write_data(directory: Path, keys: int, batches: int, rows: int, seed: int = 3) -> None:
+    """File 0: one row per key; files 1..batches: ``rows`` rows on random keys, 1 s later each."""
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True)
+    names = np.array([f"k{i:07d}" for i in range(keys)], dtype=object)
+    frames = [pd.DataFrame({"key": names, "amount": np.ones(keys, dtype=np.int64),
+                            "ts_ms": BASE + rng.integers(0, 1_000, keys)})]
+    for b in range(1, batches + 1):
+        chosen = rng.integers(0, keys, rows)
+        frames.append(pd.DataFrame({"key": names[chosen], "amount": rng.integers(1, 100, rows).astype(np.int64),
+                                    "ts_ms": BASE + 1_000 * b + rng.integers(0, 1_000, rows)}))
+    for i, frame in enumerate(frames):
+        path = directory / f"part-{i:04d}.parquet"
+        frame.assign(ts=pd.to_datetime(frame.ts_ms, unit="ms", utc=True)).to_parquet(
+            path, index=False, coerce_timestamps="us", allow_truncated_timestamps=True)
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+
+
+def source(spark: Any, data: Path) -> Any:
+    return (spark.readStream.schema("key string, amount bigint, ts_ms bigint, ts timestamp")
+            .option("maxFilesPerTrigger", 1).parquet(str(data)))
+
+
+# -- the two sides ------------------------------------------------------------------------------------
+def native_query(spark: Any, data: Path, case: str) -> Any:
+    from pyspark.sql import functions as F
+
+    df = source(spark, data).withWatermark("ts", f"{DELAY_MS} milliseconds")
+    if case == "sessions":
+        return df.groupBy(F.session_window("ts", "30 minutes"), "key").agg(F.count("*").alias("n"))
+    if case == "tumbling":
+        return df.groupBy(F.window("ts", "1 hour"), "key").agg(F.sum("amount").alias("amount"))
+    return df.groupBy(F.window("ts", "1 hour", "10 minutes"), "key").agg(F.sum("amount").alias("amount"))
+
+
+def our_query(spark: Any, data: Path, case: str) -> Any:
+    from accumulations import Count, Sum
+    from triggers import TriggerOption
+    from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
+
+    common = dict(key="key", timestamp="ts_ms", watermark=bounded_disorder(DELAY_MS))
+    if case == "sessions":
+        op = KeyedWindowedOperator(SessionWindows(1_800_000), Count(), **common)
+    elif case == "tumbling":
+        op = KeyedWindowedOperator(TimeWindows(3_600_000), Sum("amount"), **common)
+    else:
+        trigger = (TriggerOption.at_watermark().with_early_firings_at_every(count=100)
+                   .accumulating_and_retracting_fired_panes())
+        op = KeyedWindowedOperator(TimeWindows(3_600_000).slide_by(600_000), Sum("amount"), trigger=trigger,
+                                   **common)
+    return op.apply(source(spark, data).drop("ts"))
+
+
+# -- measuring ----------------------------------------------------------------------------------------
+class WorkerMemory:
+    """Peak resident memory of this machine's Python worker processes (not the driver), polled."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval, self.peak, self._stop = interval, 0, threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> "WorkerMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                if int(pid) == me:
+                    continue
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    if b"python" not in cmdline or b"pyspark" not in cmdline and b"daemon" not in cmdline:
+                        continue
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                found = re.search(r"VmRSS:\s+(\d+) kB", status)
+                if found:
+                    self.peak = max(self.peak, int(found.group(1)) * 1024)
+            time.sleep(self.interval)
+
+
+def changelog_bytes(checkpoint: Path) -> dict[int, int]:
+    """Bytes of state files per state version (a version is a batch id + 1), over all operators."""
+    sizes: dict[int, int] = {}
+    for path in (checkpoint / "state").rglob("*"):
+        found = re.fullmatch(r"(\d+)\.(changelog|zip)", path.name)
+        if found and path.is_file():
+            version = int(found.group(1))
+            sizes[version] = sizes.get(version, 0) + path.stat().st_size
+    return sizes
+
+
+def run_once(spark: Any, make: Callable[[], Any], work: Path, name: str) -> dict[str, Any]:
+    checkpoint = work / f"ckpt-{name}-{time.monotonic_ns()}"
+    with WorkerMemory() as memory:
+        query = (make().writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+    progress = [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
+    data_batches = [p for p in progress if p.get("numInputRows", 0) > 0]
+    steady = [p["durationMs"]["triggerExecution"] / 1000 for p in data_batches[2:]]
+    versions = changelog_bytes(checkpoint)
+    steady_bytes = [versions.get(p["batchId"] + 1, 0) for p in data_batches[2:]]
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return {"first_s": data_batches[0]["durationMs"]["triggerExecution"] / 1000 if data_batches else None,
+            "steady_s": steady, "steady_bytes": steady_bytes, "worker_peak_bytes": memory.peak}
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
+    batch = [statistics.median(r["steady_s"]) for r in runs if r["steady_s"]]
+    written = [statistics.median(r["steady_bytes"]) for r in runs if r["steady_bytes"]]
+    return {"median_s": statistics.median(batch), "min_s": min(batch), "max_s": max(batch),
+            "bytes": statistics.median(written) if written else 0.0,
+            "peak_mb": max(r["worker_peak_bytes"] for r in runs) / 1e6}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", default="10000,100000,1000000", help="comma-separated key counts")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated: {', '.join(CASES)}")
+    parser.add_argument("--batches", type=int, default=6, help="steady batches after the state-loading one")
+    parser.add_argument("--rows", type=int, default=20_000, help="rows per steady batch")
+    parser.add_argument("--runs", type=int, default=3, help="runs per side, interleaved native/ours")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    key_counts = [int(k) for k in args.keys.split(",")]
+    cases = [c for c in args.cases.split(",") if c]
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        parser.error(f"unknown case(s) {unknown}; choose from {list(CASES)}")
+
+    from windowed_operator.spark import local_session
+
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; local[2], "
+          f"2 shuffle partitions, RocksDB with changelog checkpointing; {args.batches} batches of {args.rows:,} rows "
+          f"after one row per key; {args.runs} interleaved runs per side", flush=True)
+    spark = local_session(app_name="windowed-operator-state-scale", shuffle_partitions=2, extra_conf={
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"})
+    work = Path(tempfile.mkdtemp(prefix="wo-state-scale-"))
+    warm = work / "warm"
+    write_data(warm, 200, 3, 200)
+    for case in cases:  # JVM code generation and Python worker start-up stay out of the figures
+        run_once(spark, lambda: native_query(spark, warm, case), work, "warm")
+        run_once(spark, lambda: our_query(spark, warm, case), work, "warm")
+    results: dict[str, Any] = {}
+    print(f"\n{'case':<15}{'keys':>10}{'native s/batch':>24}{'ours s/batch':>24}{'ours/native':>13}"
+          f"{'native B/batch':>16}{'ours B/batch':>14}{'worker MB':>11}", flush=True)
+    for keys in key_counts:
+        data = work / f"data-{keys}"
+        write_data(data, keys, args.batches, args.rows)
+        for case in cases:
+            runs: dict[str, list] = {"native": [], "ours": []}
+            for _ in range(args.runs):
+                runs["native"].append(run_once(spark, lambda: native_query(spark, data, case), work, "native"))
+                runs["ours"].append(run_once(spark, lambda: our_query(spark, data, case), work, "ours"))
+            native, ours = summary(runs["native"]), summary(runs["ours"])
+            results[f"{case}/{keys}"] = {"native": native, "ours": ours, "runs": runs}
+            print(f"{case:<15}{keys:>10,}"
+                  f"{native['median_s']:>10.2f} ({native['min_s']:.2f}-{native['max_s']:.2f})"
+                  f"{ours['median_s']:>10.2f} ({ours['min_s']:.2f}-{ours['max_s']:.2f})"
+                  f"{ours['median_s'] / native['median_s']:>12.2f}x"
+                  f"{native['bytes']:>16,.0f}{ours['bytes']:>14,.0f}{ours['peak_mb']:>11.0f}", flush=True)
+        shutil.rmtree(data, ignore_errors=True)
+    print("\ngrowth of the median steady batch from the fewest to the most keys:")
+    for case in cases:
+        first, last = results[f"{case}/{key_counts[0]}"], results[f"{case}/{key_counts[-1]}"]
+        print(f"  {case:<15} native {last['native']['median_s'] / first['native']['median_s']:.2f}x, "
+              f"ours {last['ours']['median_s'] / first['ours']['median_s']:.2f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    shutil.rmtree(work, ignore_errors=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Per-key state as data: what the codec stores is JSON, and a core continued from decoded state
+gives exactly the panes it gives from the state it kept."""
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accumulations import Count, Mean, Sum, ToList, TopN
+from triggers import AfterCount, Repeatedly, TriggerOption
+from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows,
+                               SlidingWindows, TimeWindows)
+from windowed_operator.state import KeyState
+from windowed_operator.state_codec import KeyStateCodec, StateEncodingError
+
+from helpers import near_boundaries
+
+EARLY_LATE = (TriggerOption.at_watermark().with_early_firings_at_every(count=2).with_late_firings_at_every(count=1))
+OPERATORS = {
+    "sessions retracting mean": KeyedWindowedOperator(
+        SessionWindows(10), Mean(), trigger=EARLY_LATE.accumulating_and_retracting_fired_panes(), allowed_lateness=15),
+    "hopping to_list": KeyedWindowedOperator(TimeWindows(10).slide_by(5), ToList(), trigger=EARLY_LATE,
+                                             allowed_lateness=5),
+    "tumbling top_n processing time": KeyedWindowedOperator(
+        TimeWindows(10), TopN(2), trigger=TriggerOption.at_watermark().with_early_firings_at_every(4)),
+    "tumbling late firings by processing time": KeyedWindowedOperator(
+        TimeWindows(10), Sum(), trigger=TriggerOption.at_watermark().with_late_firings_at_every(50),
+        allowed_lateness=10),
+    "per-record sliding sum": KeyedWindowedOperator(SlidingWindows(9), Sum(), allowed_lateness=7),
+    "cumulative count": KeyedWindowedOperator(CumulativeWindows(30, 10), Count()),
+    "global count repeatedly": KeyedWindowedOperator(GlobalWindow(), Count(),
+                                                     trigger=TriggerOption.of(Repeatedly(AfterCount(3)))),
+}
+
+step = st.tuples(st.lists(near_boundaries(0, 60), max_size=4), st.integers(0, 8), st.integers(0, 3))
+
+
+def _run(core, state, steps, clock):
+    """Steps of (element times, watermark step, processing-time step) for one key."""
+    outputs, watermark, now = [], clock[0], clock[1]
+    for times, wm_step, pt_step in steps:
+        watermark += wm_step
+        now += pt_step
+        elements = sorted((t, t % 7 + 1, None) for t in times)
+        emission = core.process_batch("k", state, elements, watermark, now)
+        outputs += emission.outputs
+    return outputs, (watermark, now)
+
+
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+@settings(max_examples=40, deadline=None)
+@given(first=st.lists(step, max_size=6), second=st.lists(step, max_size=6))
+def test_a_core_continues_from_decoded_state_as_from_its_own(name, first, second):
+    op = OPERATORS[name]
+    core, codec = op.build_core(), KeyStateCodec()
+    state = KeyState()
+    _, clock = _run(core, state, first, (-5, 0))
+    text = codec.encode(state)
+    json.loads(text)  # plain JSON
+    restored = codec.decode(text)
+    assert codec.encode(restored) == text
+    kept, _ = _run(core, state, second, clock)
+    continued, _ = _run(op.build_core(), restored, second, clock)
+    assert continued == kept
+
+
+@pytest.mark.parametrize("value", [
+    0, -2 ** 70, 1.5, float("nan"), float("inf"), "s", None, True, (1, "a"), [1, (2, 3)], {"a": 1, 2: (3,)},
+    {(1, 2): [3]}, {1, 2}, b"\x00\xff", dt.datetime(2026, 1, 1, 12, tzinfo=dt.timezone.utc), dt.date(1969, 7, 20),
+    Decimal("1.10"), [], (), {},
+])
+def test_values_keep_their_types(value):
+    codec = KeyStateCodec()
+    back = codec.read_value(json.loads(json.dumps(codec.value(value))))
+    if isinstance(value, float) and value != value:
+        assert back != back
+    else:
+        assert back == value and type(back) is type(value)
+
+
+class Opaque:
+    pass
+
+
+def test_a_value_of_another_type_is_refused_naming_it_unless_pickle_is_allowed():
+    with pytest.raises(StateEncodingError, match=r"test_state_codec.Opaque .* state_encoding='pickle'"):
+        KeyStateCodec().value(Opaque())
+    pickled = KeyStateCodec(allow_pickle=True).value([Opaque()])
+    assert pickled[1][0][0] == "p"
+    with pytest.raises(StateEncodingError, match="reading it runs code"):
+        KeyStateCodec().read_value(pickled)
+    assert isinstance(KeyStateCodec(allow_pickle=True).read_value(pickled)[0], Opaque)
