@@ -1,0 +1,137 @@
+"""A key group's state, read and written key by key: what a micro-batch touches, nothing more.
+
+A runner groups keys into a few *key groups* (one call of user code per group and batch).  Inside a
+group every key's state is its own stored record (``GroupStore.get_key``), read only when the batch
+has rows for the key or the due index (``due_index``) says it has work due, and written only when it
+changed.  The group's own small record holds the bookkeeping: the fingerprint of the operator that
+wrote the state (checked on load, ``fingerprint``), the watermark last applied, the runner's timer,
+and the due indexes' bucket lists.  So the calls a batch makes follow the keys it touches and the keys
+due, never the keys held, and a worker never holds more than those keys' state.
+
+Stored records are data (``state_codec``): a key's record is ``{"state": <KeyState JSON>, "due":
+[event-time due, processing-time due]}``, the due times under which the index holds the key.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Iterator, Optional, Protocol
+
+from .due_index import DueIndex, Entry
+from .fingerprint import check_restart
+from .state import KeyState
+from .state_codec import KeyStateCodec
+
+EVENT, PROCESSING = "event", "processing"
+
+
+class GroupStore(Protocol):
+    """Where one key group's records live (Spark: a ValueState and two MapStates)."""
+
+    def get_meta(self) -> Optional[str]: ...
+
+    def put_meta(self, text: str) -> None: ...
+
+    def get_key(self, key: Hashable) -> Optional[str]: ...
+
+    def put_key(self, key: Hashable, text: str) -> None: ...
+
+    def remove_key(self, key: Hashable) -> None: ...
+
+    def get_part(self, domain: str, bucket: int, part: int) -> list[Entry]: ...
+
+    def put_part(self, domain: str, bucket: int, part: int, entries: list[Entry]) -> None: ...
+
+    def remove_part(self, domain: str, bucket: int, part: int) -> None: ...
+
+
+@dataclass
+class _Loaded:
+    state: KeyState
+    due: list[Optional[int]]  # [event, processing]: the due times the index holds the key under
+    existed: bool
+    changed: bool = False
+
+
+@dataclass
+class GroupState:
+    store: GroupStore
+    codec: KeyStateCodec
+    fingerprint: dict[str, str]
+    label: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    loaded: dict[Hashable, _Loaded] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        text = self.store.get_meta()
+        self.meta = json.loads(text) if text is not None else {}
+        check_restart(self.meta.get("fingerprint"), self.fingerprint, self.label)
+        self.indexes = {domain: DueIndex.from_record(domain, self.store, self.meta.get(f"{domain}_index"))
+                        for domain in (EVENT, PROCESSING)}
+
+    # -- keys -------------------------------------------------------------------------------------
+    def key(self, key: Hashable) -> KeyState:
+        """The key's state, read from the store the first time the batch asks (new: empty)."""
+        entry = self.loaded.get(key)
+        if entry is None:
+            text = self.store.get_key(key)
+            if text is None:
+                entry = _Loaded(KeyState(), [None, None], existed=False)
+            else:
+                record = json.loads(text)
+                entry = _Loaded(self.codec.decode(record["state"]), record["due"], existed=True)
+            self.loaded[key] = entry
+        return entry.state
+
+    def touch(self, key: Hashable) -> KeyState:
+        """The key's state, to be changed by this batch (so written back)."""
+        state = self.key(key)
+        self.loaded[key].changed = True
+        return state
+
+    def due_keys(self, watermark: int, processing_time: Optional[int]) -> Iterator[Hashable]:
+        """Keys the indexes hold as due (maybe stale: their state says whether they really are);
+        their index entries are taken out, so ``commit`` enters them again if work remains."""
+        taken = self.indexes[EVENT].take_due(watermark)
+        if processing_time is not None:
+            taken |= self.indexes[PROCESSING].take_due(processing_time)
+        for key in taken:
+            self.key(key)
+            entry = self.loaded[key]
+            if entry.due[0] is not None and entry.due[0] <= watermark:
+                entry.due[0] = None  # its entry was taken
+            if processing_time is not None and entry.due[1] is not None and entry.due[1] <= processing_time:
+                entry.due[1] = None
+            yield key
+
+    # -- writing back -----------------------------------------------------------------------------
+    def commit(self, next_due: Callable[[KeyState], tuple[Optional[int], Optional[int]]],
+               **bookkeeping: Any) -> None:
+        """Write every key whose state or index entry changed (remove those left empty), enter keys
+        with new due times, and save the group's record (kept: it is small, and keys without any
+        due time may still hold state)."""
+        for key, entry in self.loaded.items():
+            if entry.state.is_empty():
+                if entry.existed:
+                    self.store.remove_key(key)
+                continue
+            due = list(next_due(entry.state))
+            moved = False
+            for i, domain in enumerate((EVENT, PROCESSING)):
+                if due[i] is not None and due[i] != entry.due[i]:
+                    self.indexes[domain].enter(key, due[i])
+                    entry.due[i] = due[i]
+                    moved = True
+            if entry.changed or moved or not entry.existed:
+                record = {"state": self.codec.encode(entry.state), "due": entry.due}
+                self.store.put_key(key, json.dumps(record, separators=(",", ":")))
+        for index in self.indexes.values():
+            index.flush()
+        self.meta.update(bookkeeping)
+        self.meta["fingerprint"] = self.fingerprint
+        for domain, index in self.indexes.items():
+            self.meta[f"{domain}_index"] = index.to_record()
+        self.store.put_meta(json.dumps(self.meta, separators=(",", ":")))
+
+    def next_event_time(self) -> Optional[int]:
+        return self.indexes[EVENT].earliest()
