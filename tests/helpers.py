@@ -1,6 +1,9 @@
 """Small helpers that make expected outputs readable in tests."""
 from __future__ import annotations
 
+import json
+from collections import Counter
+
 from windowed_operator.panes import PaneRecord
 
 
@@ -26,3 +29,44 @@ def near_boundaries(lo: int, hi: int, periods=(4, 5, 6, 9, 10), offsets=(0, 2), 
                          st.sampled_from(periods), st.sampled_from(offsets), st.sampled_from(lateness),
                          st.sampled_from([-1, 0, 1]))
     return st.one_of(st.integers(lo, hi), boundary.filter(lambda t: lo <= t <= hi))
+
+
+class MemoryStore:
+    """The Spark states of one key group, as dicts, counting every call."""
+
+    def __init__(self) -> None:
+        self.meta, self.keys, self.parts = None, {}, {}
+        self.calls: Counter = Counter()
+
+    def get_meta(self):
+        self.calls["get_meta"] += 1
+        return self.meta
+
+    def put_meta(self, text):
+        self.calls["put_meta"] += 1
+        self.meta = text
+
+    def get_key(self, key):
+        self.calls["get_key"] += 1
+        return self.keys.get(key)
+
+    def put_key(self, key, text):
+        self.calls["put_key"] += 1
+        json.loads(text)
+        self.keys[key] = text
+
+    def remove_key(self, key):
+        self.calls["remove_key"] += 1
+        del self.keys[key]
+
+    def get_part(self, domain, bucket, part):
+        self.calls["get_part"] += 1
+        return list(self.parts.get((domain, bucket, part), []))
+
+    def put_part(self, domain, bucket, part, entries):
+        self.calls["put_part"] += 1
+        self.parts[(domain, bucket, part)] = list(entries)
+
+    def remove_part(self, domain, bucket, part):
+        self.calls["remove_part"] += 1
+        del self.parts[(domain, bucket, part)]

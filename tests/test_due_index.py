@@ -6,25 +6,7 @@ from hypothesis import strategies as st
 
 from windowed_operator.due_index import DueIndex
 
-
-class CountingStore:
-    """A dict of parts that counts every call, as the Spark MapState would be called."""
-
-    def __init__(self) -> None:
-        self.parts: dict = {}
-        self.calls: Counter = Counter()
-
-    def get_part(self, domain, bucket, part):
-        self.calls["get"] += 1
-        return list(self.parts.get((domain, bucket, part), []))
-
-    def put_part(self, domain, bucket, part, entries):
-        self.calls["put"] += 1
-        self.parts[(domain, bucket, part)] = list(entries)
-
-    def remove_part(self, domain, bucket, part):
-        self.calls["remove"] += 1
-        del self.parts[(domain, bucket, part)]
+from helpers import MemoryStore
 
 
 operations = st.lists(st.one_of(
@@ -36,7 +18,7 @@ operations = st.lists(st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(operations)
 def test_the_index_returns_exactly_the_keys_with_an_entry_due(ops):
-    store = CountingStore()
+    store = MemoryStore()
     index = DueIndex("event", store, bucket_ms=20, part_size=3)
     model: list[tuple[int, int]] = []
     for op, arg in ops:
@@ -58,7 +40,7 @@ def test_the_index_returns_exactly_the_keys_with_an_entry_due(ops):
 
 
 def test_entering_and_taking_cost_follows_the_keys_touched_and_due_not_the_keys_held():
-    store = CountingStore()
+    store = MemoryStore()
     index = DueIndex("event", store, bucket_ms=1_000, part_size=256)
     for key in range(100_000):  # a large state: keys due over 100 s
         index.enter(key, key)
@@ -68,12 +50,12 @@ def test_entering_and_taking_cost_follows_the_keys_touched_and_due_not_the_keys_
     for key in range(5):  # five keys touched, all due in one bucket far ahead
         index.enter(key, 500_000)
     index.flush()
-    assert store.calls == Counter(put=1)  # a new bucket: one part written
+    assert store.calls == Counter(put_part=1)  # a new bucket: one part written
     store.calls.clear()
     index.enter(7, 500_001)
     index.flush()
-    assert store.calls == Counter(get=1, put=1)  # its last part read and rewritten
+    assert store.calls == Counter(get_part=1, put_part=1)  # its last part read and rewritten
     store.calls.clear()
     assert index.take_due(1_499) == set(range(1_500))  # two buckets due, keys 0..1499
-    assert store.calls["get"] == 8  # the parts of buckets 0 and 1 only (1,000 keys each: 4 parts of 256)
-    assert held["put"] > 390
+    assert store.calls["get_part"] == 8  # the parts of buckets 0 and 1 only (1,000 keys each: 4 parts of 256)
+    assert held["put_part"] > 390

@@ -1,6 +1,5 @@
 """Per-key group state: a batch reads and writes the keys it touches and the keys due, and gives the
 panes the core gives with every key's state in memory."""
-import json
 from collections import Counter
 
 import pytest
@@ -16,48 +15,7 @@ from windowed_operator.group_state import GroupState
 from windowed_operator.state import KeyState
 from windowed_operator.state_codec import KeyStateCodec
 
-from helpers import near_boundaries
-
-
-class MemoryStore:
-    """The Spark states of one key group, as dicts, counting every call."""
-
-    def __init__(self) -> None:
-        self.meta, self.keys, self.parts = None, {}, {}
-        self.calls: Counter = Counter()
-
-    def get_meta(self):
-        self.calls["get_meta"] += 1
-        return self.meta
-
-    def put_meta(self, text):
-        self.calls["put_meta"] += 1
-        self.meta = text
-
-    def get_key(self, key):
-        self.calls["get_key"] += 1
-        return self.keys.get(key)
-
-    def put_key(self, key, text):
-        self.calls["put_key"] += 1
-        json.loads(text)
-        self.keys[key] = text
-
-    def remove_key(self, key):
-        self.calls["remove_key"] += 1
-        del self.keys[key]
-
-    def get_part(self, domain, bucket, part):
-        self.calls["get_part"] += 1
-        return list(self.parts.get((domain, bucket, part), []))
-
-    def put_part(self, domain, bucket, part, entries):
-        self.calls["put_part"] += 1
-        self.parts[(domain, bucket, part)] = list(entries)
-
-    def remove_part(self, domain, bucket, part):
-        self.calls["remove_part"] += 1
-        del self.parts[(domain, bucket, part)]
+from helpers import MemoryStore, near_boundaries
 
 
 FINGERPRINT = {"window": "w"}
@@ -108,7 +66,8 @@ def run_on_store(core, batches, store, bucket_ms=None):
         work = [(key, lambda k, s, e=elements: core.process_batch(k, s, e, watermark, now))
                 for key, elements in batch_of(rows).items()]
         emission = run_group_batch(core, group, work, watermark, now)
-        group.commit(next_due(core), wm=watermark)
+        group.commit(next_due(core))
+        group.save(wm=watermark)
         out.append(Counter(emission.outputs))
     return out
 
@@ -154,5 +113,6 @@ def test_a_changed_operator_is_refused_on_load():
     store = MemoryStore()
     group = GroupState(store, KeyStateCodec(), {"window": "w", "key groups": "16"}, "op")
     group.commit(lambda s: (None, None))
+    group.save()
     with pytest.raises(IncompatibleRestartError, match="key groups changed from 16 to 4"):
         GroupState(store, KeyStateCodec(), {"window": "w", "key groups": "4"}, "op")

@@ -49,7 +49,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     run.add_argument("--py-files", default=[], type=py_file_list, metavar="A.zip,B.py",
                      help="user code (.py, .zip, .egg; comma-separated) shipped to the driver and executors; the "
                           "library itself is shipped to a cluster (spark://...) automatically")
+    state = sub.add_parser("state", help="print the windows each key holds in a checkpoint (pending, fired, trigger "
+                                         "state)")
+    state.add_argument("checkpoint")
+    state.add_argument("--key", help="only this key (compared as text)")
+    state.add_argument("--limit", type=int, default=50, help="at most this many keys (default 50)")
+    state.add_argument("--operator-id", type=int, default=0, help="the stateful operator in the query (default 0)")
     args = parser.parse_args(argv)
+    if args.command == "state":
+        from .spark.inspect import describe_checkpoint
+        from .spark.session import local_session
+
+        spark = local_session(master="local[1]", app_name="windowed-operator-state")
+        for line in describe_checkpoint(spark, args.checkpoint, args.key, args.limit, args.operator_id):
+            print(line)
+        return 0
     if args.command in ("validate", "run"):
         from .pipeline import CodePolicy, PipelineError, load_pipeline
 

@@ -8,8 +8,10 @@ wrote the state (checked on load, ``fingerprint``), the watermark last applied, 
 and the due indexes' bucket lists.  So the calls a batch makes follow the keys it touches and the keys
 due, never the keys held, and a worker never holds more than those keys' state.
 
-Stored records are data (``state_codec``): a key's record is ``{"state": <KeyState JSON>, "due":
-[event-time due, processing-time due]}``, the due times under which the index holds the key.
+Stored records are data: a key's record is ``{"state": <the key's state as data>, "due": [event-time
+due, processing-time due]}``, the due times under which the index holds the key.  What "state" is
+depends on the execution path: the object path's windows (``state_codec.KeyStateCodec``), or the
+columnar path's pane rows (``columnar_records``); a ``StateCodec`` turns it into data and back.
 """
 from __future__ import annotations
 
@@ -19,10 +21,20 @@ from typing import Any, Callable, Hashable, Iterator, Optional, Protocol
 
 from .due_index import DueIndex, Entry
 from .fingerprint import check_restart
-from .state import KeyState
-from .state_codec import KeyStateCodec
 
 EVENT, PROCESSING = "event", "processing"
+
+
+class StateCodec(Protocol):
+    """A key's state <-> JSON-able data."""
+
+    def new(self) -> Any: ...
+
+    def is_empty(self, state: Any) -> bool: ...
+
+    def to_data(self, state: Any) -> Any: ...
+
+    def from_data(self, data: Any) -> Any: ...
 
 
 class GroupStore(Protocol):
@@ -47,7 +59,7 @@ class GroupStore(Protocol):
 
 @dataclass
 class _Loaded:
-    state: KeyState
+    state: Any
     due: list[Optional[int]]  # [event, processing]: the due times the index holds the key under
     existed: bool
     changed: bool = False
@@ -56,7 +68,7 @@ class _Loaded:
 @dataclass
 class GroupState:
     store: GroupStore
-    codec: KeyStateCodec
+    codec: StateCodec
     fingerprint: dict[str, str]
     label: str
     meta: dict[str, Any] = field(default_factory=dict)
@@ -70,20 +82,20 @@ class GroupState:
                         for domain in (EVENT, PROCESSING)}
 
     # -- keys -------------------------------------------------------------------------------------
-    def key(self, key: Hashable) -> KeyState:
+    def key(self, key: Hashable) -> Any:
         """The key's state, read from the store the first time the batch asks (new: empty)."""
         entry = self.loaded.get(key)
         if entry is None:
             text = self.store.get_key(key)
             if text is None:
-                entry = _Loaded(KeyState(), [None, None], existed=False)
+                entry = _Loaded(self.codec.new(), [None, None], existed=False)
             else:
                 record = json.loads(text)
-                entry = _Loaded(self.codec.decode(record["state"]), record["due"], existed=True)
+                entry = _Loaded(self.codec.from_data(record["state"]), record["due"], existed=True)
             self.loaded[key] = entry
         return entry.state
 
-    def touch(self, key: Hashable) -> KeyState:
+    def touch(self, key: Hashable) -> Any:
         """The key's state, to be changed by this batch (so written back)."""
         state = self.key(key)
         self.loaded[key].changed = True
@@ -105,13 +117,11 @@ class GroupState:
             yield key
 
     # -- writing back -----------------------------------------------------------------------------
-    def commit(self, next_due: Callable[[KeyState], tuple[Optional[int], Optional[int]]],
-               **bookkeeping: Any) -> None:
-        """Write every key whose state or index entry changed (remove those left empty), enter keys
-        with new due times, and save the group's record (kept: it is small, and keys without any
-        due time may still hold state)."""
+    def commit(self, next_due: Callable[[Any], tuple[Optional[int], Optional[int]]]) -> None:
+        """Write every key whose state or index entry changed (remove those left empty) and enter
+        keys with new due times; then ``save`` the group's record."""
         for key, entry in self.loaded.items():
-            if entry.state.is_empty():
+            if self.codec.is_empty(entry.state):
                 if entry.existed:
                     self.store.remove_key(key)
                 continue
@@ -123,10 +133,14 @@ class GroupState:
                     entry.due[i] = due[i]
                     moved = True
             if entry.changed or moved or not entry.existed:
-                record = {"state": self.codec.encode(entry.state), "due": entry.due}
-                self.store.put_key(key, json.dumps(record, separators=(",", ":")))
+                record = {"state": self.codec.to_data(entry.state), "due": entry.due}
+                self.store.put_key(key, json.dumps(record, separators=(",", ":"), allow_nan=False))
         for index in self.indexes.values():
             index.flush()
+
+    def save(self, **bookkeeping: Any) -> None:
+        """Write the group's record (kept even when no key is due: it is small, and keys without a
+        due time may still hold state)."""
         self.meta.update(bookkeeping)
         self.meta["fingerprint"] = self.fingerprint
         for domain, index in self.indexes.items():
@@ -135,3 +149,7 @@ class GroupState:
 
     def next_event_time(self) -> Optional[int]:
         return self.indexes[EVENT].earliest()
+
+    def has_due(self) -> bool:
+        """Whether any key is indexed as due some time (a runner that polls keeps polling)."""
+        return any(index.buckets for index in self.indexes.values())

@@ -148,7 +148,21 @@ class KeyStateCodec:
         return Window(data["start"], data["end"]), ws
 
     # -- a key ------------------------------------------------------------------------------------
+    def new(self) -> KeyState:
+        return KeyState()
+
+    @staticmethod
+    def is_empty(state: KeyState) -> bool:
+        return state.is_empty()
+
     def encode(self, state: KeyState) -> str:
+        return json.dumps(self.to_data(state), separators=(",", ":"), allow_nan=False)
+
+    def decode(self, text: str) -> KeyState:
+        return self.from_data(json.loads(text))
+
+    def to_data(self, state: KeyState) -> dict:
+        """The key's state as JSON-able data."""
         value = self.value
         out: dict[str, Any] = {"windows": [self._window(w, ws) for w, ws in state.windows.items()]}
         if len(state.buffer):
@@ -159,10 +173,9 @@ class KeyStateCodec:
         if sliding.front or sliding.back or not sliding.valid:
             out["sliding"] = {"front": value(sliding.front), "back": value(sliding.back),
                               "back_agg": value(sliding.back_agg), "valid": sliding.valid}
-        return json.dumps(out, separators=(",", ":"), allow_nan=False)
+        return out
 
-    def decode(self, text: str) -> KeyState:
-        data = json.loads(text)
+    def from_data(self, data: dict) -> KeyState:
         read = self.read_value
         state = KeyState()
         for item in data["windows"]:

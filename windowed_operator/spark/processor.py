@@ -1,11 +1,11 @@
-"""The StatefulProcessor: runs the core for every key of one key group per call.
+"""The StatefulProcessor: runs the core for the keys of one key group per call.
 
 Spark groups the input by a *key group* (a hash of the key modulo ``key_groups``, as Flink does),
-not by the key: one call, one state read, one state write and one timer serve all keys of the
-group in a micro-batch.  SPARK_NOTES.md measured that the cost of transformWithStateInPandas
-follows keys x batches (about 5 ms per key and batch, mostly per-call and state round trips);
-grouping keys divides that by the group size.  The state value of a group holds a pickled dict
-``key -> KeyState`` and a little bookkeeping (the watermark last applied, the timer registered).
+not by the key: one Python call and one timer serve all keys of the group in a micro-batch
+(SPARK_NOTES.md measured about 5 ms per call).  Inside the group each key's state is its own
+record in a MapState, read only when the batch has rows for the key or the group's due index says
+it has work due (``windowed_operator.group_state``, ``spark.group_store``): the calls a batch makes
+follow the keys it touches, not the keys held.
 
 Within a call, rows of windows assigned by timestamp with a vectorized accumulation go through the
 core's array path (``windowed_operator.vectorized``); everything else element by element.  Both
@@ -13,7 +13,6 @@ give the same panes.
 """
 from __future__ import annotations
 
-import pickle
 from typing import Any, Hashable, Iterator, Optional
 
 import numpy as np
@@ -22,16 +21,21 @@ from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, Stateful
                                                       TimerValues)
 
 from ..core import CoreElement, Emission
-from ..elements import BadElementError, rejected_row_error
-from ..fingerprint import check_restart, state_fingerprint
+from ..elements import BadElementError, is_null, rejected_row_error
+from ..fingerprint import IncompatibleRestartError, state_fingerprint
+from ..group_batch import next_due, run_group_batch
+from ..group_state import GroupState
 from ..columnar import ColumnarCore, PaneTable, Panes
+from ..columnar_records import KeyPanesCodec, run_columnar_batch
 from ..panes import DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState
+from ..state_codec import KeyStateCodec
 from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
                     latest_event_time)
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark
+from .group_store import SparkGroupStore
 from .plan import SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 
@@ -40,7 +44,9 @@ GROUP_COLUMN = "__wo_group"
 STATE_SCHEMA = "blob binary"
 #: 4: end-of-window timers are due at max_timestamp + 1 (Beam's rule); windows carry on_time_hold.
 #: 5: every group's bookkeeping carries the fingerprint of the operator that wrote it.
-STATE_VERSION = 5
+#: 6: each key's state is a JSON record in a MapState (windows, or pane rows on the columnar
+#:    path), with a due index; nothing is pickled.
+STATE_VERSION = 6
 
 
 def spark_timer(due: int, end_of_input_watermark: int = END_OF_INPUT_WATERMARK) -> int:
@@ -61,15 +67,19 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.core = self.plan.operator.build_core()
         self.reader = self.plan.record_reader()
         self.now: Optional[int] = None  # the batch's processing time, set per call
         self.columnar = None
         self.fingerprint = state_fingerprint(
             self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
-            layout="columnar pane table" if self.plan.columnar else "windows per key", state_version=STATE_VERSION,
+            layout="per-key pane rows" if self.plan.columnar else "per-key windows", state_version=STATE_VERSION,
             key_column=self.plan.state_key)
+        # (the pickled value of earlier versions is declared only to detect it)
+        self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
+        self.store = SparkGroupStore(handle, self.plan.key_type)
+        self.codec = KeyStateCodec()
+        self.panes_codec = KeyPanesCodec()
         if self.plan.columnar:
             op = self.plan.operator
             self.columnar = ColumnarCore(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
@@ -97,30 +107,26 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if self.columnar is not None:
             yield from self._run_columnar(frame, timer_values, fired_timer)
             return
-        states, meta = self._load()
+        group = self._group(self.codec)
+        meta = group.meta
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
         spark_now = self.now = timer_values.getCurrentProcessingTimeInMs()
         processing_time = self.plan.clock.now(spark_now)
         watermark = self._watermark(timer_values, meta, processing_time)
-        emission = Emission()
         bad: list[DroppedElement] = []
-        seen: set = set()
+        work: list = []
         if frame is not None and len(frame):
             if self.plan.vectorized:
-                frame = self._run_vectorized(frame, states, watermark, processing_time, emission, seen)
+                frame = self._vectorized_work(frame, watermark, processing_time, work)
             if len(frame):
-                self._run_records(frame, states, watermark, processing_time, emission, bad, seen)
-        for key in list(states):  # keys of the group without rows: whatever their timers made due
-            if key not in seen and self._is_due(states[key], watermark, processing_time):
-                emission.extend(self.core.process_batch(key, states[key], [], watermark, processing_time))
-        for key in [k for k, s in states.items() if s.is_empty()]:
-            del states[key]
-        meta["wm"] = watermark
+                self._record_work(frame, watermark, processing_time, work, bad)
+        emission = run_group_batch(self.core, group, work, watermark, processing_time)
+        group.commit(next_due(self.core))
         if emission.dropped and self.plan.drop_counter is not None:
             self.plan.drop_counter.add(len(emission.dropped))
-        self._schedule(states, meta, spark_now)
-        self._save(states, meta)
+        self._schedule_group(group, spark_now)
+        group.save(wm=watermark)
         if emission.outputs or (self.plan.side_outputs and (bad or (emission.dropped and
                                                                      self.plan.operator.late_data_output))):
             columns = self.plan.rows(emission, bad)
@@ -130,27 +136,38 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _run_columnar(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
                       fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
-        """The whole key group as arrays (default trigger; see ``windowed_operator.columnar``)."""
+        """The keys a batch touches and the keys due, as one pane table (default trigger; see
+        ``windowed_operator.columnar`` and ``columnar_records``)."""
         plan = self.plan
         assert self.columnar is not None
-        table, meta = self._load()
+        group = self._group(self.panes_codec)
+        meta = group.meta
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
         spark_now = self.now = timer_values.getCurrentProcessingTimeInMs()
         watermark = self._watermark(timer_values, meta, plan.clock.now(spark_now))
+        keys = self._keys(frame).tolist() if frame is not None and len(frame) else []
+        if plan.key_column is not None:
+            keys = [k for k in keys if not is_null(k)]  # rows with a null key are rejected below
         panes, dropped, bad = Panes(), [], []
-        if frame is None or not len(frame):
-            table, n_dropped = self.columnar.on_watermark(table, watermark, panes), 0
-        elif plan.preaggregated:
-            table, n_dropped = self._run_partials(table, frame, watermark, panes)
-        else:
+        n_dropped = 0
+
+        def run(table: PaneTable) -> PaneTable:
+            nonlocal n_dropped
+            if frame is None or not len(frame):
+                return self.columnar.on_watermark(table, watermark, panes)
+            if plan.preaggregated:
+                table, n_dropped = self._run_partials(table, frame, watermark, panes)
+                return table
             table = self._run_rows(table, frame, watermark, panes, dropped, bad)
             n_dropped = len(dropped)
-        meta["wm"] = watermark
+            return table
+
+        run_columnar_batch(self.columnar, group, keys, watermark, run)
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)
-        self._schedule(table, meta, spark_now)
-        self._save(table, meta)
+        self._schedule_group(group, spark_now)
+        group.save(wm=watermark)
         late = dropped if plan.operator.late_data_output else []
         if len(panes) or (plan.side_outputs and (bad or late)):
             columns = plan.columnar_rows(panes, [*late, *bad])
@@ -159,6 +176,16 @@ class WindowedStatefulProcessor(StatefulProcessor):
             else:  # every cell set: typed columns convert to Arrow much faster than object ones
                 yield pd.DataFrame(columns)
         yield from self._counts(n_dropped, len(bad))
+
+    def _group(self, codec: Any) -> GroupState:
+        """The group's per-key state; a checkpoint of the pickled layout (version 5 and before) is refused."""
+        group = GroupState(self.store, codec, self.fingerprint, self.plan.operator.label())
+        if not group.meta and self.value_state.exists():
+            raise IncompatibleRestartError(
+                f"{self.plan.operator.label()}: the checkpoint holds state in the pickled layout of version 5 or "
+                "earlier, which this version does not read (reading it would run code from the checkpoint): start "
+                "a new checkpoint")
+        return group
 
     def _counts(self, late: int, bad: int) -> Iterator[pd.DataFrame]:
         if late or bad:
@@ -218,12 +245,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         key = record.get(self.plan.key_column) if self.plan.key_column else None
         bad.append(DroppedElement(error.reason, record, key, None, watermark, error.detail))
 
-    def _is_due(self, state: KeyState, watermark: int, processing_time: int) -> bool:
-        return (self.core.event_time_work_due(state, watermark)
-                or self.core.processing_time_work_due(state, processing_time))
-
-    def _run_vectorized(self, frame: pd.DataFrame, states: dict, watermark: int, processing_time: int,
-                        emission: Emission, seen: set) -> pd.DataFrame:
+    def _vectorized_work(self, frame: pd.DataFrame, watermark: int, processing_time: int,
+                         work: list) -> pd.DataFrame:
         """Rows with a key, a timestamp and a value go through the array path, key by key; the
         others are returned for the element path (which raises or dead-letters them)."""
         plan = self.plan
@@ -243,8 +266,6 @@ class WindowedStatefulProcessor(StatefulProcessor):
             keys, order, bounds = [None], np.arange(len(frame)), np.array([0, len(frame)])
         for i, key in enumerate(keys):
             rows = order[bounds[i]:bounds[i + 1]]
-            state = states.setdefault(key, KeyState())
-            seen.add(key)
             values = values_all[rows] if values_all is not None else None
 
             def element_of(j: int, rows: np.ndarray = rows) -> Any:
@@ -252,12 +273,16 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 record.pop(GROUP_COLUMN, None)
                 return record
 
-            emission.extend(process_batch_arrays(self.core, key, state, ts_all[rows], values, watermark,
-                                                 processing_time, element_of))
+            def run(k: Any, state: KeyState, rows: np.ndarray = rows, values: Any = values,
+                    element_of: Any = element_of) -> Emission:
+                return process_batch_arrays(self.core, k, state, ts_all[rows], values, watermark, processing_time,
+                                            element_of)
+
+            work.append((key, run))
         return rest
 
-    def _run_records(self, frame: pd.DataFrame, states: dict, watermark: int, processing_time: int,
-                     emission: Emission, bad: list[DroppedElement], seen: set) -> None:
+    def _record_work(self, frame: pd.DataFrame, watermark: int, processing_time: int, work: list,
+                     bad: list[DroppedElement]) -> None:
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
         for record in frame.to_dict("records"):
             record.pop(GROUP_COLUMN, None)
@@ -272,9 +297,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
             batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
         for key, elements in batches.items():
             elements.sort(key=lambda e: e[0])  # rows arrive in arrival order; sort so batches are deterministic
-            seen.add(key)
-            state = states.setdefault(key, KeyState())
-            emission.extend(self.core.process_batch(key, state, elements, watermark, processing_time))
+
+            def run(k: Any, state: KeyState, elements: list = elements) -> Emission:
+                return self.core.process_batch(k, state, elements, watermark, processing_time)
+
+            work.append((key, run))
 
     def _watermark(self, timer_values: TimerValues, meta: dict, processing_time: int) -> int:
         policy = self.plan.operator.watermark
@@ -287,22 +314,22 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 candidate = MAX_TIMESTAMP
         return max(meta.get("wm", MIN_TIMESTAMP), candidate)
 
-    def _schedule(self, states: Any, meta: dict, spark_now: int) -> None:
-        """Keep exactly one timer per key group: the earliest next event time of its keys (EventTime
-        mode) or the next batch (ProcessingTime mode, where the group polls its keys)."""
-        current = meta.get("timer")
-        if not len(states):
-            wanted = None
-        elif self.plan.time_mode == "EventTime":
-            if self.columnar is not None:
-                wanted = self.columnar.next_event_time(states)
-            else:
-                times = [t for t in (self.core.next_event_time(s) for s in states.values()) if t is not None]
-                wanted = min(times) if times else None
-            if wanted is not None:
-                wanted = spark_timer(wanted, self.plan.end_of_input_watermark)
+    def _schedule_group(self, group: GroupState, spark_now: int) -> None:
+        """The per-key layout's timer: the earliest due time in the group's event-time index
+        (EventTime mode), or the next batch while any key is indexed (ProcessingTime mode, where the
+        group polls its due indexes)."""
+        if self.plan.time_mode == "EventTime":
+            due = group.next_event_time()
+            wanted = spark_timer(due, self.plan.end_of_input_watermark) if due is not None else None
         else:
-            wanted = current if current is not None and current > spark_now else spark_now + self.plan.poll_ms
+            wanted = self._poll(group.meta.get("timer"), spark_now) if group.has_due() else None
+        self._set_timer(group.meta, wanted)
+
+    def _poll(self, current: Optional[int], spark_now: int) -> int:
+        return current if current is not None and current > spark_now else spark_now + self.plan.poll_ms
+
+    def _set_timer(self, meta: dict, wanted: Optional[int]) -> None:
+        current = meta.get("timer")
         if wanted == current:
             return
         if current is not None:
@@ -311,20 +338,3 @@ class WindowedStatefulProcessor(StatefulProcessor):
             self.handle.registerTimer(wanted)
         meta["timer"] = wanted
 
-    def _load(self) -> tuple[Any, dict]:
-        if not self.value_state.exists():
-            return (PaneTable() if self.columnar is not None else {}), {}
-        (blob,) = self.value_state.get()
-        version, states, meta = pickle.loads(blob)
-        if version != STATE_VERSION:
-            raise RuntimeError(f"windowed-operator state version {version} is not {STATE_VERSION}; "
-                               "start from a new checkpoint")
-        check_restart(meta.get("fingerprint"), self.fingerprint, self.plan.operator.label())
-        return states, meta
-
-    def _save(self, states: Any, meta: dict) -> None:
-        if not len(states) and meta.get("timer") is None:
-            self.value_state.clear()
-            return
-        meta["fingerprint"] = self.fingerprint
-        self.value_state.update((pickle.dumps((STATE_VERSION, states, meta), protocol=pickle.HIGHEST_PROTOCOL),))

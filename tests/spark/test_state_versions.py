@@ -1,0 +1,46 @@
+"""Checkpoints written by earlier state versions are read and continued by this one.
+
+``tests/fixtures/state_fixture.py`` wrote each ``tests/fixtures/state-v<N>/`` with the version of its
+day: an operator's checkpoint after the first batches, and the panes it emitted.  Restarted here on
+the remaining batches, both runs' panes together must be those of one uninterrupted run.
+"""
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+VERSIONS = sorted(p.name for p in FIXTURES.glob("state-v*"))
+
+
+def _fixture():
+    import sys
+
+    sys.path.insert(0, str(FIXTURES))
+    import state_fixture
+
+    return state_fixture
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("case", ["sessions_retracting", "tumbling_columnar"])
+def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, version, case):
+    fixture = _fixture()
+    op = fixture.operators()[case]
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(FIXTURES / version / case / "checkpoint", checkpoint)
+    shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
+    try:
+        fixture.write_source(len(fixture.BATCHES))
+        continued = fixture.run(spark, op, checkpoint)
+        uninterrupted = fixture.run(spark, op, tmp_path / "fresh")
+    finally:
+        shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
+    before = json.loads((FIXTURES / version / case / "panes.json").read_text())
+    assert before and continued, "both runs emitted panes"
+    key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
+    assert Counter(map(key, before + continued)) == Counter(map(key, uninterrupted))

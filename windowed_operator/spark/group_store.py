@@ -1,0 +1,76 @@
+"""A key group's records in Spark's state store: the ``GroupStore`` of ``windowed_operator.group_state``.
+
+Three state variables per key group (the grouping key of transformWithStateInPandas):
+- ``wo_group`` (ValueState ``meta string``): the group's record as JSON: the operator's fingerprint,
+  the watermark last applied, the Spark timer registered, the due indexes' buckets;
+- ``wo_keys`` (MapState ``key <the key column's type>`` -> ``record string``): each key's record as
+  JSON, ``{"state": {"windows": [...], ...}, "due": [event, processing]}`` (``state_codec``);
+- ``wo_due`` (MapState ``domain string, bucket bigint, part int`` -> ``entries string``): the due
+  index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form).
+All of it is data: ``spark.read.format("statestore").option("stateVarName", "wo_keys")`` on a
+checkpoint shows every key's windows, and ``windowed_operator.spark.inspect`` prints them.
+Every method is one call to the JVM (a socket round trip).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Hashable, Optional
+
+from ..due_index import Entry
+from ..state_codec import KeyStateCodec
+
+META_STATE = "wo_group"
+KEYS_STATE = "wo_keys"
+DUE_STATE = "wo_due"
+#: The map key of a non-keyed operator's one state (its key is None).
+_NO_KEY = 0
+
+
+def _plain(key: Any) -> Any:
+    """A key as Spark's row serialization takes it (numpy scalars as Python ones)."""
+    return key.item() if hasattr(key, "item") and not isinstance(key, (str, bytes)) else key
+
+
+class SparkGroupStore:
+    def __init__(self, handle: Any, key_type: Optional[str]) -> None:
+        self.keyed = key_type is not None
+        self.meta = handle.getValueState(META_STATE, "meta string")
+        self.keys = handle.getMapState(KEYS_STATE, f"key {key_type or 'int'}", "record string")
+        self.parts = handle.getMapState(DUE_STATE, "domain string, bucket bigint, part int", "entries string")
+        self.codec = KeyStateCodec()
+
+    def _map_key(self, key: Hashable) -> tuple:
+        return (_plain(key),) if self.keyed else (_NO_KEY,)
+
+    # -- the group's record -----------------------------------------------------------------------
+    def get_meta(self) -> Optional[str]:
+        value = self.meta.get()
+        return value[0] if value is not None else None
+
+    def put_meta(self, text: str) -> None:
+        self.meta.update((text,))
+
+    # -- keys -------------------------------------------------------------------------------------
+    def get_key(self, key: Hashable) -> Optional[str]:
+        value = self.keys.getValue(self._map_key(key))
+        return value[0] if value is not None else None
+
+    def put_key(self, key: Hashable, text: str) -> None:
+        self.keys.updateValue(self._map_key(key), (text,))
+
+    def remove_key(self, key: Hashable) -> None:
+        self.keys.removeKey(self._map_key(key))
+
+    # -- the due index ----------------------------------------------------------------------------
+    def get_part(self, domain: str, bucket: int, part: int) -> list[Entry]:
+        value = self.parts.getValue((domain, int(bucket), int(part)))
+        if value is None:
+            return []
+        return [(self.codec.read_value(key), due) for key, due in json.loads(value[0])]
+
+    def put_part(self, domain: str, bucket: int, part: int, entries: list[Entry]) -> None:
+        text = json.dumps([[self.codec.value(_plain(key)), due] for key, due in entries], separators=(",", ":"))
+        self.parts.updateValue((domain, int(bucket), int(part)), (text,))
+
+    def remove_part(self, domain: str, bucket: int, part: int) -> None:
+        self.parts.removeKey((domain, int(bucket), int(part)))

@@ -1,0 +1,73 @@
+"""Reading a checkpoint's state: every key's windows (what is pending, what fired, trigger state).
+
+The state is data (``spark.group_store``), so Spark's own state data source reads it; these
+helpers give it columns with names and print it per key:
+
+    windowed-operator state CHECKPOINT [--key K] [--limit 50]
+
+or ``key_records(spark, checkpoint)`` for a DataFrame of ``key_group``, ``key`` and ``record`` (the
+key's JSON record) to query yourself.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator, Optional
+
+from ..state_codec import KeyStateCodec
+from .group_store import KEYS_STATE, META_STATE
+from .processor import GROUP_COLUMN
+
+
+def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
+    """The per-key records of the operator's state in ``checkpoint`` (its latest committed batch)."""
+    from pyspark.sql import functions as F
+
+    df = (spark.read.format("statestore").option("operatorId", operator_id).option("stateVarName", KEYS_STATE)
+          .load(checkpoint))
+    return df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.key").alias("key"),
+                     F.col("user_map_value.record").alias("record"))
+
+
+def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
+    """Each key group's own record: fingerprint, watermark applied, timer, due-index buckets."""
+    from pyspark.sql import functions as F
+
+    df = (spark.read.format("statestore").option("operatorId", operator_id).option("stateVarName", META_STATE)
+          .load(checkpoint))
+    return df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("value.meta").alias("meta"))
+
+
+def describe_record(key: Any, text: str) -> Iterator[str]:
+    """Lines for one key: its windows (object path) or pane rows (columnar path)."""
+    record = json.loads(text)
+    state, (event_due, processing_due) = record["state"], record["due"]
+    read = KeyStateCodec().read_value
+    due = f"due at watermark {event_due}" + (f", processing time {processing_due}" if processing_due else "")
+    yield f"{key!r}: {due}"
+    for window in state.get("windows", []):
+        flags = [name for name in ("fired", "closed", "on_time_hold") if window.get(name)]
+        yield (f"  [{window['start']}, {window['end']}) acc={read(window['acc'])!r} pane_index="
+               f"{window.get('pane_index', 0)} pending={window.get('pending', 0)}"
+               + (f" last_output={read(window.get('last_output'))!r}" if window.get("fired") else "")
+               + (f" trigger_state={read(window['trigger_state'])!r}" if "trigger_state" in window else "")
+               + (f" timers={window['timers']}" if "timers" in window else "")
+               + (f" {' '.join(flags)}" if flags else ""))
+    if "buffer" in state:
+        yield f"  element buffer: {len(state['buffer'])} timestamps"
+    for i, start in enumerate(state.get("starts", [])):
+        yield (f"  pane from {start}: acc={[read(column[i]) for column in state['acc']]!r} first data at "
+               f"watermark {state['first_watermark'][i]}")
+    for end, n in state.get("late", []):
+        yield f"  window ending {end}: {n} LATE pane(s) fired"
+
+
+def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, limit: int = 50,
+                        operator_id: int = 0) -> Iterator[str]:
+    df = key_records(spark, checkpoint, operator_id)
+    if key is not None:
+        df = df.where(df.key.cast("string") == key)
+    rows = df.orderBy("key_group", "key").limit(limit + 1).collect()
+    total = df.count()
+    yield f"{checkpoint}: {total} key(s) with state" + (f", the first {limit}:" if total > limit else ":")
+    for row in rows[:limit]:
+        yield from describe_record(row["key"], row["record"])
