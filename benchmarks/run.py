@@ -83,19 +83,18 @@ def run_query(spark, out, work: Path, name: str) -> tuple[float, dict]:
 
 def our_state(spark, checkpoint: Path) -> dict:
     """What our operator holds after the run, read back from the checkpoint (Spark's state data
-    source): accumulator entries (panes on the columnar path, windows on the object path) and the
-    bytes of the state values."""
-    import pickle
+    source): keys with state, accumulators (pane rows on the columnar path, windows on the object
+    path) and the bytes of the keys' JSON records."""
+    import json
 
-    from windowed_operator.spark.processor import STATE_NAME
+    from windowed_operator.spark.inspect import key_records
 
-    rows = (spark.read.format("statestore").option("stateVarName", STATE_NAME).load(str(checkpoint))
-            .select("value.blob").collect())
+    rows = key_records(spark, str(checkpoint)).select("record").collect()
     entries = size = 0
-    for (blob,) in rows:
-        size += len(blob)
-        _, states, _ = pickle.loads(blob)
-        entries += len(states) if not isinstance(states, dict) else sum(len(s.windows) for s in states.values())
+    for (record,) in rows:
+        size += len(record)
+        state = json.loads(record)["state"]
+        entries += len(state.get("starts", state.get("windows", [])))
     return {"rows": len(rows), "entries": entries, "bytes": size}
 
 

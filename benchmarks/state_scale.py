@@ -117,9 +117,9 @@ class WorkerMemory:
                 if int(pid) == me:
                     continue
                 try:
-                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                    if b"python" not in cmdline or b"pyspark" not in cmdline and b"daemon" not in cmdline:
-                        continue
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    if b"python" not in Path(argv[0].decode()).name.encode() or b"pyspark.daemon" not in argv:
+                        continue  # only pyspark's Python workers (not the JVM, whose class path says python)
                     status = Path(f"/proc/{pid}/status").read_text()
                 except OSError:
                     continue

@@ -46,18 +46,20 @@ class MemoryStore:
         self.calls["put_meta"] += 1
         self.meta = text
 
-    def get_key(self, key):
-        self.calls["get_key"] += 1
-        return self.keys.get(key)
+    def get_keys(self, keys):
+        self.calls["get_key"] += len(keys)
+        return [self.keys.get(key) for key in keys]
 
-    def put_key(self, key, text):
-        self.calls["put_key"] += 1
-        json.loads(text)
-        self.keys[key] = text
+    def put_keys(self, items):
+        self.calls["put_key"] += len(items)
+        for key, text in items:
+            json.loads(text)
+            self.keys[key] = text
 
-    def remove_key(self, key):
-        self.calls["remove_key"] += 1
-        del self.keys[key]
+    def remove_keys(self, keys):
+        self.calls["remove_key"] += len(keys)
+        for key in keys:
+            del self.keys[key]
 
     def get_part(self, domain, bucket, part):
         self.calls["get_part"] += 1

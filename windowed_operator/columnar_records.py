@@ -125,6 +125,7 @@ def run_columnar_batch(core: ColumnarCore, group: GroupState, batch_keys: Iterab
     their table at the group's last watermark, ``run`` the core on it, and hand each key's rows back
     to the group (``group.save`` remains to do)."""
     keys = list(dict.fromkeys(batch_keys))
+    group.preload(keys)
     for key in keys:
         group.touch(key)
     touched = set(keys)

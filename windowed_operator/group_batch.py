@@ -23,6 +23,8 @@ def run_group_batch(core: WindowedCore, group: GroupState, work: Iterable[tuple[
     do with them.  Call ``group.commit`` afterwards."""
     emission = Emission()
     seen: set = set()
+    work = list(work)
+    group.preload(key for key, _ in work)
     for key, run in work:
         seen.add(key)
         emission.extend(run(key, group.touch(key)))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterator, Optional, Protocol
+from typing import Any, Callable, Hashable, Iterable, Iterator, Optional, Protocol
 
 from .due_index import DueIndex, Entry
 from .fingerprint import check_restart
@@ -44,11 +44,11 @@ class GroupStore(Protocol):
 
     def put_meta(self, text: str) -> None: ...
 
-    def get_key(self, key: Hashable) -> Optional[str]: ...
+    def get_keys(self, keys: list[Hashable]) -> list[Optional[str]]: ...
 
-    def put_key(self, key: Hashable, text: str) -> None: ...
+    def put_keys(self, items: list[tuple[Hashable, str]]) -> None: ...
 
-    def remove_key(self, key: Hashable) -> None: ...
+    def remove_keys(self, keys: list[Hashable]) -> None: ...
 
     def get_part(self, domain: str, bucket: int, part: int) -> list[Entry]: ...
 
@@ -82,18 +82,22 @@ class GroupState:
                         for domain in (EVENT, PROCESSING)}
 
     # -- keys -------------------------------------------------------------------------------------
-    def key(self, key: Hashable) -> Any:
-        """The key's state, read from the store the first time the batch asks (new: empty)."""
-        entry = self.loaded.get(key)
-        if entry is None:
-            text = self.store.get_key(key)
+    def preload(self, keys: Iterable[Hashable]) -> None:
+        """Read the keys not read yet, all at once (the store may answer many in one round trip)."""
+        missing = list(dict.fromkeys(k for k in keys if k not in self.loaded))
+        if not missing:
+            return
+        for key, text in zip(missing, self.store.get_keys(missing)):
             if text is None:
-                entry = _Loaded(self.codec.new(), [None, None], existed=False)
+                self.loaded[key] = _Loaded(self.codec.new(), [None, None], existed=False)
             else:
                 record = json.loads(text)
-                entry = _Loaded(self.codec.from_data(record["state"]), record["due"], existed=True)
-            self.loaded[key] = entry
-        return entry.state
+                self.loaded[key] = _Loaded(self.codec.from_data(record["state"]), record["due"], existed=True)
+
+    def key(self, key: Hashable) -> Any:
+        """The key's state, read from the store the first time the batch asks (new: empty)."""
+        self.preload((key,))
+        return self.loaded[key].state
 
     def touch(self, key: Hashable) -> Any:
         """The key's state, to be changed by this batch (so written back)."""
@@ -107,8 +111,8 @@ class GroupState:
         taken = self.indexes[EVENT].take_due(watermark)
         if processing_time is not None:
             taken |= self.indexes[PROCESSING].take_due(processing_time)
+        self.preload(taken)
         for key in taken:
-            self.key(key)
             entry = self.loaded[key]
             if entry.due[0] is not None and entry.due[0] <= watermark:
                 entry.due[0] = None  # its entry was taken
@@ -120,10 +124,12 @@ class GroupState:
     def commit(self, next_due: Callable[[Any], tuple[Optional[int], Optional[int]]]) -> None:
         """Write every key whose state or index entry changed (remove those left empty) and enter
         keys with new due times; then ``save`` the group's record."""
+        puts: list[tuple[Hashable, str]] = []
+        removals: list[Hashable] = []
         for key, entry in self.loaded.items():
             if self.codec.is_empty(entry.state):
                 if entry.existed:
-                    self.store.remove_key(key)
+                    removals.append(key)
                 continue
             due = list(next_due(entry.state))
             moved = False
@@ -134,7 +140,11 @@ class GroupState:
                     moved = True
             if entry.changed or moved or not entry.existed:
                 record = {"state": self.codec.to_data(entry.state), "due": entry.due}
-                self.store.put_key(key, json.dumps(record, separators=(",", ":"), allow_nan=False))
+                puts.append((key, json.dumps(record, separators=(",", ":"), allow_nan=False)))
+        if puts:
+            self.store.put_keys(puts)
+        if removals:
+            self.store.remove_keys(removals)
         for index in self.indexes.values():
             index.flush()
 

@@ -9,7 +9,8 @@ Three state variables per key group (the grouping key of transformWithStateInPan
   index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form).
 All of it is data: ``spark.read.format("statestore").option("stateVarName", "wo_keys")`` on a
 checkpoint shows every key's windows, and ``windowed_operator.spark.inspect`` prints them.
-Every method is one call to the JVM (a socket round trip).
+The group's record and the index parts are one call to the JVM each (a socket round trip); the
+keys' records are read and written many per round trip (``pipelined_map``).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any, Hashable, Optional
 
 from ..due_index import Entry
 from ..state_codec import KeyStateCodec
+from .pipelined_map import PipelinedMap
 
 META_STATE = "wo_group"
 KEYS_STATE = "wo_keys"
@@ -38,6 +40,7 @@ class SparkGroupStore:
         self.keys = handle.getMapState(KEYS_STATE, f"key {key_type or 'int'}", "record string")
         self.parts = handle.getMapState(DUE_STATE, "domain string, bucket bigint, part int", "entries string")
         self.codec = KeyStateCodec()
+        self.pipelined = PipelinedMap(self.keys)
 
     def _map_key(self, key: Hashable) -> tuple:
         return (_plain(key),) if self.keyed else (_NO_KEY,)
@@ -50,16 +53,16 @@ class SparkGroupStore:
     def put_meta(self, text: str) -> None:
         self.meta.update((text,))
 
-    # -- keys -------------------------------------------------------------------------------------
-    def get_key(self, key: Hashable) -> Optional[str]:
-        value = self.keys.getValue(self._map_key(key))
-        return value[0] if value is not None else None
+    # -- keys (pipelined: many per round trip) ----------------------------------------------------
+    def get_keys(self, keys: list[Hashable]) -> list[Optional[str]]:
+        values = self.pipelined.get_many([self._map_key(k) for k in keys])
+        return [value[0] if value is not None else None for value in values]
 
-    def put_key(self, key: Hashable, text: str) -> None:
-        self.keys.updateValue(self._map_key(key), (text,))
+    def put_keys(self, items: list[tuple[Hashable, str]]) -> None:
+        self.pipelined.put_many([(self._map_key(key), (text,)) for key, text in items])
 
-    def remove_key(self, key: Hashable) -> None:
-        self.keys.removeKey(self._map_key(key))
+    def remove_keys(self, keys: list[Hashable]) -> None:
+        self.pipelined.remove_many([self._map_key(k) for k in keys])
 
     # -- the due index ----------------------------------------------------------------------------
     def get_part(self, domain: str, bucket: int, part: int) -> list[Entry]:

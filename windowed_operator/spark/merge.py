@@ -19,7 +19,8 @@ from accumulations.merge import LEFT, RIGHT, SIDES
 from ..merge_operator import MergeOperatorBase
 from .clock import FileClock, SparkBatchClock
 from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SparkPlan
-from .runner import (_WATERMARK_HELPER, SparkOperatorError, _event_time_ms, choose_time_mode, drop_end_of_input,
+from .runner import (_WATERMARK_HELPER, SparkOperatorError, _event_time_ms, check_state_encoding, choose_time_mode,
+                     drop_end_of_input,
                      end_of_input_marker, require_streaming, resolve_column, resolve_key_groups, run_processor,
                      with_operator_watermark)
 
@@ -61,7 +62,8 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                          key: Optional[str] = None, timestamp: Optional[str] = None,
                          value_type: Optional[str] = None, time_mode: str = "auto",
                          clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
-                         drop_counter: Any = None, end_of_input: Optional[str] = None) -> DataFrame:
+                         drop_counter: Any = None, end_of_input: Optional[str] = None,
+                         state_encoding: str = "json") -> DataFrame:
     """The streaming DataFrame of panes of a merge operator over two streaming DataFrames.
 
     Columns as for one-input operators (``key`` for keyed merges).  ``key``/``timestamp`` name the
@@ -69,6 +71,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     ``end_of_input`` names the boolean marker column (see ``apply_operator``) in the inputs that have
     it; the watermark of the two is their minimum, so both must end for every window to close.
     """
+    check_state_encoding(state_encoding)
     if op.window is None:
         raise SparkOperatorError("window propagation on Spark is not supported yet: give the operator a window option")
     if op.idle_timeout is not None:
@@ -106,6 +109,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
         time_column=MERGE_TIME_COLUMN, key_groups=resolve_key_groups(key_groups),
-        drop_counter=drop_counter, state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None)
+        drop_counter=drop_counter, state_encoding=state_encoding,
+        state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None)
     assert set(PAYLOAD_COLUMNS) == set(SIDES)
     return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None)

@@ -73,6 +73,8 @@ class SparkPlan:
     partial_columns: tuple[str, ...] = ()
     #: Keys are hashed into this many groups; each group is one state value and one timer.
     key_groups: int = 16
+    #: "json" (data only) or "pickle" (also values of other types, e.g. a custom accumulator's object).
+    state_encoding: str = "json"
     #: What the state is keyed by (the key column, or both inputs' key columns of a merge): part of
     #: the state's fingerprint, so that a restart with another key is refused.
     state_key: Optional[str] = None

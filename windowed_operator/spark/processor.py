@@ -78,7 +78,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         # (the pickled value of earlier versions is declared only to detect it)
         self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.store = SparkGroupStore(handle, self.plan.key_type)
-        self.codec = KeyStateCodec()
+        self.codec = KeyStateCodec(allow_pickle=self.plan.state_encoding == "pickle")
         self.panes_codec = KeyPanesCodec()
         if self.plan.columnar:
             op = self.plan.operator

@@ -76,6 +76,12 @@ def require_streaming(df: Any, what: str = "apply()", trusted: bool = False) -> 
                                  "streaming. For a finite batch, use op.run_local() or read it with readStream.")
 
 
+def check_state_encoding(state_encoding: str) -> None:
+    if state_encoding not in ("json", "pickle"):
+        raise SparkOperatorError(f"state_encoding {state_encoding!r} is not one of 'json' (data only, the default) "
+                                 "or 'pickle' (values of any type; the checkpoint must be trusted)")
+
+
 def resolve_column(df: DataFrame, given: Optional[str], configured: Any, role: str, setting: str,
                    columns: Optional[list[str]] = None) -> str:
     """The column playing ``role`` (timestamp, key): passed to apply() or named on the operator."""
@@ -231,7 +237,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                    clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                    vectorized: bool = True, schema: Union[str, StructType, None] = None,
                    drop_counter: Any = None, preaggregate: bool = True,
-                   end_of_input: Optional[str] = None) -> DataFrame:
+                   end_of_input: Optional[str] = None, state_encoding: str = "json") -> DataFrame:
     """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
 
     ``key_groups``: how many state values the keys are hashed into (default ``DEFAULT_KEY_GROUPS``,
@@ -246,6 +252,9 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     ``preaggregate=False`` hands the stateful operator every row instead of partials folded per
     (key, pane) in the scan stage (``preaggregate.py``; only with the columnar path and no
     late-data or dead-letter output);
+    ``state_encoding="pickle"`` lets the state hold values that are not plain data (a custom
+    accumulator's objects), pickled: reading such a checkpoint runs code, so only for a trusted
+    checkpoint location (the default "json" refuses them with the type named);
     ``end_of_input`` names a boolean column: a row where it is true ends the input (every window
     closes, the global one included) and is not data; with ``bounded_disorder`` its event time does
     not matter, under an upstream watermark it must carry ``END_OF_INPUT`` in the watermarked
@@ -257,6 +266,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     ``is_retraction``, ``timestamp``; plus ``record_type``, ``reason``, ``element``,
     ``element_timestamp`` when the operator has a late-data output or dead letters.
     """
+    check_state_encoding(state_encoding)
     declared = declared_schema(schema)
     require_streaming(df, trusted=declared is not None)
     shape = declared if declared is not None else df.schema
@@ -300,7 +310,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), key_column=key_col, time_column=ts_col, value_column=value_column,
         vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(key_groups), state_key=key_col,
-        drop_counter=drop_counter,
+        drop_counter=drop_counter, state_encoding=state_encoding,
         integral_columns=(ts_col, *(f.name for f in shape.fields if isinstance(f.dataType, IntegralType))),
         columnar=vectorized and use_arrays and supports_columnar(core_op.window, core_op.accumulation, core_op.trigger,
                                                                  core_op.timestamp_combiner))
