@@ -214,14 +214,17 @@ class ColumnarCore:
         """The largest window end whose max timestamp is at most ``max_timestamp``."""
         return self.layout.align_down(max_timestamp + 1)
 
-    def next_event_time(self, table: PaneTable) -> Optional[int]:
-        """When the group next has something to do: an ON_TIME pane or a pane to drop."""
-        if not len(table):
-            return None
+    def due_per_row(self, table: PaneTable) -> np.ndarray:
+        """When each pane row next has something to do: its next window's ON_TIME pane, or its
+        expiry."""
         lo, hi = self.layout.end_range(table.starts)
         next_end = np.maximum(lo, self._first_end_after(latest_max_timestamp_reached(table.watermark)))
-        due = np.where(next_end <= hi, end_of_window_due(next_end - 1), MAX_TIMESTAMP)
-        return int(min(due.min(), expiry_due(hi - 1, self.lateness).min()))
+        return np.minimum(np.where(next_end <= hi, end_of_window_due(next_end - 1), MAX_TIMESTAMP),
+                          expiry_due(hi - 1, self.lateness))
+
+    def next_event_time(self, table: PaneTable) -> Optional[int]:
+        """When the group next has something to do: an ON_TIME pane or a pane to drop."""
+        return int(self.due_per_row(table).min()) if len(table) else None
 
     def on_watermark(self, table: PaneTable, watermark: int, out: Panes) -> PaneTable:
         if watermark <= table.watermark:

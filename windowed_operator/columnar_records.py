@@ -19,8 +19,8 @@ import numpy as np
 from .columnar import ColumnarCore, PaneTable
 from .group_state import GroupState
 from .state_codec import KeyStateCodec
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from .time_rules import end_of_window_due, expiry_due, latest_max_timestamp_reached
+from .time import MIN_TIMESTAMP
+from .time_rules import expiry_due
 
 
 @dataclass
@@ -106,10 +106,7 @@ def next_due_by_key(core: ColumnarCore, table: PaneTable) -> dict[Hashable, int]
     """When each key of the table next has something to do (``ColumnarCore.next_event_time``, per key)."""
     if not len(table):
         return {}
-    lo, hi = core.layout.end_range(table.starts)
-    next_end = np.maximum(lo, core._first_end_after(latest_max_timestamp_reached(table.watermark)))
-    due = np.minimum(np.where(next_end <= hi, end_of_window_due(next_end - 1), MAX_TIMESTAMP),
-                     expiry_due(hi - 1, core.lateness))
+    due = core.due_per_row(table)
     bounds = np.flatnonzero(np.concatenate(([True], table.keys[1:] != table.keys[:-1])))
     return dict(zip(table.keys[bounds].tolist(), np.minimum.reduceat(due, bounds).tolist()))
 
@@ -126,15 +123,10 @@ def run_columnar_batch(core: ColumnarCore, group: GroupState, batch_keys: Iterab
     to the group (``group.save`` remains to do)."""
     keys = list(dict.fromkeys(batch_keys))
     group.preload(keys)
-    for key in keys:
-        group.touch(key)
     touched = set(keys)
-    for key in list(group.due_keys(watermark, None)):
-        if key not in touched:
-            group.touch(key)
-            keys.append(key)
+    keys += [key for key in group.due_keys(watermark, None) if key not in touched]
     table = run(build_table(keys, [group.loaded[k].state for k in keys], group.meta.get("wm", MIN_TIMESTAMP)))
-    for key, state in split_table(core, table, keys).items():
+    for key, state in split_table(core, table, keys).items():  # every key of ``keys``: all written back
         group.touch(key)
         group.loaded[key].state = state
     group.commit(lambda state: (state.next_due, None))

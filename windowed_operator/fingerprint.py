@@ -86,16 +86,19 @@ def _mode_change_is_safe(stored: str, current: str) -> bool:
     return stored != AccumulationMode.DISCARDING.value or current == stored
 
 
+def _change_is_safe(part: str, stored: str, current: str) -> bool:
+    """Whether ``part`` may change from ``stored`` to ``current`` (see ``SAFE_CHANGES``)."""
+    if part == "accumulation mode":
+        return _mode_change_is_safe(stored, current)
+    return part in SAFE_CHANGES
+
+
 def restart_problems(stored: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
     """One line per changed part that the stored state cannot follow (empty: the restart is safe)."""
     problems = []
     for part, now in current.items():
         before = stored.get(part)
-        if before is None or before == now:
-            continue
-        if part == "accumulation mode" and _mode_change_is_safe(before, now):
-            continue
-        if part in SAFE_CHANGES and part != "accumulation mode":
+        if before is None or before == now or _change_is_safe(part, before, now):
             continue
         advice = ADVICE.get(part, "start a new checkpoint").format(stored=before)
         problems.append(f"{part} changed from {before} to {now}: {advice}")

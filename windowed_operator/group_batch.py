@@ -28,7 +28,7 @@ def run_group_batch(core: WindowedCore, group: GroupState, work: Iterable[tuple[
     for key, run in work:
         seen.add(key)
         emission.extend(run(key, group.touch(key)))
-    for key in list(group.due_keys(watermark, processing_time)):
+    for key in group.due_keys(watermark, processing_time):
         if key in seen:
             continue
         state = group.key(key)

@@ -1,7 +1,7 @@
 """A key group's state, read and written key by key: what a micro-batch touches, nothing more.
 
 A runner groups keys into a few *key groups* (one call of user code per group and batch).  Inside a
-group every key's state is its own stored record (``GroupStore.get_key``), read only when the batch
+group every key's state is its own stored record (``GroupStore.get_keys``), read only when the batch
 has rows for the key or the due index (``due_index``) says it has work due, and written only when it
 changed.  The group's own small record holds the bookkeeping: the fingerprint of the operator that
 wrote the state (checked on load, ``fingerprint``), the watermark last applied, the runner's timer,
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Iterator, Optional, Protocol
+from typing import Any, Callable, Hashable, Iterable, Optional, Protocol
 
-from .due_index import DueIndex, Entry
+from .due_index import DueIndex, IndexStore
 from .fingerprint import check_restart
 
 EVENT, PROCESSING = "event", "processing"
@@ -37,8 +37,9 @@ class StateCodec(Protocol):
     def from_data(self, data: Any) -> Any: ...
 
 
-class GroupStore(Protocol):
-    """Where one key group's records live (Spark: a ValueState and two MapStates)."""
+class GroupStore(IndexStore, Protocol):
+    """Where one key group's records live (Spark: a ValueState and two MapStates); the due index's
+    parts too (``IndexStore``)."""
 
     def get_meta(self) -> Optional[str]: ...
 
@@ -49,12 +50,6 @@ class GroupStore(Protocol):
     def put_keys(self, items: list[tuple[Hashable, str]]) -> None: ...
 
     def remove_keys(self, keys: list[Hashable]) -> None: ...
-
-    def get_part(self, domain: str, bucket: int, part: int) -> list[Entry]: ...
-
-    def put_part(self, domain: str, bucket: int, part: int, entries: list[Entry]) -> None: ...
-
-    def remove_part(self, domain: str, bucket: int, part: int) -> None: ...
 
 
 @dataclass
@@ -105,9 +100,9 @@ class GroupState:
         self.loaded[key].changed = True
         return state
 
-    def due_keys(self, watermark: int, processing_time: Optional[int]) -> Iterator[Hashable]:
-        """Keys the indexes hold as due (maybe stale: their state says whether they really are);
-        their index entries are taken out, so ``commit`` enters them again if work remains."""
+    def due_keys(self, watermark: int, processing_time: Optional[int]) -> list[Hashable]:
+        """Keys the indexes hold as due (maybe stale: their state says whether they really are),
+        read; their index entries are taken out, so ``commit`` enters them again if work remains."""
         taken = self.indexes[EVENT].take_due(watermark)
         if processing_time is not None:
             taken |= self.indexes[PROCESSING].take_due(processing_time)
@@ -118,7 +113,7 @@ class GroupState:
                 entry.due[0] = None  # its entry was taken
             if processing_time is not None and entry.due[1] is not None and entry.due[1] <= processing_time:
                 entry.due[1] = None
-            yield key
+        return list(taken)
 
     # -- writing back -----------------------------------------------------------------------------
     def commit(self, next_due: Callable[[Any], tuple[Optional[int], Optional[int]]]) -> None:

@@ -107,23 +107,24 @@ class SparkPlan:
                                              timestamp=MERGE_TIME_COLUMN)
             for side, column in PAYLOAD_COLUMNS.items()})
 
-    def processor_schema(self) -> str:
-        """DDL of the processor's output: times as epoch ms (converted to timestamps by the runner)."""
-        cols = []
-        if self.keyed:
-            cols.append(f"key {self.key_type}")
-        cols += ["window_start bigint", "window_end bigint", f"value {self.value_type}", "timing string",
-                 "pane_index int", "is_first boolean", "is_last boolean", "is_retraction boolean",
-                 "timestamp bigint"]
+    def processor_fields(self) -> list[tuple[str, str]]:
+        """The processor's output columns and their DDL types: times as epoch ms (converted to
+        timestamps by the runner)."""
+        fields = [("key", str(self.key_type))] if self.keyed else []
+        fields += [("window_start", "bigint"), ("window_end", "bigint"), ("value", self.value_type),
+                   ("timing", "string"), ("pane_index", "int"), ("is_first", "boolean"), ("is_last", "boolean"),
+                   ("is_retraction", "boolean"), ("timestamp", "bigint")]
         if self.side_outputs:
-            cols += ["record_type string", "reason string", "element string", "element_timestamp bigint"]
-        cols += [f"{name} bigint" for name in COUNT_COLUMNS]
-        return ", ".join(cols)
+            fields += [("record_type", "string"), ("reason", "string"), ("element", "string"),
+                       ("element_timestamp", "bigint")]
+        return fields + [(name, "bigint") for name in COUNT_COLUMNS]
+
+    def processor_schema(self) -> str:
+        return ", ".join(f"{name} {type_name}" for name, type_name in self.processor_fields())
 
     def count_row(self, late: int, bad: int) -> dict[str, list[Any]]:
         """The one row that reports a call's drops: every output column null but the counts."""
-        names = [n.split(" ")[0] for n in self.processor_schema().split(", ")]
-        row: dict[str, list[Any]] = {name: [None] for name in names}
+        row: dict[str, list[Any]] = {name: [None] for name, _ in self.processor_fields()}
         row[LATE_COUNT_COLUMN], row[BAD_COUNT_COLUMN] = [late], [bad]
         return row
 

@@ -146,7 +146,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             meta["timer"] = None
         spark_now = self.now = timer_values.getCurrentProcessingTimeInMs()
         watermark = self._watermark(timer_values, meta, plan.clock.now(spark_now))
-        keys = self._keys(frame).tolist() if frame is not None and len(frame) else []
+        keys = factorize(self._keys(frame))[1].tolist() if frame is not None and len(frame) else []
         if plan.key_column is not None:
             keys = [k for k in keys if not is_null(k)]  # rows with a null key are rejected below
         panes, dropped, bad = Panes(), [], []

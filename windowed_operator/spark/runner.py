@@ -10,6 +10,7 @@ from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, Timest
 
 from ..columnar import columnar_form, supports_columnar
 from ..operator import OperatorBase, WindowingOptions
+from ..time import event_time_in_range, latest_event_time
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
 from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
@@ -121,10 +122,10 @@ def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str, sc
                                  "fixed-lag watermark follows processing time, which no marker row can move")
     if isinstance(op.watermark, BoundedDisorderWatermark):
         event_ms = _event_time_ms(df, ts_col, schema)
-        in_range = event_ms < F.lit(END_OF_INPUT)
-        if op.max_future_skew is not None:  # checked against the batch's time, as the processor does
-            in_range = in_range & (event_ms <= F.unix_millis(F.current_timestamp()) + F.lit(op.max_future_skew))
-        helper = F.when(in_range, F.timestamp_millis(event_ms))
+        latest = F.lit(latest_event_time())
+        if op.max_future_skew is not None:  # against the batch's time, as the processor checks it
+            latest = F.least(latest, F.unix_millis(F.current_timestamp()) + F.lit(op.max_future_skew))
+        helper = F.when(event_time_in_range(event_ms, latest), F.timestamp_millis(event_ms))
         if marker is not None:
             helper = F.when(marker, F.timestamp_millis(F.lit(END_OF_INPUT))).otherwise(helper)
         return df.withColumn(_WATERMARK_HELPER, helper).withWatermark(
