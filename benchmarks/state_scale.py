@@ -41,15 +41,18 @@ CASES = ("sessions", "tumbling", "hopping-early")
 
 
 # -- data ---------------------------------------------------------------------------------------------
-def write_data(directory: Path, keys: int, batches: int, rows: int, seed: int = 3) -> None:
-    """File 0: one row per key; files 1..batches: ``rows`` rows on random keys, 1 s later each."""
+def write_data(directory: Path, keys: int, batches: int, rows: int, seed: int = 3) -> float:
+    """File 0: one row per key; files 1..batches: ``rows`` rows on random keys, 1 s later each.
+    Returns the median number of distinct keys a steady batch touches (what per-key work follows)."""
     rng = np.random.default_rng(seed)
     directory.mkdir(parents=True)
     names = np.array([f"k{i:07d}" for i in range(keys)], dtype=object)
     frames = [pd.DataFrame({"key": names, "amount": np.ones(keys, dtype=np.int64),
                             "ts_ms": BASE + rng.integers(0, 1_000, keys)})]
+    touched = []
     for b in range(1, batches + 1):
         chosen = rng.integers(0, keys, rows)
+        touched.append(len(np.unique(chosen)))
         frames.append(pd.DataFrame({"key": names[chosen], "amount": rng.integers(1, 100, rows).astype(np.int64),
                                     "ts_ms": BASE + 1_000 * b + rng.integers(0, 1_000, rows)}))
     for i, frame in enumerate(frames):
@@ -57,6 +60,7 @@ def write_data(directory: Path, keys: int, batches: int, rows: int, seed: int = 
         frame.assign(ts=pd.to_datetime(frame.ts_ms, unit="ms", utc=True)).to_parquet(
             path, index=False, coerce_timestamps="us", allow_truncated_timestamps=True)
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    return float(statistics.median(touched))
 
 
 def source(spark: Any, data: Path) -> Any:
@@ -96,10 +100,12 @@ def our_query(spark: Any, data: Path, case: str) -> Any:
 
 # -- measuring ----------------------------------------------------------------------------------------
 class WorkerMemory:
-    """Peak resident memory of this machine's Python worker processes (not the driver), polled."""
+    """Peak resident memory of this machine's Python worker processes (not the driver), polled;
+    ``samples`` keeps (time, largest worker) per poll, to take the peak of a span of batches."""
 
     def __init__(self, interval: float = 0.2) -> None:
         self.interval, self.peak, self._stop = interval, 0, threading.Event()
+        self.samples: list[tuple[float, int]] = []
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def __enter__(self) -> "WorkerMemory":
@@ -113,6 +119,7 @@ class WorkerMemory:
     def _poll(self) -> None:
         me = os.getpid()
         while not self._stop.is_set():
+            largest = 0
             for pid in filter(str.isdigit, os.listdir("/proc")):
                 if int(pid) == me:
                     continue
@@ -125,7 +132,9 @@ class WorkerMemory:
                     continue
                 found = re.search(r"VmRSS:\s+(\d+) kB", status)
                 if found:
-                    self.peak = max(self.peak, int(found.group(1)) * 1024)
+                    largest = max(largest, int(found.group(1)) * 1024)
+            self.peak = max(self.peak, largest)
+            self.samples.append((time.time(), largest))
             time.sleep(self.interval)
 
 
@@ -152,8 +161,11 @@ def run_once(spark: Any, make: Callable[[], Any], work: Path, name: str) -> dict
     versions = changelog_bytes(checkpoint)
     steady_bytes = [versions.get(p["batchId"] + 1, 0) for p in data_batches[2:]]
     shutil.rmtree(checkpoint, ignore_errors=True)
+    steady_start = (pd.Timestamp(data_batches[2]["timestamp"]).timestamp() if len(data_batches) > 2
+                    else float("inf"))
     return {"first_s": data_batches[0]["durationMs"]["triggerExecution"] / 1000 if data_batches else None,
-            "steady_s": steady, "steady_bytes": steady_bytes, "worker_peak_bytes": memory.peak}
+            "steady_s": steady, "steady_bytes": steady_bytes, "worker_peak_bytes": memory.peak,
+            "steady_worker_peak_bytes": max((rss for t, rss in memory.samples if t >= steady_start), default=0)}
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -172,6 +184,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rows", type=int, default=20_000, help="rows per steady batch")
     parser.add_argument("--runs", type=int, default=3, help="runs per side, interleaved native/ours")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="skip the pass measuring the Python workers' memory in steady batches")
     args = parser.parse_args(argv)
     key_counts = [int(k) for k in args.keys.split(",")]
     cases = [c for c in args.cases.split(",") if c]
@@ -193,11 +207,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         run_once(spark, lambda: native_query(spark, warm, case), work, "warm")
         run_once(spark, lambda: our_query(spark, warm, case), work, "warm")
     results: dict[str, Any] = {}
+    touched: dict[int, float] = {}
     print(f"\n{'case':<15}{'keys':>10}{'native s/batch':>24}{'ours s/batch':>24}{'ours/native':>13}"
-          f"{'native B/batch':>16}{'ours B/batch':>14}{'worker MB':>11}", flush=True)
+          f"{'native B/batch':>16}{'ours B/batch':>14}{'worker MB*':>11}", flush=True)
     for keys in key_counts:
         data = work / f"data-{keys}"
-        write_data(data, keys, args.batches, args.rows)
+        touched[keys] = write_data(data, keys, args.batches, args.rows)
         for case in cases:
             runs: dict[str, list] = {"native": [], "ours": []}
             for _ in range(args.runs):
@@ -210,17 +225,47 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{ours['median_s']:>10.2f} ({ours['min_s']:.2f}-{ours['max_s']:.2f})"
                   f"{ours['median_s'] / native['median_s']:>12.2f}x"
                   f"{native['bytes']:>16,.0f}{ours['bytes']:>14,.0f}{ours['peak_mb']:>11.0f}", flush=True)
-        shutil.rmtree(data, ignore_errors=True)
-    print("\ngrowth of the median steady batch from the fewest to the most keys:")
+    print("* worker MB: peak over the whole run, batch 0 (every key) included; see the steady pass below")
+    first_keys, last_keys = key_counts[0], key_counts[-1]
+    print(f"\ndistinct keys a steady batch touches: {touched[first_keys]:,.0f} of {first_keys:,} keys, "
+          f"{touched[last_keys]:,.0f} of {last_keys:,} ({touched[last_keys] / touched[first_keys]:.2f}x): per-key "
+          "work grows by this much whatever the state held")
+    print("growth of the median steady batch from the fewest to the most keys:")
     for case in cases:
         first, last = results[f"{case}/{key_counts[0]}"], results[f"{case}/{key_counts[-1]}"]
         print(f"  {case:<15} native {last['native']['median_s'] / first['native']['median_s']:.2f}x, "
               f"ours {last['ours']['median_s'] / first['ours']['median_s']:.2f}x")
+    spark.stop()
+    if not args.no_memory:
+        results["steady_memory"] = memory_pass(work, key_counts, cases)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     shutil.rmtree(work, ignore_errors=True)
-    spark.stop()
     return 0
+
+
+def memory_pass(work: Path, key_counts: list[int], cases: list[str]) -> dict[str, float]:
+    """Peak memory of a Python worker during steady batches (ours only, untimed).  Spark reuses
+    its Python workers, and a worker keeps the memory batch 0 (every key) once took, so this pass
+    runs in a session that starts a fresh worker per task: what a steady batch needs is then what
+    its worker holds."""
+    from windowed_operator.spark import local_session
+
+    spark = local_session(app_name="windowed-operator-state-scale-memory", shuffle_partitions=2, extra_conf={
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.python.worker.reuse": "false"})
+    out: dict[str, float] = {}
+    print("\npeak Python worker memory during steady batches (MB; a fresh worker per task):")
+    print(f"{'case':<15}" + "".join(f"{k:>14,}" for k in key_counts), flush=True)
+    for case in cases:
+        line = f"{case:<15}"
+        for keys in key_counts:
+            run = run_once(spark, lambda: our_query(spark, work / f"data-{keys}", case), work, "memory")
+            out[f"{case}/{keys}"] = run["steady_worker_peak_bytes"] / 1e6
+            line += f"{out[f'{case}/{keys}']:>14.0f}"
+        print(line, flush=True)
+    spark.stop()
+    return out
 
 
 if __name__ == "__main__":

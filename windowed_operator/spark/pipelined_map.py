@@ -8,11 +8,17 @@ chunk's answers.  The messages are the ones pyspark 4.3's ``MapStateClient`` bui
 small enough that neither side's socket buffer fills while the other waits (answers of a chunk of
 reads stay well under the buffer), so it cannot deadlock.  Where the client's internals are not the
 expected ones (another pyspark), every operation falls back to one call each.
+
+Per message, pyspark builds a protobuf object and converts each row through its schema; for the
+rows this library keeps (a key of a primitive type, a JSON string) the bytes are a fixed frame
+around the pickled values, written here directly.  The frames are checked against pyspark's own
+encoding once per map: if they differ (another pyspark), pyspark's encoder is used.
 """
 from __future__ import annotations
 
 import io
 import pickle
+import struct
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -45,17 +51,75 @@ _converters: dict[int, tuple[Any, Callable]] = {}
 
 
 def _row_converter(data_type: Any) -> Callable:
-    """One converter per parsed type (the parsed types are cached, so ``id`` identifies them)."""
+    """One converter per parsed type (the parsed types are cached, so ``id`` identifies them).
+    Rows of fields that need no conversion (strings, numbers) are read as plain tuples: only
+    their values are used, and building a ``Row`` per value cost a fifth of a read."""
     known = _converters.get(id(data_type))
     if known is None or known[0] is not data_type:
         from pyspark.sql.types import _create_row_inbound_converter
 
-        known = _converters[id(data_type)] = (data_type, _create_row_inbound_converter(data_type))
+        fields = getattr(data_type, "fields", None)
+        plain = bool(fields) and not any(f.dataType.needConversion() for f in fields)
+        converter = _tuple_of if plain else _create_row_inbound_converter(data_type)
+        known = _converters[id(data_type)] = (data_type, converter)
     return known[1]
+
+
+def _tuple_of(*values: Any) -> tuple:
+    return values
 
 
 def _load_row(value: bytes) -> Any:
     return _RowUnpickler(io.BytesIO(value), encoding="bytes").load()
+
+
+# -- protobuf frames, written directly --------------------------------------------------------------
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
+
+
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _ONE_BYTE[n]
+    if n < 0x4000:
+        return bytes((n & 0x7F | 0x80, n >> 7))
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (wire type 2; field numbers here are below 16, so the tag
+    is one byte)."""
+    return _ONE_BYTE[number << 3 | 2] + _varint(len(payload)) + payload
+
+
+class _Frames:
+    """The state server's map requests as bytes: StateRequest.stateVariableRequest(3).mapStateCall(3)
+    with stateName(1) and getValue(3) / updateValue(5) / removeKey(9) holding userKey(1), value(2)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = _field(1, name.encode())
+
+    def _call(self, number: int, payload: bytes) -> bytes:
+        return _field(3, _field(3, self.name + _field(number, payload)))
+
+    def get(self, key: bytes) -> bytes:
+        return self._call(3, _field(1, key))
+
+    def update(self, key: bytes, value: bytes) -> bytes:
+        return self._call(5, _field(1, key) + _field(2, value))
+
+    def remove(self, key: bytes) -> bytes:
+        return self._call(9, _field(1, key))
+
+
+_INT = struct.Struct("!i")
+#: A value of each primitive type, to check the direct encoding against pyspark's.
+_PROBES = {"StringType": "probe-é", "LongType": 1 << 40, "IntegerType": -7, "DoubleType": 1.5,
+           "BooleanType": True, "ShortType": 3, "ByteType": 1, "FloatType": 0.5}
 
 
 class PipelinedMap:
@@ -65,38 +129,94 @@ class PipelinedMap:
             self._client = map_state._mapStateClient
             self._name = map_state._stateName
             self._api = self._client._stateful_processor_api_client
-            self._api._send_proto_message  # noqa: B018 - probe the internals used below
-            self._api._receive_proto_message  # noqa: B018
+            self._api._serialize_to_bytes  # noqa: B018 - probe the internals used below
+            self._api.sockfile  # noqa: B018
             import pyspark.sql.streaming.proto.StateMessage_pb2 as messages
 
             self._messages: Any = messages
         except (AttributeError, ImportError):  # another pyspark: one call per operation
             self._messages = None
+            return
+        self._key_row, direct_keys = self._row_encoder(self._client.user_key_schema)
+        self._value_row, direct_values = self._row_encoder(self._client.value_schema)
+        frames = _Frames(self._name)
+        self._frames: Optional[_Frames] = frames if self._frames_match(frames) else None
+        #: Whether every request is written directly (pyspark's encoding is only the fallback).
+        self.direct = self._frames is not None and direct_keys and direct_values
 
     # -- messages ---------------------------------------------------------------------------------
+    def _row_encoder(self, schema: Any) -> tuple[Callable[[tuple], bytes], bool]:
+        """Rows of primitive fields pickled directly (what pyspark's schema conversion ends in for
+        them; True), other rows through pyspark (False)."""
+        from pyspark import serializers
+
+        def through_pyspark(values: tuple) -> bytes:
+            return self._api._serialize_to_bytes(schema, values)
+
+        names = [type(f.dataType).__name__ for f in getattr(schema, "fields", [])]
+        if not names or any(name not in _PROBES for name in names):
+            return through_pyspark, False
+        protocol = getattr(serializers, "pickle_protocol", pickle.HIGHEST_PROTOCOL)
+
+        def dumps(values: tuple) -> bytes:
+            return pickle.dumps(values, protocol)
+
+        probe = tuple(_PROBES[name] for name in names)
+        return (dumps, True) if dumps(probe) == through_pyspark(probe) else (through_pyspark, False)
+
+    def _frames_match(self, frames: _Frames) -> bool:
+        m = self._messages
+        key, value = self._key_row(tuple(_PROBES.get(type(f.dataType).__name__, 0)
+                                         for f in self._client.user_key_schema.fields)), b"\x80value"
+        expected = [self._request(getValue=m.GetValue(userKey=key)),
+                    self._request(updateValue=m.UpdateValue(userKey=key, value=value)),
+                    self._request(removeKey=m.RemoveKey(userKey=key))]
+        return [frames.get(key), frames.update(key, value), frames.remove(key)] == expected
+
     def _request(self, **call: Any) -> bytes:
         m = self._messages
         map_call = m.MapStateCall(stateName=self._name, **call)
         return m.StateRequest(stateVariableRequest=m.StateVariableRequest(mapStateCall=map_call)).SerializeToString()
 
-    def _key_bytes(self, key: tuple) -> bytes:
-        return self._api._serialize_to_bytes(self._client.user_key_schema, key)
+    def _get_request(self, key: tuple) -> bytes:
+        key_bytes = self._key_row(key)
+        if self._frames is not None:
+            return self._frames.get(key_bytes)
+        return self._request(getValue=self._messages.GetValue(userKey=key_bytes))
 
-    def _round_trip(self, requests: Sequence[bytes], what: str) -> list[tuple[int, str, bytes]]:
-        """Send the requests, flush once, read their answers in order."""
+    def _update_request(self, key: tuple, value: tuple) -> bytes:
+        key_bytes, value_bytes = self._key_row(key), self._value_row(value)
+        if self._frames is not None:
+            return self._frames.update(key_bytes, value_bytes)
+        return self._request(updateValue=self._messages.UpdateValue(userKey=key_bytes, value=value_bytes))
+
+    def _remove_request(self, key: tuple) -> bytes:
+        key_bytes = self._key_row(key)
+        if self._frames is not None:
+            return self._frames.remove(key_bytes)
+        return self._request(removeKey=self._messages.RemoveKey(userKey=key_bytes))
+
+    def _round_trip(self, requests: Sequence[bytes], what: str) -> list[tuple[int, bytes]]:
+        """Send the requests (each after the message version 0 and its length, as pyspark writes
+        them), flush once, read their answers in order: (status, value)."""
         from pyspark.errors import PySparkRuntimeError
-        from pyspark.serializers import write_int
 
         sockfile = self._api.sockfile
-        for request in requests:
-            write_int(0, sockfile)  # the message version, as pyspark writes it
-            write_int(len(request), sockfile)
-            sockfile.write(request)
+        pack = _INT.pack
+        sockfile.write(b"".join(pack(0) + pack(len(request)) + request for request in requests))
         sockfile.flush()
-        answers = [self._api._receive_proto_message() for _ in requests]
-        for status, error, _ in answers:
+        read = sockfile.read
+        response = self._messages.StateResponse()
+        answers = []
+        for _ in requests:
+            head = read(4)
+            if len(head) < 4:
+                raise EOFError("the state server closed the connection")
+            response.ParseFromString(read(_INT.unpack(head)[0]))
+            status = response.statusCode
             if status not in (0, 2):
-                raise PySparkRuntimeError(f"Error in pipelined map state {what}: {error}")
+                raise PySparkRuntimeError(f"Error in pipelined map state {what}: {response.errorMessage}")
+            answers.append((status, response.value))
         return answers
 
     # -- operations -------------------------------------------------------------------------------
@@ -105,9 +225,8 @@ class PipelinedMap:
             return [self.state.getValue(k) for k in keys]
         out: list[Optional[tuple]] = []
         for lo in range(0, len(keys), READ_CHUNK):
-            chunk = keys[lo:lo + READ_CHUNK]
-            requests = [self._request(getValue=self._messages.GetValue(userKey=self._key_bytes(k))) for k in chunk]
-            for status, _, value in self._round_trip(requests, "read"):
+            requests = [self._get_request(k) for k in keys[lo:lo + READ_CHUNK]]
+            for status, value in self._round_trip(requests, "read"):
                 out.append(_load_row(value) if status == 0 and len(value) else None)
         return out
 
@@ -116,10 +235,7 @@ class PipelinedMap:
             for key, value in items:
                 self.state.updateValue(key, value)
             return
-        value_schema = self._client.value_schema
-        requests = [self._request(updateValue=self._messages.UpdateValue(
-            userKey=self._key_bytes(key), value=self._api._serialize_to_bytes(value_schema, value)))
-            for key, value in items]
+        requests = [self._update_request(key, value) for key, value in items]
         for lo in range(0, len(requests), WRITE_CHUNK):
             self._round_trip(requests[lo:lo + WRITE_CHUNK], "write")
 
@@ -128,6 +244,6 @@ class PipelinedMap:
             for key in keys:
                 self.state.removeKey(key)
             return
-        requests = [self._request(removeKey=self._messages.RemoveKey(userKey=self._key_bytes(k))) for k in keys]
+        requests = [self._remove_request(k) for k in keys]
         for lo in range(0, len(requests), WRITE_CHUNK):
             self._round_trip(requests[lo:lo + WRITE_CHUNK], "removal")
