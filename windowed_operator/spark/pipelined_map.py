@@ -6,7 +6,9 @@ its time waiting.  The state server reads requests one after another from the so
 each in order, so requests can be *pipelined*: write a chunk of them, flush once, then read the
 chunk's answers.  The messages are the ones pyspark 4.3's ``MapStateClient`` builds; chunks are
 small enough that neither side's socket buffer fills while the other waits (answers of a chunk of
-reads stay well under the buffer), so it cannot deadlock.  Where the client's internals are not the
+reads stay well under the buffer), so it cannot deadlock.  A message split across socket reads is
+read whole by the state server since SPARK-53870 (``readFully``; Spark 4.0.2 and 4.1+), which the
+pinned pyspark has.  Where the client's internals are not the
 expected ones (another pyspark), every operation falls back to one call each.
 
 Per message, pyspark builds a protobuf object and converts each row through its schema; for the
