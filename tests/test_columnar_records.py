@@ -1,4 +1,4 @@
-"""The columnar path on per-key records gives the panes of one whole-group pane table."""
+"""The columnar paths on per-key records give the panes of one whole-group table (panes and sessions)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -6,9 +6,10 @@ from hypothesis import strategies as st
 
 from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
-from windowed_operator import CumulativeWindows, TimeWindows
+from windowed_operator import CumulativeWindows, SessionWindows, TimeWindows
 from windowed_operator.columnar import ColumnarCore, PaneTable, Panes
-from windowed_operator.columnar_records import KeyPanesCodec, run_columnar_batch
+from windowed_operator.columnar_records import columnar_records, run_columnar_batch
+from windowed_operator.columnar_sessions import ColumnarSessions, SessionTable
 from windowed_operator.group_state import GroupState
 
 from helpers import MemoryStore, near_boundaries
@@ -17,12 +18,15 @@ CASES = {
     "tumbling sum": (TimeWindows(10), Sum(), TriggerOption.default(), 5),
     "hopping mean accumulating": (TimeWindows(10).slide_by(5), Mean(), TriggerOption.default().accumulating_fired_panes(), 7),
     "cumulative count": (CumulativeWindows(20, 5), Count(), TriggerOption.default(), 0),
+    "sessions sum": (SessionWindows(7), Sum(), TriggerOption.default(), 5),
+    "sessions mean retracting": (SessionWindows(4), Mean(),
+                                 TriggerOption.default().accumulating_and_retracting_fired_panes(), 9),
 }
 
 
 def panes_of(out: Panes):
     return sorted(zip(*[np.asarray(c).tolist() for c in (out.keys, out.starts, out.ends, out.values, out.timing,
-                                                          out.pane_index, out.is_last)]))
+                                                          out.pane_index, out.is_last, out.is_retraction)]))
 
 
 batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from("abcdef"), near_boundaries(0, 80),
@@ -35,8 +39,12 @@ batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from("abcdef"), near_
 @given(steps=batches)
 def test_per_key_pane_rows_give_the_panes_of_the_whole_table(name, steps):
     window, acc, trigger, lateness = CASES[name]
-    core = ColumnarCore(window, acc, trigger, lateness)
-    whole, store, watermark = PaneTable(), MemoryStore(), -3
+    if isinstance(window, SessionWindows):
+        core, whole = ColumnarSessions(window, acc, trigger, lateness), SessionTable()
+    else:
+        core, whole = ColumnarCore(window, acc, trigger, lateness), PaneTable()
+    records = columnar_records(core)
+    store, watermark = MemoryStore(), -3
     for rows, step in [*steps, ([], 10 ** 6)]:
         watermark += step
         keys = np.array([k for k, _, _ in rows], dtype=object)
@@ -44,8 +52,8 @@ def test_per_key_pane_rows_give_the_panes_of_the_whole_table(name, steps):
         values = None if isinstance(acc, Count) else np.array([v for _, _, v in rows], dtype=np.int64)
         expected, got = Panes(), Panes()
         whole = core.process(whole, keys, ts, values, watermark, expected, [], lambda i: None)
-        group = GroupState(store, KeyPanesCodec(), {}, "op")
-        run_columnar_batch(core, group, keys.tolist(), watermark,
+        group = GroupState(store, records.codec, {}, "op")
+        run_columnar_batch(records, group, keys.tolist(), watermark,
                            lambda table: core.process(table, keys, ts, values, watermark, got, [], lambda i: None))
         group.save(wm=watermark)
         assert panes_of(got) == panes_of(expected)

@@ -33,7 +33,7 @@ Retracting mode, other triggers and other accumulations keep the object path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -86,6 +86,15 @@ class ColumnarForm:
             return [range_reduce(np.maximum, cols[0], lo, hi)]
         return [range_sums(exact(c), lo, hi) for c in cols]
 
+    @property
+    def width(self) -> int:
+        """How many accumulator columns."""
+        return 2 if self.kind == "mean" else 1
+
+    def columns_of(self, accumulator: Any) -> list[Any]:
+        """The object path's accumulator as this form's column values (migrating stored state)."""
+        return list(accumulator) if self.kind == "mean" else [accumulator]
+
     def outputs(self, cols: list[np.ndarray]) -> np.ndarray:
         if self.kind == "mean":
             return cols[0] / cols[1]
@@ -114,21 +123,25 @@ class Panes:
     """Output rows as column arrays (what the Spark processor turns into one typed DataFrame: typed
     columns convert to Arrow several times faster than lists of Python objects)."""
 
-    _FIELDS = ("keys", "starts", "ends", "values", "timing", "pane_index", "is_last")
+    _FIELDS = ("keys", "starts", "ends", "values", "timing", "pane_index", "is_last", "is_retraction")
 
     def __init__(self) -> None:
         self._chunks: list[tuple[np.ndarray, ...]] = []
 
-    def add(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: np.ndarray, timing: Timing,
-            pane_index: np.ndarray, is_last: np.ndarray) -> None:
+    def add(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: np.ndarray,
+            timing: Union[Timing, np.ndarray], pane_index: np.ndarray, is_last: np.ndarray, *,
+            is_retraction: bool = False) -> None:
+        """Rows of one timing (a ``Timing``) or of a timing each (an array of their values)."""
         if len(ends):
-            self._chunks.append((keys, starts, ends, np.asarray(values), np.full(len(ends), timing.value, dtype=object),
-                                 pane_index, is_last))
+            timings = np.full(len(ends), timing.value, dtype=object) if isinstance(timing, Timing) else timing
+            self._chunks.append((keys, starts, ends, np.asarray(values), timings, pane_index, is_last,
+                                 np.full(len(ends), is_retraction)))
 
     def _column(self, name: str) -> np.ndarray:
         i = self._FIELDS.index(name)
         if not self._chunks:
-            return np.empty(0, dtype=object if name in ("keys", "timing") else np.int64)
+            return np.empty(0, dtype=object if name in ("keys", "timing") else
+                            bool if name in ("is_last", "is_retraction") else np.int64)
         return np.concatenate([chunk[i] for chunk in self._chunks])
 
     keys = property(lambda self: self._column("keys"))
@@ -138,12 +151,11 @@ class Panes:
     timing = property(lambda self: self._column("timing"))
     pane_index = property(lambda self: self._column("pane_index"))
     is_last = property(lambda self: self._column("is_last"))
-    is_first = property(lambda self: self._column("pane_index") == 0)
+    is_retraction = property(lambda self: self._column("is_retraction"))
+    is_first = property(lambda self: (self._column("pane_index") == 0) & ~self._column("is_retraction"))
 
     def __len__(self) -> int:
         return sum(len(chunk[2]) for chunk in self._chunks)
-
-
 
 
 @dataclass

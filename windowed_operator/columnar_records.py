@@ -1,5 +1,9 @@
-"""The columnar path on per-key records: a key group's pane table built from the keys a batch
-loads, and split back into one record per key.
+"""The columnar paths on per-key records: a key group's table built from the keys a batch loads,
+and split back into one record per key.
+
+Two tables: the pane table of windows assigned by timestamp (``columnar``, records ``KeyPanes``)
+and the session table (``columnar_sessions``, records ``KeySessions``); ``PaneRecords`` and
+``SessionRecords`` build and split them, and ``run_columnar_batch`` runs either.
 
 The columnar core (``columnar.ColumnarCore``) works on a ``PaneTable``: rows of (key, pane start,
 accumulator columns, the watermark when data first came), sorted by key then pane start, plus the
@@ -12,15 +16,17 @@ nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Optional
+from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 
 import numpy as np
 
-from .columnar import ColumnarCore, PaneTable
+from .columnar import ColumnarCore, ColumnarForm, PaneTable, supports_columnar
+from .columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
 from .group_state import GroupState
 from .state_codec import KeyStateCodec
 from .time import MIN_TIMESTAMP
 from .time_rules import expiry_due
+from .windows.session_windows import SessionWindows
 
 
 @dataclass
@@ -116,17 +122,168 @@ def late_only_due(core: ColumnarCore, late: dict) -> Optional[int]:
     return min((int(expiry_due(end - 1, core.lateness)) for end in late), default=None)
 
 
-def run_columnar_batch(core: ColumnarCore, group: GroupState, batch_keys: Iterable[Hashable], watermark: int,
-                       run: Callable[[PaneTable], PaneTable]) -> None:
-    """One batch of one group on per-key pane rows: load the batch's keys and the keys due, build
-    their table at the group's last watermark, ``run`` the core on it, and hand each key's rows back
-    to the group (``group.save`` remains to do)."""
+class ColumnarRecords(Protocol):
+    """How one columnar path's table is made of per-key records and split back."""
+
+    codec: Any  # the records' StateCodec
+
+    def build(self, keys: list[Hashable], states: list[Any], watermark: int) -> Any: ...
+
+    def split(self, table: Any, keys: list[Hashable]) -> dict[Hashable, Any]: ...
+
+
+class PaneRecords:
+    def __init__(self, core: ColumnarCore) -> None:
+        self.core, self.codec = core, KeyPanesCodec()
+
+    def build(self, keys: list[Hashable], states: list[KeyPanes], watermark: int) -> PaneTable:
+        return build_table(keys, states, watermark)
+
+    def split(self, table: PaneTable, keys: list[Hashable]) -> dict[Hashable, KeyPanes]:
+        return split_table(self.core, table, keys)
+
+
+# -- sessions ---------------------------------------------------------------------------------------
+@dataclass
+class KeySessions:
+    """One key's active sessions (sorted by start), column by column as in ``SessionTable``."""
+
+    starts: list = field(default_factory=list)
+    ends: list = field(default_factory=list)
+    acc: list = field(default_factory=list)  # one list per accumulator column
+    pending: list = field(default_factory=list)
+    hold: list = field(default_factory=list)
+    nonspeculative: list = field(default_factory=list)
+    index: list = field(default_factory=list)
+    last: list = field(default_factory=list)
+    #: When the key next has work (set after a batch, for the due index; not stored).
+    next_due: Optional[int] = field(default=None, compare=False)
+
+
+_SESSION_COLUMNS = ("starts", "ends", "pending", "hold", "nonspeculative", "index")
+
+
+class KeySessionsCodec:
+    """``KeySessions`` <-> data: ``{"starts": [...], "ends": [...], "acc": [[...]], "pending": [...],
+    "hold": [...], "nonspeculative": [...], "index": [...], "last": [...]}``, values tagged.
+
+    Records of the object path's layout (``{"windows": [...]}``, written while sessions with the
+    default trigger ran element by element) are read too, and written back in this layout: the
+    migration of state version 6 checkpoints, key by key as keys are touched or due."""
+
+    def __init__(self, form: ColumnarForm) -> None:
+        self.values = KeyStateCodec()
+        self.form = form
+
+    def new(self) -> KeySessions:
+        return KeySessions()
+
+    @staticmethod
+    def is_empty(state: KeySessions) -> bool:
+        return not state.starts
+
+    def to_data(self, state: KeySessions) -> dict:
+        data: dict[str, Any] = {name: getattr(state, name) for name in _SESSION_COLUMNS}
+        data["acc"] = [[self.values.value(v) for v in column] for column in state.acc]
+        data["last"] = [self.values.value(v) for v in state.last]
+        return data
+
+    def from_data(self, data: dict) -> KeySessions:
+        if "windows" in data:
+            return self._from_windows(data)
+        read = self.values.read_value
+        return KeySessions(**{name: list(data[name]) for name in _SESSION_COLUMNS},
+                           acc=[[read(v) for v in column] for column in data["acc"]],
+                           last=[read(v) for v in data["last"]])
+
+
+    def _from_windows(self, data: dict) -> KeySessions:
+        """A key's sessions from the object path's record (its default trigger's end-of-window timer
+        is pending exactly while ``on_time_hold`` is set, so the timers need no column)."""
+        windows = sorted(self.values.from_data(data).windows.items())
+        out = KeySessions(acc=[[] for _ in range(self.form.width)])
+        for window, ws in windows:
+            out.starts.append(window.start)
+            out.ends.append(window.end)
+            for column, value in zip(out.acc, self.form.columns_of(ws.acc)):
+                column.append(value)
+            out.pending.append(ws.pending)
+            out.hold.append(ws.on_time_hold)
+            out.nonspeculative.append(ws.nonspeculative_index)
+            out.index.append(ws.pane_index)
+            out.last.append(ws.last_output)
+        return out
+
+
+class SessionRecords:
+    def __init__(self, sessions: ColumnarSessions) -> None:
+        self.sessions, self.codec = sessions, KeySessionsCodec(sessions.form)
+
+    def build(self, keys: list[Hashable], states: list[KeySessions], watermark: int) -> SessionTable:
+        rows = [len(s.starts) for s in states]
+        if not sum(rows):
+            return SessionTable(watermark=watermark)
+        key_column = np.empty(sum(rows), dtype=object)
+        key_column[:] = [key for key, n in zip(keys, rows) for _ in range(n)]
+        width = max(len(s.acc) for s in states if s.starts)
+
+        def flat(name: str, dtype: Any) -> np.ndarray:
+            return np.array([v for s in states for v in getattr(s, name)], dtype=dtype)
+
+        last = np.empty(sum(rows), dtype=object)
+        last[:] = [v for s in states for v in s.last]
+        return SessionTable(key_column, flat("starts", np.int64), flat("ends", np.int64),
+                            [_column([v for s in states for v in (s.acc[c] if s.starts else [])])
+                             for c in range(width)],
+                            flat("pending", np.int64), flat("hold", bool), flat("nonspeculative", np.int64),
+                            flat("index", np.int64), last, watermark)
+
+    def split(self, table: SessionTable, keys: list[Hashable]) -> dict[Hashable, KeySessions]:
+        out = {key: KeySessions() for key in keys}
+        if not len(table):
+            return out
+        bounds = np.flatnonzero(np.concatenate(([True], table.keys[1:] != table.keys[:-1], [True])))
+        columns = {name: getattr(table, name).tolist() for name in (*_SESSION_COLUMNS, "last")}
+        acc = [c.tolist() for c in table.acc]
+        due = self.sessions.due_per_row(table)
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            out[table.keys[lo]] = KeySessions(**{name: values[lo:hi] for name, values in columns.items()},
+                                              acc=[c[lo:hi] for c in acc], next_due=int(due[lo:hi].min()))
+        return out
+
+
+def supports_columnar_path(window: Any, accumulation: Any, trigger: Any, timestamp_combiner: Any) -> bool:
+    """Whether one of the columnar paths serves this operator (``columnar_engine`` builds it)."""
+    return (supports_columnar(window, accumulation, trigger, timestamp_combiner)
+            or supports_columnar_sessions(window, accumulation, trigger, timestamp_combiner))
+
+
+def columnar_engine(window: Any, accumulation: Any, trigger: Any, allowed_lateness: int, *, label: str,
+                    column: Optional[str]) -> Union[ColumnarCore, ColumnarSessions]:
+    engine = ColumnarSessions if isinstance(window, SessionWindows) else ColumnarCore
+    return engine(window, accumulation, trigger, allowed_lateness, label=label, column=column)
+
+
+def columnar_layout(engine: Union[ColumnarCore, ColumnarSessions]) -> str:
+    """The state layout's name in the fingerprint (``fingerprint.LAYOUT_MIGRATIONS``)."""
+    return "per-key session rows" if isinstance(engine, ColumnarSessions) else "per-key pane rows"
+
+
+def columnar_records(engine: Union[ColumnarCore, ColumnarSessions]) -> ColumnarRecords:
+    return SessionRecords(engine) if isinstance(engine, ColumnarSessions) else PaneRecords(engine)
+
+
+def run_columnar_batch(records: ColumnarRecords, group: GroupState, batch_keys: Iterable[Hashable],
+                       watermark: int, run: Callable[[Any], Any]) -> None:
+    """One batch of one group on per-key records: load the batch's keys and the keys due, build
+    their table at the group's last watermark, ``run`` the path on it, and hand each key's records
+    back to the group (``group.save`` remains to do)."""
     keys = list(dict.fromkeys(batch_keys))
     group.preload(keys)
     touched = set(keys)
     keys += [key for key in group.due_keys(watermark, None) if key not in touched]
-    table = run(build_table(keys, [group.loaded[k].state for k in keys], group.meta.get("wm", MIN_TIMESTAMP)))
-    for key, state in split_table(core, table, keys).items():  # every key of ``keys``: all written back
+    table = run(records.build(keys, [group.loaded[k].state for k in keys], group.meta.get("wm", MIN_TIMESTAMP)))
+    for key, state in records.split(table, keys).items():  # every key of ``keys``: all written back
         group.touch(key)
         group.loaded[key].state = state
     group.commit(lambda state: (state.next_due, None))

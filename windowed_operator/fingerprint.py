@@ -39,12 +39,17 @@ ADVICE: dict[str, str] = {
                "first)",
     "timestamp combiner": "open panes hold timestamps for the old combiner: start a new checkpoint",
     "key groups": "keys are hashed into the stored number of groups: pass key_groups={stored} to apply()",
-    "state layout": "the new options run on another execution path (the columnar path serves the default "
-                    "trigger without retractions, with vectorized=True), whose state is laid out differently: "
+    "state layout": "the new options run on another execution path (the columnar paths serve the default "
+                    "trigger with vectorized=True), whose state is laid out differently: "
                     "start a new checkpoint or restore the options that chose the stored layout",
     "time mode": "timers of the other time domain are stored: start a new checkpoint",
     "accumulation mode": "after discarding panes, the accumulators hold only the elements since the last pane: "
                          "a restart may not switch to accumulating modes (start a new checkpoint)",
+}
+
+#: State layouts whose records a later layout reads and rewrites key by key (stored -> current).
+LAYOUT_MIGRATIONS: set[tuple[str, str]] = {
+    ("per-key windows", "per-key session rows"),  # sessions under the default trigger went columnar
 }
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -90,6 +95,8 @@ def _change_is_safe(part: str, stored: str, current: str) -> bool:
     """Whether ``part`` may change from ``stored`` to ``current`` (see ``SAFE_CHANGES``)."""
     if part == "accumulation mode":
         return _mode_change_is_safe(stored, current)
+    if part == "state layout":
+        return (stored, current) in LAYOUT_MIGRATIONS
     return part in SAFE_CHANGES
 
 

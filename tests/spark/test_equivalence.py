@@ -47,6 +47,8 @@ CASES = {
                                               EARLY_LATE_COUNTS.accumulating_fired_panes(), 2),
     "sessions-early-late-count-retracting": (SessionWindows(4_000),
                                              EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes(), 3),
+    "sessions-default-retracting": (SessionWindows(4_000),
+                                    TriggerOption.default().accumulating_and_retracting_fired_panes(), 6),
     "per-record-sliding-default-accumulating": (SlidingWindows(5_000),
                                                 TriggerOption.default().accumulating_fired_panes(), 4),
     "cumulative-early-late-count-retracting": (CumulativeWindows(20_000, 5_000),
@@ -130,13 +132,16 @@ def test_non_keyed_operator_with_a_list_output(spark, tmp_path):
 
 
 @pytest.mark.parametrize("window,trigger", [("tumbling", "early-late"), ("hopping", "early-late"),
-                                            ("hopping", "default")])
+                                            ("hopping", "default"), ("sessions", "default")])
 def test_array_path_and_key_groups_equal_the_element_path(spark, tmp_path, window, trigger):
     """The fast paths (array folding; the columnar path for the default trigger; 64 key groups)
     against the element-by-element path with one key per group, on the same Spark batches, late
     panes and late-data rows included."""
-    option = TimeWindows(10_000) if window == "tumbling" else TimeWindows(10_000).slide_by(2_000)
-    if trigger == "default":
+    option = {"tumbling": TimeWindows(10_000), "hopping": TimeWindows(10_000).slide_by(2_000),
+              "sessions": SessionWindows(3_000)}[window]
+    if window == "sessions":  # the columnar session path, retractions of merged sessions included
+        trigger_option, lateness = TriggerOption.default().accumulating_and_retracting_fired_panes(), 10_000
+    elif trigger == "default":
         trigger_option, lateness = TriggerOption.default().accumulating_fired_panes(), 4_000
     else:
         trigger_option, lateness = EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes(), 0
@@ -148,6 +153,10 @@ def test_array_path_and_key_groups_equal_the_element_path(spark, tmp_path, windo
     batches = make_batches(8, n_batches=5, per_batch=12)
     batches[3].append({"user": "a", "amount": 100, "ts": BASE - 30_000})  # beyond lateness: late data
     batches[4].append({"user": "b", "amount": 50, "ts": BASE + 17_500})  # late, within 4 s of lateness for some
+    if window == "sessions":  # a session fires, then a late row within lateness grows it: retracted
+        batches += [[{"user": "a", "amount": 1, "ts": BASE + 60_000}, {"user": "b", "amount": 2, "ts": BASE + 61_000}],
+                    [{"user": "c", "amount": 3, "ts": BASE + 75_000}],
+                    [{"user": "a", "amount": 4, "ts": BASE + 62_500}]]
     fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=64, vectorized=True)
     plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False)
     rows = lambda store: Counter(tuple(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
@@ -155,6 +164,8 @@ def test_array_path_and_key_groups_equal_the_element_path(spark, tmp_path, windo
     assert any(r["record_type"] == "late" for b in fast.values() for r in b)
     if trigger == "default":
         assert any(r["timing"] == "LATE" for b in fast.values() for r in b)
+    if window == "sessions":
+        assert any(r["is_retraction"] for b in fast.values() for r in b)
 
 
 @pytest.mark.parametrize("window,acc,mode", [("tumbling", "sum", "discarding"), ("hopping", "mean", "accumulating"),

@@ -65,7 +65,7 @@ class SparkPlan:
     value_column: Optional[str] = None
     #: Use the core's array path (windows assigned by timestamp, accumulation with ``fold_array``).
     vectorized: bool = False
-    #: Use the columnar path (default trigger; see ``windowed_operator.columnar``).
+    #: Use a columnar path (default trigger; ``windowed_operator.columnar``, ``columnar_sessions``).
     columnar: bool = False
     #: Rows arrive folded per (key, pane) by ``preaggregate.PreAggregation`` (columnar path only).
     preaggregated: bool = False
@@ -146,8 +146,9 @@ class SparkPlan:
         return columns
 
     def columnar_rows(self, panes: Any, dropped: list[DroppedElement]) -> dict[str, Any]:
-        """Columns from the columnar path's panes (never retractions: default trigger only): numpy
-        arrays, or lists when side-output rows (with nulls) are appended."""
+        """Columns from the columnar paths' panes: numpy arrays, or lists when side-output rows (with
+        nulls) are appended.  Panes are stamped with the end of the window (the only combiner these
+        paths take), retractions with that of the pane they retract."""
         ends = panes.ends
         columns: dict[str, Any] = {}
         if self.keyed:
@@ -155,7 +156,7 @@ class SparkPlan:
         columns.update({"window_start": panes.starts, "window_end": ends, "value": panes.values,
                         "timing": panes.timing, "pane_index": panes.pane_index.astype(np.int32),
                         "is_first": panes.is_first, "is_last": panes.is_last.astype(bool),
-                        "is_retraction": np.zeros(len(ends), dtype=bool), "timestamp": ends - 1})
+                        "is_retraction": panes.is_retraction, "timestamp": ends - 1})
         if self.side_outputs:
             columns = {name: values.tolist() for name, values in columns.items()}
             for name in SIDE_OUTPUT_COLUMNS:
@@ -194,20 +195,30 @@ class SparkPlan:
         columns["element_timestamp"][-1] = dropped.timestamp
 
 
-def vector_value_column(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
-    """Whether the array path applies to ``operator`` and which column holds the values it folds."""
+def array_values(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
+    """Whether arrays can fold this operator's values (a built-in fold over one plain column, or a
+    Count reading none) and which column holds them."""
     from accumulations.numeric import Count
 
-    from ..vectorized import supports_vectorized
-
-    if not supports_vectorized(operator.build_core()):
+    accumulation = operator.core_accumulation()
+    if not accumulation.supports_fold_array():
         return False, None
     own = operator.value
-    field = operator.core_accumulation().input_field()
+    field = accumulation.input_field()
     if own is None and field is None:
-        return isinstance(operator.core_accumulation(), Count), None
+        return isinstance(accumulation, Count), None
     if isinstance(own, str) and field is None:
         return True, own
     if own is None and field is not None:
         return True, field
     return False, None
+
+
+def vector_value_column(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
+    """Whether the core's array path applies to ``operator`` (windows assigned by timestamp) and
+    which column holds the values it folds."""
+    from ..vectorized import supports_vectorized
+
+    if not supports_vectorized(operator.build_core()):
+        return False, None
+    return array_values(operator)

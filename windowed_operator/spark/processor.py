@@ -25,8 +25,8 @@ from ..elements import BadElementError, is_null, rejected_row_error
 from ..fingerprint import IncompatibleRestartError, state_fingerprint
 from ..group_batch import next_due, run_group_batch
 from ..group_state import GroupState
-from ..columnar import ColumnarCore, PaneTable, Panes
-from ..columnar_records import KeyPanesCodec, run_columnar_batch
+from ..columnar import PaneTable, Panes
+from ..columnar_records import columnar_engine, columnar_layout, columnar_records, run_columnar_batch
 from ..panes import DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState
@@ -44,8 +44,9 @@ GROUP_COLUMN = "__wo_group"
 STATE_SCHEMA = "blob binary"
 #: 4: end-of-window timers are due at max_timestamp + 1 (Beam's rule); windows carry on_time_hold.
 #: 5: every group's bookkeeping carries the fingerprint of the operator that wrote it.
-#: 6: each key's state is a JSON record in a MapState (windows, or pane rows on the columnar
-#:    path), with a due index; nothing is pickled.
+#: 6: each key's state is a JSON record in a MapState (windows, or pane rows or session rows on
+#:    the columnar paths), with a due index; nothing is pickled.  (Sessions under the default trigger
+#:    moved from windows to session rows within version 6: their records are migrated as read.)
 STATE_VERSION = 6
 
 
@@ -70,20 +71,20 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self.core = self.plan.operator.build_core()
         self.reader = self.plan.record_reader()
         self.now: Optional[int] = None  # the batch's processing time, set per call
-        self.columnar = None
+        self.columnar: Any = None
+        if self.plan.columnar:
+            op = self.plan.operator
+            self.columnar = columnar_engine(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
+                                            label=op.label(), column=op.value_column())
+            self.records = columnar_records(self.columnar)
         self.fingerprint = state_fingerprint(
             self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
-            layout="per-key pane rows" if self.plan.columnar else "per-key windows", state_version=STATE_VERSION,
-            key_column=self.plan.state_key)
+            layout=columnar_layout(self.columnar) if self.columnar is not None else "per-key windows",
+            state_version=STATE_VERSION, key_column=self.plan.state_key)
         # (the pickled value of earlier versions is declared only to detect it)
         self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
         self.store = SparkGroupStore(handle, self.plan.key_type)
         self.codec = KeyStateCodec(allow_pickle=self.plan.state_encoding == "pickle")
-        self.panes_codec = KeyPanesCodec()
-        if self.plan.columnar:
-            op = self.plan.operator
-            self.columnar = ColumnarCore(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
-                                         label=op.label(), column=op.value_column())
 
     # -- Spark callbacks ------------------------------------------------------------------------
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
@@ -136,11 +137,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _run_columnar(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
                       fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
-        """The keys a batch touches and the keys due, as one pane table (default trigger; see
-        ``windowed_operator.columnar`` and ``columnar_records``)."""
+        """The keys a batch touches and the keys due, as one table of panes or sessions (default
+        trigger; see ``windowed_operator.columnar``, ``columnar_sessions`` and ``columnar_records``)."""
         plan = self.plan
         assert self.columnar is not None
-        group = self._group(self.panes_codec)
+        group = self._group(self.records.codec)
         meta = group.meta
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
@@ -152,7 +153,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         panes, dropped, bad = Panes(), [], []
         n_dropped = 0
 
-        def run(table: PaneTable) -> PaneTable:
+        def run(table: Any) -> Any:
             nonlocal n_dropped
             if frame is None or not len(frame):
                 return self.columnar.on_watermark(table, watermark, panes)
@@ -163,7 +164,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             n_dropped = len(dropped)
             return table
 
-        run_columnar_batch(self.columnar, group, keys, watermark, run)
+        run_columnar_batch(self.records, group, keys, watermark, run)
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)
         self._schedule_group(group, spark_now)

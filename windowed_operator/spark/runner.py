@@ -8,13 +8,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
 
-from ..columnar import columnar_form, supports_columnar
+from ..columnar import columnar_form
+from ..columnar_records import supports_columnar_path
 from ..operator import OperatorBase, WindowingOptions
 from ..time import event_time_in_range, latest_event_time
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
 from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
-from .plan import BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, LATE_COUNT_COLUMN, SparkPlan, vector_value_column
+from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, LATE_COUNT_COLUMN, SparkPlan, array_values,
+                   vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
@@ -305,6 +307,10 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         updates["key"] = key_col
     core_op = op.model_copy(update=updates)
     use_arrays, value_column = vector_value_column(core_op)
+    columnar = vectorized and array_values(core_op)[0] and supports_columnar_path(
+        core_op.window, core_op.accumulation, core_op.trigger, core_op.timestamp_combiner)
+    if columnar:
+        value_column = array_values(core_op)[1]
     plan = SparkPlan(
         operator=core_op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
         key_type=shape[key_col].dataType.simpleString() if key_col else None,
@@ -313,11 +319,11 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(key_groups), state_key=key_col,
         drop_counter=drop_counter, state_encoding=state_encoding,
         integral_columns=(ts_col, *(f.name for f in shape.fields if isinstance(f.dataType, IntegralType))),
-        columnar=vectorized and use_arrays and supports_columnar(core_op.window, core_op.accumulation, core_op.trigger,
-                                                                 core_op.timestamp_combiner))
+        columnar=columnar)
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
     # (pre-aggregation runs in the scan stage, which has no batch time to check max_future_skew against)
-    if (preaggregate and plan.columnar and not plan.side_outputs and core_op.max_future_skew is None
+    if (preaggregate and plan.columnar and core_op.window.pane_layout() is not None and not plan.side_outputs
+            and core_op.max_future_skew is None
             and preaggregable(plan.key_type, value_spark_type)):
         folding = PreAggregation(layout=core_op.window.pane_layout(), form=columnar_form(core_op.core_accumulation()),
                                  key_column=key_col, time_column=ts_col, value_column=value_column,

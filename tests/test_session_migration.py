@@ -1,0 +1,93 @@
+"""State version 6 kept sessions under the default trigger as the object path's records; they now run
+on the columnar session path, whose records are read from the old ones key by key.  A stream run
+first on the object path's records and then, on the same stored records, on the columnar path gives
+the panes of one uninterrupted run."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accumulations import Count, Mean, Sum
+from triggers import TriggerOption
+from windowed_operator import KeyedWindowedOperator, SessionWindows
+from windowed_operator.columnar import Panes
+from windowed_operator.columnar_records import columnar_records, run_columnar_batch
+from windowed_operator.columnar_sessions import ColumnarSessions
+from windowed_operator.fingerprint import restart_problems
+from windowed_operator.group_batch import next_due, run_group_batch
+from windowed_operator.group_state import GroupState
+from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.time import MAX_TIMESTAMP
+
+from helpers import MemoryStore, near_boundaries
+
+ACCS = {"sum": Sum(), "count": Count(), "mean": Mean()}
+MODES = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes(),
+         "retracting": TriggerOption.default().accumulating_and_retracting_fired_panes()}
+element = st.tuples(st.sampled_from("abcd"), near_boundaries(0, 80), st.integers(1, 9))
+steps_strategy = st.lists(st.tuples(st.lists(element, max_size=8), near_boundaries(0, 100)), min_size=2, max_size=8)
+
+
+def pane(key, start, end, value, timing, index, is_last, is_retraction):
+    return key, int(start), int(end), round(float(value), 9), timing, int(index), bool(is_last), bool(is_retraction)
+
+
+def object_path_batch(core, store, elements, watermark):
+    group = GroupState(store, KeyStateCodec(), {}, "op")
+    by_key: dict = {}
+    for key, ts, value in elements:
+        by_key.setdefault(key, []).append((ts, value, None))
+    work = [(key, lambda k, state, rows=sorted(rows): core.process_batch(k, state, rows, watermark, 0))
+            for key, rows in by_key.items()]
+    emission = run_group_batch(core, group, work, watermark, 0)
+    group.commit(next_due(core))
+    group.save(wm=watermark)
+    return Counter(pane(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index, p.is_last,
+                        p.is_retraction) for p in emission.outputs)
+
+
+def columnar_batch(sessions, records, store, elements, watermark, count):
+    group = GroupState(store, records.codec, {}, "op")
+    keys = np.array([k for k, _, _ in elements], dtype=object)
+    ts = np.array([t for _, t, _ in elements], dtype=np.int64)
+    values = None if count else np.array([v for _, _, v in elements], dtype=np.int64)
+    out = Panes()
+    run_columnar_batch(records, group, keys.tolist(), watermark,
+                       lambda table: sessions.process(table, keys, ts, values, watermark, out, [], lambda i: None))
+    group.save(wm=watermark)
+    return Counter(pane(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
+                                             out.pane_index, out.is_last, out.is_retraction))
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=steps_strategy, split=st.integers(1, 7), acc=st.sampled_from(sorted(ACCS)),
+       mode=st.sampled_from(sorted(MODES)), lateness=st.sampled_from([0, 9, 40]))
+def test_object_path_records_continue_on_the_columnar_path(steps, split, acc, mode, lateness):
+    op = KeyedWindowedOperator(SessionWindows(6), ACCS[acc], trigger=MODES[mode], allowed_lateness=lateness)
+    core = op.build_core()
+    sessions = ColumnarSessions(op.window, op.accumulation, op.trigger, lateness)
+    records = columnar_records(sessions)
+    steps = [*steps, ([], MAX_TIMESTAMP)]
+    split = min(split, len(steps) - 1)
+    uninterrupted, migrated = [], []
+    store, old_store = MemoryStore(), MemoryStore()
+    watermark = -10
+    for i, (elements, advance) in enumerate(steps):
+        watermark = max(watermark, advance)
+        uninterrupted.append(object_path_batch(core, old_store, elements, watermark))
+        if i < split:
+            migrated.append(object_path_batch(core, store, elements, watermark))
+        else:
+            migrated.append(columnar_batch(sessions, records, store, elements, watermark, acc == "count"))
+    assert migrated == uninterrupted
+    assert not store.keys
+
+
+def test_the_restart_rule_allows_exactly_this_layout_change():
+    stored = {"state layout": "per-key windows"}
+    assert restart_problems(stored, {"state layout": "per-key session rows"}) == []
+    assert restart_problems({"state layout": "per-key session rows"}, {"state layout": "per-key windows"})
+    assert restart_problems(stored, {"state layout": "per-key pane rows"})
