@@ -38,7 +38,7 @@ def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
 
 
 def describe_record(key: Any, text: str) -> Iterator[str]:
-    """Lines for one key: its windows (object path) or pane rows (columnar path)."""
+    """Lines for one key: its windows (object path), pane rows or session rows (columnar paths)."""
     record = json.loads(text)
     state, (event_due, processing_due) = record["state"], record["due"]
     read = KeyStateCodec().read_value
@@ -54,6 +54,14 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
                + (f" {' '.join(flags)}" if flags else ""))
     if "buffer" in state:
         yield f"  element buffer: {len(state['buffer'])} timestamps"
+    if "ends" in state:  # the columnar session path's rows
+        for i, (start, end) in enumerate(zip(state["starts"], state["ends"])):
+            fired = state["index"][i]
+            yield (f"  session [{start}, {end}) acc={[read(column[i]) for column in state['acc']]!r} "
+                   f"pending={state['pending'][i]} panes fired={fired}"
+                   + (f" last_output={read(state['last'][i])!r}" if fired else "")
+                   + (" on_time_hold" if state["hold"][i] else ""))
+        return
     for i, start in enumerate(state.get("starts", [])):
         yield (f"  pane from {start}: acc={[read(column[i]) for column in state['acc']]!r} first data at "
                f"watermark {state['first_watermark'][i]}")

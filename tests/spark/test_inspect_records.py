@@ -1,0 +1,30 @@
+"""``windowed-operator state`` prints each layout's records (no JVM: records built by the codecs)."""
+import json
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from windowed_operator.columnar import ColumnarForm  # noqa: E402
+from windowed_operator.columnar_records import KeyPanes, KeyPanesCodec, KeySessions, KeySessionsCodec  # noqa: E402
+from windowed_operator.spark.inspect import describe_record  # noqa: E402
+
+
+def record(state_data, due=(15, None)):
+    return json.dumps({"state": state_data, "due": list(due)})
+
+
+def test_session_rows_are_printed_with_their_bookkeeping():
+    sessions = KeySessions(starts=[0, 40], ends=[15, 52], acc=[[3, 9]], pending=[0, 2], hold=[False, True],
+                           nonspeculative=[1, 0], index=[1, 0], last=[3, None])
+    lines = list(describe_record("u1", record(KeySessionsCodec(ColumnarForm("sum")).to_data(sessions))))
+    assert lines == ["'u1': due at watermark 15",
+                     "  session [0, 15) acc=[3] pending=0 panes fired=1 last_output=3",
+                     "  session [40, 52) acc=[9] pending=2 panes fired=0 on_time_hold"]
+
+
+def test_pane_rows_are_printed_with_late_counts():
+    panes = KeyPanes(starts=[10], first_watermark=[4], acc=[[2.5]], late={20: 1})
+    lines = list(describe_record(7, record(KeyPanesCodec().to_data(panes), due=(20, None))))
+    assert lines == ["7: due at watermark 20", "  pane from 10: acc=[2.5] first data at watermark 4",
+                     "  window ending 20: 1 LATE pane(s) fired"]
