@@ -19,6 +19,22 @@ def fmts(records: list[PaneRecord]) -> list[str]:
     return [fmt(r) for r in records]
 
 
+def check_next_event_time(columnar, table, watermark):
+    """The timer a columnar path asks the processor for (``next_event_time``): nothing happens
+    before it, something happens at it."""
+    import copy
+
+    from windowed_operator.columnar import Panes
+
+    due = columnar.next_event_time(table)
+    probe, out = copy.deepcopy(table), Panes()
+    after = columnar.on_watermark(probe, watermark, out)
+    if due is None or watermark < due:
+        assert len(out) == 0 and len(after) == len(table)
+    else:
+        assert len(out) > 0 or len(after) < len(table)
+
+
 def near_boundaries(lo: int, hi: int, periods=(4, 5, 6, 9, 10), offsets=(0, 2), lateness=(0, 5, 7, 15, 30)):
     """Millisecond times that often sit at, just before or just after a window boundary: multiples of the
     test windows' periods (plus their offsets), shifted by an allowed lateness and then by -1, 0 or +1.

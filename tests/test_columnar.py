@@ -1,7 +1,6 @@
 """The columnar path (default trigger, whole key groups as arrays) equals the core on random streams."""
 from __future__ import annotations
 
-import copy
 from collections import Counter
 
 import numpy as np
@@ -16,7 +15,7 @@ from windowed_operator.panes import TimestampCombiner
 from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
-from helpers import near_boundaries
+from helpers import check_next_event_time, near_boundaries
 
 WINDOWS = {"tumbling": TimeWindows(10), "hopping": TimeWindows(10).slide_by(5),
            "uneven": TimeWindows(9, offset=2).slide_by(4), "cumulative": CumulativeWindows(20, 5),
@@ -87,17 +86,6 @@ def columnar_run(op, steps, partials=False):
                          out.is_last))
     assert len(table) == 0
     return panes, len(dropped)
-
-
-def check_next_event_time(columnar, table, watermark):
-    """The timer the processor sets: nothing happens before it, something happens at it."""
-    due = columnar.next_event_time(table)
-    probe, out = copy.deepcopy(table), Panes()
-    after = columnar.on_watermark(probe, watermark, out)
-    if due is None or watermark < due:
-        assert len(out) == 0 and len(after) == len(table)
-    else:
-        assert len(out) > 0 or len(after) < len(table)
 
 
 @settings(max_examples=400, deadline=None)

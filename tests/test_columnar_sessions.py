@@ -3,7 +3,6 @@ random streams: merges within and across bundles, late elements growing fired se
 retractions, expiry, with times and watermarks at and around session ends and expiries."""
 from __future__ import annotations
 
-import copy
 from collections import Counter
 
 import numpy as np
@@ -20,7 +19,7 @@ from windowed_operator.panes import TimestampCombiner, WindowOverflowError
 from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
-from helpers import near_boundaries
+from helpers import check_next_event_time, near_boundaries
 
 ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
 MODES = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes(),
@@ -74,17 +73,6 @@ def columnar_run(op, steps):
             out.is_retraction)))
     assert len(table) == 0  # the end of input expired every session
     return panes, len(dropped)
-
-
-def check_next_event_time(sessions, table, watermark):
-    """The timer the processor sets: nothing happens before it, something happens at it."""
-    due = sessions.next_event_time(table)
-    probe, out = copy.deepcopy(table), Panes()
-    after = sessions.on_watermark(probe, watermark, out)
-    if due is None or watermark < due:
-        assert len(out) == 0 and len(after) == len(table)
-    else:
-        assert len(out) > 0 or len(after) < len(table)
 
 
 @settings(max_examples=500, deadline=None)
