@@ -106,6 +106,7 @@ def test_a_file_cannot_allow_code_for_itself():
 
 
 def test_the_cli_decides_about_code(tmp_path):
+    (tmp_path / "data" / "clicks").mkdir(parents=True)  # the CLI wants a files source's data to exist
     path = tmp_path / "p.yaml"
     path.write_text(GOOD.replace("{inner_join: {}}", "{inner_join: {join: 'operator:add'}}")
                     )
@@ -170,6 +171,7 @@ def test_json_files_work_and_the_cli_exits_non_zero(tmp_path):
 
     import yaml
 
+    (tmp_path / "data" / "clicks").mkdir(parents=True)  # the CLI wants a files source's data to exist
     good = tmp_path / "good.json"
     good.write_text(json.dumps(yaml.safe_load(GOOD), indent=2))
     bad = tmp_path / "bad.yaml"

@@ -69,7 +69,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         code = CodePolicy(allow_all=args.allow_code, modules=tuple(args.allow_module))
         try:
-            pipeline = load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths)
+            pipeline = load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths,
+                                     require_inputs=True)
         except PipelineError as exc:
             print(exc, file=sys.stderr)
             return 1

@@ -68,6 +68,27 @@ def _line_index(node: yaml.Node, path: tuple = (), index: dict | None = None) ->
     return index
 
 
+def _duplicate_keys(node: Any, path: tuple = ()) -> list[PipelineIssue]:
+    """Keys given twice in one mapping: YAML (and JSON) parsers keep the last silently."""
+    issues: list[PipelineIssue] = []
+    if isinstance(node, yaml.MappingNode):
+        first: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in first:
+                issues.append(PipelineIssue(_format_path(path + (key,)), line,
+                                            f"duplicate key {key!r} (first at line {first[key]}); only one may be "
+                                            "given"))
+            else:
+                first[key] = line
+            issues += _duplicate_keys(value_node, path + (key,))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            issues += _duplicate_keys(item, path + (i,))
+    return issues
+
+
 def _line_of(index: dict, loc: tuple) -> int:
     loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
     while loc and loc not in index:
@@ -128,6 +149,9 @@ _FILE_CANNOT_ALLOW_CODE = ("a pipeline file cannot allow code for itself: whoeve
 def parse_pipeline(text: str, source: str = "<pipeline>", code: CodePolicy = CodePolicy()) -> Pipeline:
     """``code``: which user code the pipeline may import (none unless the caller says so)."""
     node = _compose(text, source)
+    duplicates = _duplicate_keys(node)
+    if duplicates:
+        raise PipelineError(source, duplicates)
     data: Any = None
     if node is not None:
         constructor = yaml.SafeLoader(text)
@@ -158,13 +182,37 @@ def parse_pipeline(text: str, source: str = "<pipeline>", code: CodePolicy = Cod
     return pipeline
 
 
-def load_pipeline(path: Union[str, Path], code: CodePolicy = CodePolicy(), outside_paths: bool = False) -> Pipeline:
+def load_pipeline(path: Union[str, Path], code: CodePolicy = CodePolicy(), outside_paths: bool = False,
+                  require_inputs: bool = False) -> Pipeline:
     """Relative paths in the file (sources, sinks, checkpoints) are relative to the file's directory,
-    and every path must stay inside it unless ``outside_paths`` (the CLI's ``--allow-outside-paths``)."""
+    and every path must stay inside it unless ``outside_paths`` (the CLI's ``--allow-outside-paths``).
+    ``require_inputs``: a files source whose path does not exist is an error (the CLI's commands:
+    Spark would only say so after starting)."""
     path = Path(path)
     if not path.is_file():
         raise PipelineError(str(path), [PipelineIssue("", 0, "no such file")])
-    return resolve_paths(parse_pipeline(path.read_text(), str(path), code), path.parent, str(path), outside_paths)
+    text = path.read_text()
+    pipeline = resolve_paths(parse_pipeline(text, str(path), code), path.parent, str(path), outside_paths)
+    if require_inputs:
+        missing = missing_inputs(pipeline)
+        if missing:
+            index = _line_index(_compose(text, str(path)))
+            raise PipelineError(str(path), [PipelineIssue(_format_path(loc), _line_of(index, loc), message)
+                                            for loc, message in missing])
+    return pipeline
+
+
+def missing_inputs(pipeline: Pipeline) -> list[tuple[tuple, str]]:
+    """Files sources whose (resolved) path does not exist; paths with glob characters are not checked."""
+    out = []
+    for name, spec in pipeline.sources.items():
+        if spec.files is None or any(c in spec.files.path for c in "*?["):
+            continue
+        if not Path(spec.files.path).exists():
+            out.append((("sources", name, "files", "path"),
+                        f"{spec.files.path!r} does not exist: nothing to read (the examples write their data with "
+                        "python examples/pipelines/run.py NAME)"))
+    return out
 
 
 def resolve_paths(pipeline: Pipeline, base: Path, source: str = "<pipeline>", outside_paths: bool = False) -> Pipeline:

@@ -10,10 +10,11 @@ the file itself.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Optional, Union
+from typing import Annotated, Any, Callable, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from accumulations import (Cogroup, Count, FullOuterJoin, InnerJoin, LeftOuterJoin, Max, Mean, Min, Sum, ToList,
                            TopN)
@@ -21,12 +22,21 @@ from accumulations.base import Accumulation
 from accumulations.merge import MergeAccumulation
 from triggers.option import TriggerOption
 
-from ..config import Duration
+from ..config import Duration, _duration
+from .ddl import parse_columns
 from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, WindowedMergeOperator
 from ..operator import KeyedWindowedOperator, WindowedOperator
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
 from ..windows import CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows
 from ..windows.base import WindowOption
+
+
+#: The columns of an operator's output (``spark/runner.py``), and of its side outputs.
+PANE_COLUMNS = ("window_start", "window_end", "value", "timing", "pane_index", "index", "is_first", "is_last",
+                "is_retraction", "timestamp")
+SIDE_OUTPUT_COLUMNS = ("record_type", "reason", "element", "element_timestamp")
+#: The columns of Spark's rate source.
+RATE_COLUMNS = ["timestamp", "value"]
 
 
 class Spec(BaseModel):
@@ -179,6 +189,14 @@ class AccumulationSpec(Spec):
         return any(getattr(self, n) is not None for n in ("inner_join", "left_outer_join", "full_outer_join",
                                                           "cogroup"))
 
+    def field(self) -> Optional[str]:
+        """The field a one-input accumulation reads from each element (None: the whole element)."""
+        for name in ("sum", "min", "max", "mean", "to_list", "top_n"):
+            args = getattr(self, name)
+            if args is not None:
+                return args.field
+        return None
+
     def code_paths(self) -> list[str]:
         """The dotted paths of user code this accumulation imports."""
         joins = (self.inner_join, self.left_outer_join, self.full_outer_join)
@@ -236,6 +254,11 @@ _END_OF_INPUT = ("a boolean column: a row where it is true is not data but ends 
 
 
 # -- sources ------------------------------------------------------------------------------------------
+def _valid_schema(text: str) -> str:
+    parse_columns(text)  # raises naming the column and the type
+    return text
+
+
 class FileSource(Spec):
     path: str
     format: Literal["json", "csv", "parquet"]
@@ -245,6 +268,11 @@ class FileSource(Spec):
     end_of_input: Optional[str] = Field(default=None, description=_END_OF_INPUT)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, text: str) -> str:
+        return _valid_schema(text)
 
 
 class RateSource(Spec):
@@ -259,11 +287,22 @@ class MemorySource(Spec):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, text: str) -> str:
+        return _valid_schema(text)
+
 
 class SourceSpec(Spec):
     files: Optional[FileSource] = None
     rate: Optional[RateSource] = None
     memory: Optional[MemorySource] = None
+
+    @property
+    def columns(self) -> Optional[list[str]]:
+        """The columns the source declares (None: a rate source's fixed ones are not checked)."""
+        kind = self.files or self.memory
+        return [name for name, _ in parse_columns(kind.schema_)] if kind is not None else None
 
     @property
     def end_of_input(self) -> Optional[str]:
@@ -324,6 +363,15 @@ class OperatorSpec(Spec):
     def inputs(self) -> list[str]:
         return [self.input] if self.input is not None else [self.left, self.right]  # type: ignore[list-item]
 
+    def output_columns(self) -> list[str]:
+        """The columns of the operator's panes (on Spark; ``index`` is the local runner's name of
+        ``pane_index``), with the late-data/dead-letter columns when it has that output."""
+        keyed = self.key is not None or self.left_options.key is not None
+        columns = (["key"] if keyed else []) + list(PANE_COLUMNS)
+        if self.late_data_output or self.on_bad_element == "dead_letter":
+            columns += list(SIDE_OUTPUT_COLUMNS)
+        return columns
+
     def build(self) -> Any:
         common: dict[str, Any] = dict(
             window=self.window.build() if self.window else None, accumulation=self.accumulation.build(),
@@ -377,11 +425,32 @@ class SinkSpec(Spec):
 
 
 # -- the pipeline -------------------------------------------------------------------------------------
+_SPARK_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(milliseconds?|seconds?|minutes?|hours?|days?)\s*$", re.I)
+_SPARK_UNITS = {"millisecond": 1, "second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
+
+
+def _interval(value: Any) -> Any:
+    """Spark's ``'5 seconds'`` as well as the library's ``'5s'``: milliseconds."""
+    if isinstance(value, str):
+        match = _SPARK_INTERVAL.match(value)
+        if match is not None:
+            return round(float(match.group(1)) * _SPARK_UNITS[match.group(2).lower().rstrip("s")])
+        try:
+            return _duration(value)
+        except ValueError:
+            raise ValueError(f"interval {value!r} is not a number with a unit, e.g. '5s' or '5 seconds'") from None
+    return value
+
+
+#: Milliseconds of processing time between micro-batches.
+Interval = Annotated[int, BeforeValidator(_interval)]
+
+
 class Pipeline(Spec):
     name: str = "pipeline"
     checkpoint: str = Field(default="checkpoints", description="directory of the queries' checkpoints")
-    trigger_interval: Optional[str] = Field(default=None, description="Spark processingTime trigger, e.g. '5 seconds'"
-                                                                      "; default: availableNow (run to the end)")
+    trigger_interval: Optional[Interval] = Field(default=None, gt=0, description=(
+        "Spark processingTime trigger, e.g. '5 seconds' or '5s'; default: availableNow (run to the end)"))
     sources: dict[str, SourceSpec] = Field(min_length=1)
     operators: list[OperatorSpec] = Field(min_length=1)
     sinks: list[SinkSpec] = Field(min_length=1)
@@ -395,6 +464,47 @@ class Pipeline(Spec):
         if errors:
             raise ValueError("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in errors))
         return self
+
+    def columns_of(self, name: str) -> Optional[list[str]]:
+        """The columns of a source or an earlier operator's output (None: not known)."""
+        if name in self.sources:
+            source = self.sources[name]
+            return RATE_COLUMNS if source.rate is not None else source.columns
+        for op in self.operators:
+            if op.name == name:
+                return op.output_columns()
+        return None
+
+    def column_errors(self) -> list[tuple[tuple, str]]:
+        """Columns an operator reads (key, timestamp, value, an accumulation's field) or a source
+        marks its end of input with, that its input does not have."""
+        errors: list[tuple[tuple, str]] = []
+        for name, source in self.sources.items():
+            kind = source.files or source.memory
+            columns = source.columns
+            if kind is not None and kind.end_of_input is not None and columns and kind.end_of_input not in columns:
+                where = "files" if source.files is not None else "memory"
+                errors.append((("sources", name, where, "end_of_input"),
+                               f"column {kind.end_of_input!r} is not in the schema (columns: {', '.join(columns)})"))
+        for i, op in enumerate(self.operators):
+            sides = [("", op.input, InputSpec())] if op.input is not None else \
+                [("left_options", op.left, op.left_options), ("right_options", op.right, op.right_options)]
+            for side, input_name, options in sides:
+                columns = self.columns_of(input_name) if input_name is not None else None
+                if not columns:
+                    continue
+                reads = []  # (location, column)
+                for what in ("key", "timestamp", "value"):
+                    own = getattr(options, what)
+                    column = own or getattr(op, what)
+                    reads.append((("operators", i, side, what) if own else ("operators", i, what), column))
+                if op.input is not None and op.value is None:
+                    reads.append((("operators", i, "accumulation"), op.accumulation.field()))
+                for loc, column in reads:
+                    if column is not None and column not in columns:
+                        errors.append((loc, f"column {column!r} is not in {input_name!r} "
+                                            f"(columns: {', '.join(columns)})"))
+        return errors
 
     def reference_errors(self, code: CodePolicy = CodePolicy()) -> list[tuple[tuple, str]]:
         """Names that do not resolve and user code that ``code`` does not allow, each with its location."""
@@ -423,7 +533,7 @@ class Pipeline(Spec):
             if sink.foreach_batch is not None and not code.permits(sink.foreach_batch.function):
                 errors.append((("sinks", i, "foreach_batch"), code.refusal(sink.foreach_batch.function,
                                                                            "calls user code")))
-        return errors
+        return errors or self.column_errors()
 
     def build_operators(self) -> dict[str, Any]:
         return {op.name: op.build() for op in self.operators}

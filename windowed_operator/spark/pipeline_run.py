@@ -72,7 +72,7 @@ def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
         checkpoint = sink.checkpoint or str(Path(pipeline.checkpoint) / f"{sink.input}-{i}")
         writer = writer.option("checkpointLocation", checkpoint)
         if pipeline.trigger_interval:
-            writer = writer.trigger(processingTime=pipeline.trigger_interval)
+            writer = writer.trigger(processingTime=f"{pipeline.trigger_interval} milliseconds")
         else:
             writer = writer.trigger(availableNow=True)
         if sink.console is not None:
