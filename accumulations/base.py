@@ -74,6 +74,11 @@ class Accumulation(ParameterModel, Generic[I, A, O]):
         """The input field this accumulation reads, if it reads one."""
         return None
 
+    def input_type_refusal(self, input_type: str) -> Optional[str]:
+        """Why inputs of this DDL type cannot be folded (what the accumulation takes), or None when
+        they can: a runner with typed inputs (Spark) refuses the column before any row is read."""
+        return None
+
     def supports_fold_array(self) -> bool:
         """Whether ``fold_array`` is implemented (the vectorized fast path uses it)."""
         return type(self).fold_array is not Accumulation.fold_array
@@ -126,6 +131,19 @@ FRACTIONAL_TYPES = {"float", "double"}
 
 def is_numeric_type(ddl: str) -> bool:
     return ddl in INTEGRAL_TYPES or ddl in FRACTIONAL_TYPES or ddl.startswith("decimal")
+
+
+NUMERIC_TAKES = "numbers (tinyint, smallint, int, bigint, float, double, decimal)"
+
+
+def numeric_refusal(ddl: str) -> Optional[str]:
+    return None if is_numeric_type(ddl) else f"it takes {NUMERIC_TAKES}"
+
+
+def orderable_refusal(ddl: str) -> Optional[str]:
+    """Values Python orders: not structs, maps or arrays (rows and dicts do not compare)."""
+    return ("it takes values that can be ordered (numbers, strings, dates, timestamps, booleans)"
+            if ddl.startswith(("struct", "map", "array")) else None)
 
 
 def sum_type(ddl: str) -> Optional[str]:

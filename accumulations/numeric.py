@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .base import Accumulation, FieldAccumulation, is_numeric_type, sum_type
+from .base import Accumulation, FieldAccumulation, is_numeric_type, numeric_refusal, orderable_refusal, sum_type
 from .int64 import exact, scalar
 
 
@@ -33,6 +33,9 @@ class Sum(FieldAccumulation[Any, Any]):
 
     def output_type(self, input_type: str) -> Optional[str]:
         return sum_type(input_type)
+
+    def input_type_refusal(self, input_type: str) -> Optional[str]:
+        return numeric_refusal(input_type)
 
 
 class Count(Accumulation[Any, int, int]):
@@ -90,6 +93,9 @@ class Min(FieldAccumulation[Optional[Any], Optional[Any]]):
     def output_type(self, input_type: str) -> Optional[str]:
         return input_type if not input_type.startswith(("struct", "map", "array")) else None
 
+    def input_type_refusal(self, input_type: str) -> Optional[str]:
+        return orderable_refusal(input_type)
+
 
 class Max(FieldAccumulation[Optional[Any], Optional[Any]]):
     """Output is ``None`` for a window with no inputs (an empty pane)."""
@@ -120,6 +126,9 @@ class Max(FieldAccumulation[Optional[Any], Optional[Any]]):
     def output_type(self, input_type: str) -> Optional[str]:
         return input_type if not input_type.startswith(("struct", "map", "array")) else None
 
+    def input_type_refusal(self, input_type: str) -> Optional[str]:
+        return orderable_refusal(input_type)
+
 
 class Mean(FieldAccumulation[tuple, Optional[float]]):
     """Accumulates ``(sum, count)``; output is ``None`` for an empty window."""
@@ -149,3 +158,6 @@ class Mean(FieldAccumulation[tuple, Optional[float]]):
 
     def output_type(self, input_type: str) -> Optional[str]:
         return "double" if is_numeric_type(input_type) else None
+
+    def input_type_refusal(self, input_type: str) -> Optional[str]:
+        return numeric_refusal(input_type)

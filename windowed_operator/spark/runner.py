@@ -75,8 +75,12 @@ def require_streaming(df: Any, what: str = "apply()", trusted: bool = False) -> 
     if not isinstance(df, DataFrame) and not type(df).__name__ == "DataFrame":
         raise SparkOperatorError(f"{what} takes a Spark DataFrame, got {type(df).__name__}")
     if not trusted and not df.isStreaming:
-        raise SparkOperatorError(f"{what} needs a streaming DataFrame (spark.readStream...); this DataFrame is not "
-                                 "streaming. For a finite batch, use op.run_local() or read it with readStream.")
+        raise SparkOperatorError(
+            f"{what} needs a streaming DataFrame; this one is a batch DataFrame. Read the same data with "
+            "spark.readStream (same format and schema; run the query with trigger(availableNow=True) to stop when "
+            "the files end), or, for a small batch, replay its rows locally: op.run_local(TestStream()"
+            ".add_elements(*[r.asDict() for r in df.collect()]).advance_watermark_to_infinity()) "
+            "(windowed_operator.testing.TestStream).")
 
 
 def check_state_encoding(state_encoding: str) -> None:
@@ -296,6 +300,12 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         raise SparkOperatorError(f"value column {value_field!r} is not in the DataFrame (columns: {columns})")
     input_type = (shape[value_field].dataType.simpleString() if value_field is not None and value_field != ts_col
                   else "bigint" if value_field is not None else shape.simpleString())
+    if op.value is None or isinstance(op.value, str):  # (a callable's output type is not known here)
+        refusal = op.accumulation.input_type_refusal(input_type)
+        if refusal is not None:
+            what = f"column {value_field!r} of type {input_type}" if value_field is not None else \
+                f"whole rows ({input_type}): name a column with value= or the accumulation's field"
+            raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} cannot fold {what}; {refusal}")
     resolved_value_type = value_type or op.accumulation.output_type(input_type)
     if resolved_value_type is None:
         raise SparkOperatorError(

@@ -1,0 +1,47 @@
+"""Mistakes apply() refuses before a query starts, naming the column, its type and what fits."""
+import pytest
+
+from accumulations import Count, Max, Mean, Sum
+from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
+from windowed_operator.spark.runner import SparkOperatorError
+
+SCHEMA = "user string, page string, tags array<string>, amount bigint, ts bigint"
+
+
+def stream(spark, tmp_path):
+    (tmp_path / "in").mkdir()
+    return spark.readStream.schema(SCHEMA).json(str(tmp_path / "in"))
+
+
+def operator(accumulation, **options):
+    return KeyedWindowedOperator(TimeWindows(10_000), accumulation, key="user", timestamp="ts",
+                                 watermark=bounded_disorder(1_000), **options)
+
+
+@pytest.mark.parametrize("accumulation,options,message", [
+    (Sum("page"), {}, "Sum cannot fold column 'page' of type string; it takes numbers (tinyint, smallint, int, "
+                      "bigint, float, double, decimal)"),
+    (Mean(), {"value": "page"}, "Mean cannot fold column 'page' of type string; it takes numbers"),
+    (Max("tags"), {}, "Max cannot fold column 'tags' of type array<string>; it takes values that can be ordered"),
+    (Sum(), {}, "Sum cannot fold whole rows (struct<"),
+])
+def test_a_type_the_accumulation_cannot_take_is_refused_at_apply(spark, tmp_path, accumulation, options, message):
+    df = stream(spark, tmp_path)
+    with pytest.raises(SparkOperatorError) as info:
+        operator(accumulation, **options).apply(df)
+    assert message in str(info.value)
+    with pytest.raises(SparkOperatorError, match="cannot fold"):  # naming an output type does not get it through
+        operator(accumulation, **options).apply(df, value_type="bigint")
+
+
+def test_types_it_takes_pass(spark, tmp_path):
+    df = stream(spark, tmp_path)
+    for accumulation in (Sum("amount"), Mean("amount"), Max("page"), Count()):
+        assert operator(accumulation).apply(df).isStreaming
+
+
+def test_a_batch_dataframe_gets_advice_that_works(spark):
+    batch = spark.createDataFrame([("a", "p", ["x"], 1, 1)], SCHEMA)
+    with pytest.raises(SparkOperatorError, match=r"batch DataFrame\. Read the same data with spark\.readStream.*"
+                                                 r"op\.run_local\(TestStream\(\)"):
+        operator(Sum("amount")).apply(batch)
