@@ -21,7 +21,7 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 import numpy as np
 
 from .columnar import ColumnarCore, ColumnarForm, PaneTable, supports_columnar
-from .columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
+from .columnar_sessions import ColumnarSessions, SessionTable, object_array, supports_columnar_sessions
 from .group_state import GroupState
 from .state_codec import KeyStateCodec
 from .time import MIN_TIMESTAMP
@@ -73,18 +73,31 @@ def _column(values: list) -> np.ndarray:
     return array if array.dtype.kind in "iufb" else np.array(values, dtype=object)
 
 
+def _key_column(keys: list[Hashable], states: list[Any]) -> np.ndarray:
+    """Each key repeated once per row of its state (states with ``starts``, one per row)."""
+    return object_array([key for key, s in zip(keys, states) for _ in s.starts])
+
+
+def _acc_columns(states: list[Any]) -> list[np.ndarray]:
+    """The states' accumulator columns, one array each, rows in state order."""
+    width = max(len(s.acc) for s in states if s.starts)
+    return [_column([v for s in states for v in (s.acc[c] if s.starts else [])]) for c in range(width)]
+
+
+def _key_runs(keys: np.ndarray) -> list[tuple[int, int]]:
+    """The ``[lo, hi)`` row range of each key in a table whose rows are grouped by key."""
+    bounds = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1], [True]))).tolist()
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
 def build_table(keys: list[Hashable], states: list[KeyPanes], watermark: int) -> PaneTable:
     """The pane table of the given keys (rows grouped by key in this order, by start within a key)."""
-    rows = [len(s.starts) for s in states]
     late = {(key, end): n for key, s in zip(keys, states) for end, n in s.late.items()}
-    if not sum(rows):
+    if not any(s.starts for s in states):
         return PaneTable(watermark=watermark, late_panes=late)
-    key_column = np.empty(sum(rows), dtype=object)
-    key_column[:] = [key for key, n in zip(keys, rows) for _ in range(n)]
-    width = max(len(s.acc) for s in states if s.starts)
-    acc = [_column([v for s in states for v in (s.acc[c] if s.starts else [])]) for c in range(width)]
-    return PaneTable(key_column, np.array([t for s in states for t in s.starts], dtype=np.int64), acc,
-                     np.array([t for s in states for t in s.first_watermark], dtype=np.int64), watermark, late)
+    return PaneTable(_key_column(keys, states), np.array([t for s in states for t in s.starts], dtype=np.int64),
+                     _acc_columns(states), np.array([t for s in states for t in s.first_watermark], dtype=np.int64),
+                     watermark, late)
 
 
 def split_table(core: ColumnarCore, table: PaneTable, keys: list[Hashable]) -> dict[Hashable, KeyPanes]:
@@ -92,10 +105,9 @@ def split_table(core: ColumnarCore, table: PaneTable, keys: list[Hashable]) -> d
     the time each next has work due."""
     out = {key: KeyPanes() for key in keys}
     if len(table):
-        bounds = np.flatnonzero(np.concatenate(([True], table.keys[1:] != table.keys[:-1], [True])))
         starts, first = table.starts.tolist(), table.first_watermark.tolist()
         columns = [c.tolist() for c in table.acc]
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        for lo, hi in _key_runs(table.keys):
             out[table.keys[lo]] = KeyPanes(starts[lo:hi], first[lo:hi], [c[lo:hi] for c in columns])
     for (key, end), n in table.late_panes.items():
         out.setdefault(key, KeyPanes()).late[end] = n
@@ -112,9 +124,8 @@ def next_due_by_key(core: ColumnarCore, table: PaneTable) -> dict[Hashable, int]
     """When each key of the table next has something to do (``ColumnarCore.next_event_time``, per key)."""
     if not len(table):
         return {}
-    due = core.due_per_row(table)
-    bounds = np.flatnonzero(np.concatenate(([True], table.keys[1:] != table.keys[:-1])))
-    return dict(zip(table.keys[bounds].tolist(), np.minimum.reduceat(due, bounds).tolist()))
+    firsts = np.array([lo for lo, _ in _key_runs(table.keys)])
+    return dict(zip(table.keys[firsts].tolist(), np.minimum.reduceat(core.due_per_row(table), firsts).tolist()))
 
 
 def late_only_due(core: ColumnarCore, late: dict) -> Optional[int]:
@@ -126,6 +137,7 @@ class ColumnarRecords(Protocol):
     """How one columnar path's table is made of per-key records and split back."""
 
     codec: Any  # the records' StateCodec
+    layout: str  # the state layout's name in the fingerprint (``fingerprint.LAYOUT_MIGRATIONS``)
 
     def build(self, keys: list[Hashable], states: list[Any], watermark: int) -> Any: ...
 
@@ -133,6 +145,8 @@ class ColumnarRecords(Protocol):
 
 
 class PaneRecords:
+    layout = "per-key pane rows"
+
     def __init__(self, core: ColumnarCore) -> None:
         self.core, self.codec = core, KeyPanesCodec()
 
@@ -216,37 +230,31 @@ class KeySessionsCodec:
 
 
 class SessionRecords:
+    layout = "per-key session rows"
+
     def __init__(self, sessions: ColumnarSessions) -> None:
         self.sessions, self.codec = sessions, KeySessionsCodec(sessions.form)
 
     def build(self, keys: list[Hashable], states: list[KeySessions], watermark: int) -> SessionTable:
-        rows = [len(s.starts) for s in states]
-        if not sum(rows):
+        if not any(s.starts for s in states):
             return SessionTable(watermark=watermark)
-        key_column = np.empty(sum(rows), dtype=object)
-        key_column[:] = [key for key, n in zip(keys, rows) for _ in range(n)]
-        width = max(len(s.acc) for s in states if s.starts)
 
         def flat(name: str, dtype: Any) -> np.ndarray:
             return np.array([v for s in states for v in getattr(s, name)], dtype=dtype)
 
-        last = np.empty(sum(rows), dtype=object)
-        last[:] = [v for s in states for v in s.last]
-        return SessionTable(key_column, flat("starts", np.int64), flat("ends", np.int64),
-                            [_column([v for s in states for v in (s.acc[c] if s.starts else [])])
-                             for c in range(width)],
-                            flat("pending", np.int64), flat("hold", bool), flat("nonspeculative", np.int64),
-                            flat("index", np.int64), last, watermark)
+        return SessionTable(_key_column(keys, states), flat("starts", np.int64), flat("ends", np.int64),
+                            _acc_columns(states), flat("pending", np.int64), flat("hold", bool),
+                            flat("nonspeculative", np.int64), flat("index", np.int64),
+                            object_array([v for s in states for v in s.last]), watermark)
 
     def split(self, table: SessionTable, keys: list[Hashable]) -> dict[Hashable, KeySessions]:
         out = {key: KeySessions() for key in keys}
         if not len(table):
             return out
-        bounds = np.flatnonzero(np.concatenate(([True], table.keys[1:] != table.keys[:-1], [True])))
         columns = {name: getattr(table, name).tolist() for name in (*_SESSION_COLUMNS, "last")}
         acc = [c.tolist() for c in table.acc]
         due = self.sessions.due_per_row(table)
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        for lo, hi in _key_runs(table.keys):
             out[table.keys[lo]] = KeySessions(**{name: values[lo:hi] for name, values in columns.items()},
                                               acc=[c[lo:hi] for c in acc], next_due=int(due[lo:hi].min()))
         return out
@@ -262,11 +270,6 @@ def columnar_engine(window: Any, accumulation: Any, trigger: Any, allowed_latene
                     column: Optional[str]) -> Union[ColumnarCore, ColumnarSessions]:
     engine = ColumnarSessions if isinstance(window, SessionWindows) else ColumnarCore
     return engine(window, accumulation, trigger, allowed_lateness, label=label, column=column)
-
-
-def columnar_layout(engine: Union[ColumnarCore, ColumnarSessions]) -> str:
-    """The state layout's name in the fingerprint (``fingerprint.LAYOUT_MIGRATIONS``)."""
-    return "per-key session rows" if isinstance(engine, ColumnarSessions) else "per-key pane rows"
 
 
 def columnar_records(engine: Union[ColumnarCore, ColumnarSessions]) -> ColumnarRecords:

@@ -49,7 +49,8 @@ def _ints(values: Any = ()) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def _objects(values: Any = ()) -> np.ndarray:
+def object_array(values: Any = ()) -> np.ndarray:
+    """A 1-d object array of ``values`` (``np.array`` would make nested lists 2-d)."""
     out = np.empty(len(values), dtype=object)
     out[:] = list(values)
     return out
@@ -59,7 +60,7 @@ def _objects(values: Any = ()) -> np.ndarray:
 class SessionTable:
     """A key group's active sessions, sorted by key then start (``watermark``: the last applied)."""
 
-    keys: np.ndarray = field(default_factory=_objects)
+    keys: np.ndarray = field(default_factory=object_array)
     starts: np.ndarray = field(default_factory=_ints)
     ends: np.ndarray = field(default_factory=_ints)
     acc: list = field(default_factory=list)  # accumulator columns (ColumnarForm)
@@ -67,7 +68,7 @@ class SessionTable:
     hold: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # end-of-window timer pending
     nonspeculative: np.ndarray = field(default_factory=_ints)  # ON_TIME and LATE panes fired
     index: np.ndarray = field(default_factory=_ints)  # panes fired: the next pane's index
-    last: np.ndarray = field(default_factory=_objects)  # the last pane's value (None before the first)
+    last: np.ndarray = field(default_factory=object_array)  # the last pane's value (None before the first)
     watermark: int = MIN_TIMESTAMP
 
     def __len__(self) -> int:
@@ -243,7 +244,7 @@ class ColumnarSessions:
         table.nonspeculative[rows] += reached
         table.hold[rows] &= ~reached
         table.index[rows] += 1
-        table.last[rows] = _objects(np.asarray(values).tolist())
+        table.last[rows] = object_array(np.asarray(values).tolist())
         table.pending[rows] = 0
         if self.discarding:
             for column in table.acc:
@@ -259,6 +260,6 @@ class ColumnarSessions:
 
     def _retractions(self, table: SessionTable, rows: np.ndarray, timing: np.ndarray, is_last: np.ndarray,
                      out: Panes) -> None:
-        values = _objects([self.accumulation.get_retraction(v) for v in table.last[rows].tolist()])
+        values = object_array([self.accumulation.get_retraction(v) for v in table.last[rows].tolist()])
         out.add(table.keys[rows], table.starts[rows], table.ends[rows], values, timing, table.index[rows].copy(),
                 is_last, is_retraction=True)

@@ -480,12 +480,11 @@ class Pipeline(Spec):
         marks its end of input with, that its input does not have."""
         errors: list[tuple[tuple, str]] = []
         for name, source in self.sources.items():
-            kind = source.files or source.memory
-            columns = source.columns
-            if kind is not None and kind.end_of_input is not None and columns and kind.end_of_input not in columns:
+            marker, columns = source.end_of_input, source.columns
+            if marker is not None and columns and marker not in columns:
                 where = "files" if source.files is not None else "memory"
                 errors.append((("sources", name, where, "end_of_input"),
-                               f"column {kind.end_of_input!r} is not in the schema (columns: {', '.join(columns)})"))
+                               f"column {marker!r} is not in the schema (columns: {', '.join(columns)})"))
         for i, op in enumerate(self.operators):
             sides = [("", op.input, InputSpec())] if op.input is not None else \
                 [("left_options", op.left, op.left_options), ("right_options", op.right, op.right_options)]

@@ -118,6 +118,28 @@ class _Frames:
         return self._call(9, _field(1, key))
 
 
+class _ProtobufFrames:
+    """The same requests built by pyspark's protobuf classes: the reference the direct frames are
+    checked against, and the fallback where they differ."""
+
+    def __init__(self, messages: Any, name: str) -> None:
+        self.messages, self.name = messages, name
+
+    def _call(self, **call: Any) -> bytes:
+        m = self.messages
+        map_call = m.MapStateCall(stateName=self.name, **call)
+        return m.StateRequest(stateVariableRequest=m.StateVariableRequest(mapStateCall=map_call)).SerializeToString()
+
+    def get(self, key: bytes) -> bytes:
+        return self._call(getValue=self.messages.GetValue(userKey=key))
+
+    def update(self, key: bytes, value: bytes) -> bytes:
+        return self._call(updateValue=self.messages.UpdateValue(userKey=key, value=value))
+
+    def remove(self, key: bytes) -> bytes:
+        return self._call(removeKey=self.messages.RemoveKey(userKey=key))
+
+
 _INT = struct.Struct("!i")
 #: A value of each primitive type, to check the direct encoding against pyspark's.
 _PROBES = {"StringType": "probe-é", "LongType": 1 << 40, "IntegerType": -7, "DoubleType": 1.5,
@@ -141,10 +163,10 @@ class PipelinedMap:
             return
         self._key_row, direct_keys = self._row_encoder(self._client.user_key_schema)
         self._value_row, direct_values = self._row_encoder(self._client.value_schema)
-        frames = _Frames(self._name)
-        self._frames: Optional[_Frames] = frames if self._frames_match(frames) else None
+        reference, direct = _ProtobufFrames(self._messages, self._name), _Frames(self._name)
+        self._frames: Any = direct if self._same_frames(direct, reference) else reference
         #: Whether every request is written directly (pyspark's encoding is only the fallback).
-        self.direct = self._frames is not None and direct_keys and direct_values
+        self.direct = self._frames is direct and direct_keys and direct_values
 
     # -- messages ---------------------------------------------------------------------------------
     def _row_encoder(self, schema: Any) -> tuple[Callable[[tuple], bytes], bool]:
@@ -166,37 +188,12 @@ class PipelinedMap:
         probe = tuple(_PROBES[name] for name in names)
         return (dumps, True) if dumps(probe) == through_pyspark(probe) else (through_pyspark, False)
 
-    def _frames_match(self, frames: _Frames) -> bool:
-        m = self._messages
-        key, value = self._key_row(tuple(_PROBES.get(type(f.dataType).__name__, 0)
-                                         for f in self._client.user_key_schema.fields)), b"\x80value"
-        expected = [self._request(getValue=m.GetValue(userKey=key)),
-                    self._request(updateValue=m.UpdateValue(userKey=key, value=value)),
-                    self._request(removeKey=m.RemoveKey(userKey=key))]
-        return [frames.get(key), frames.update(key, value), frames.remove(key)] == expected
-
-    def _request(self, **call: Any) -> bytes:
-        m = self._messages
-        map_call = m.MapStateCall(stateName=self._name, **call)
-        return m.StateRequest(stateVariableRequest=m.StateVariableRequest(mapStateCall=map_call)).SerializeToString()
-
-    def _get_request(self, key: tuple) -> bytes:
-        key_bytes = self._key_row(key)
-        if self._frames is not None:
-            return self._frames.get(key_bytes)
-        return self._request(getValue=self._messages.GetValue(userKey=key_bytes))
-
-    def _update_request(self, key: tuple, value: tuple) -> bytes:
-        key_bytes, value_bytes = self._key_row(key), self._value_row(value)
-        if self._frames is not None:
-            return self._frames.update(key_bytes, value_bytes)
-        return self._request(updateValue=self._messages.UpdateValue(userKey=key_bytes, value=value_bytes))
-
-    def _remove_request(self, key: tuple) -> bytes:
-        key_bytes = self._key_row(key)
-        if self._frames is not None:
-            return self._frames.remove(key_bytes)
-        return self._request(removeKey=self._messages.RemoveKey(userKey=key_bytes))
+    def _same_frames(self, direct: _Frames, reference: _ProtobufFrames) -> bool:
+        key = self._key_row(tuple(_PROBES.get(type(f.dataType).__name__, 0)
+                                  for f in self._client.user_key_schema.fields))
+        value = b"\x80value"
+        return all(getattr(direct, op)(*args) == getattr(reference, op)(*args)
+                   for op, args in (("get", (key,)), ("update", (key, value)), ("remove", (key,))))
 
     def _round_trip(self, requests: Sequence[bytes], what: str) -> list[tuple[int, bytes]]:
         """Send the requests (each after the message version 0 and its length, as pyspark writes
@@ -227,7 +224,7 @@ class PipelinedMap:
             return [self.state.getValue(k) for k in keys]
         out: list[Optional[tuple]] = []
         for lo in range(0, len(keys), READ_CHUNK):
-            requests = [self._get_request(k) for k in keys[lo:lo + READ_CHUNK]]
+            requests = [self._frames.get(self._key_row(k)) for k in keys[lo:lo + READ_CHUNK]]
             for status, value in self._round_trip(requests, "read"):
                 out.append(_load_row(value) if status == 0 and len(value) else None)
         return out
@@ -237,7 +234,7 @@ class PipelinedMap:
             for key, value in items:
                 self.state.updateValue(key, value)
             return
-        requests = [self._update_request(key, value) for key, value in items]
+        requests = [self._frames.update(self._key_row(key), self._value_row(value)) for key, value in items]
         for lo in range(0, len(requests), WRITE_CHUNK):
             self._round_trip(requests[lo:lo + WRITE_CHUNK], "write")
 
@@ -246,6 +243,6 @@ class PipelinedMap:
             for key in keys:
                 self.state.removeKey(key)
             return
-        requests = [self._remove_request(k) for k in keys]
+        requests = [self._frames.remove(self._key_row(k)) for k in keys]
         for lo in range(0, len(requests), WRITE_CHUNK):
             self._round_trip(requests[lo:lo + WRITE_CHUNK], "removal")

@@ -26,7 +26,7 @@ from ..fingerprint import IncompatibleRestartError, state_fingerprint
 from ..group_batch import next_due, run_group_batch
 from ..group_state import GroupState
 from ..columnar import PaneTable, Panes
-from ..columnar_records import columnar_engine, columnar_layout, columnar_records, run_columnar_batch
+from ..columnar_records import columnar_engine, columnar_records, run_columnar_batch
 from ..panes import DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState
@@ -79,7 +79,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             self.records = columnar_records(self.columnar)
         self.fingerprint = state_fingerprint(
             self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
-            layout=columnar_layout(self.columnar) if self.columnar is not None else "per-key windows",
+            layout=self.records.layout if self.columnar is not None else "per-key windows",
             state_version=STATE_VERSION, key_column=self.plan.state_key)
         # (the pickled value of earlier versions is declared only to detect it)
         self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)

@@ -317,10 +317,11 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         updates["key"] = key_col
     core_op = op.model_copy(update=updates)
     use_arrays, value_column = vector_value_column(core_op)
-    columnar = vectorized and array_values(core_op)[0] and supports_columnar_path(
+    folds_arrays, array_column = array_values(core_op)
+    columnar = vectorized and folds_arrays and supports_columnar_path(
         core_op.window, core_op.accumulation, core_op.trigger, core_op.timestamp_combiner)
     if columnar:
-        value_column = array_values(core_op)[1]
+        value_column = array_column
     plan = SparkPlan(
         operator=core_op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
         key_type=shape[key_col].dataType.simpleString() if key_col else None,
