@@ -10,6 +10,10 @@ from .int64 import exact, scalar
 
 
 class Sum(FieldAccumulation[Any, Any]):
+    """The sum of the values (or of ``field`` of each element): integers stay exact Python integers
+    (past 64 bits a window is an error on output, never a wrapped number); a retraction is the
+    negation."""
+
     def default_accumulated_value(self) -> Any:
         return 0
 
@@ -39,6 +43,8 @@ class Sum(FieldAccumulation[Any, Any]):
 
 
 class Count(Accumulation[Any, int, int]):
+    """The number of elements, whatever their values (no field needed)."""
+
     def default_accumulated_value(self) -> int:
         return 0
 

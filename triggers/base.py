@@ -18,6 +18,8 @@ from windowed_operator.windows.base import Window
 
 
 class TimeDomain(str, Enum):
+    """Which clock a timer follows: the watermark (event time) or processing time."""
+
     WATERMARK = "watermark"
     PROCESSING_TIME = "processing_time"
 

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 
 class Chain(Config):
+    """Operators run one after another (``op.then(op2)``): each receives the panes of the one before
+    as elements, keeps their windows when it has no window option of its own (window propagation)
+    and its watermark follows the upstream operator's."""
+
     operators: list[Any] = Field(min_length=1)
 
     def then(self, downstream: Any) -> "Chain":

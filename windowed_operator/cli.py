@@ -2,11 +2,53 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Optional
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+#: What a shell reports for a program stopped by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+
+def spark_log_path(name: str) -> str:
+    """Where a command sends Spark's console output unless --debug: one file per run."""
+    directory = Path(tempfile.gettempdir()) / "windowed-operator"
+    directory.mkdir(parents=True, exist_ok=True)
+    return str(directory / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+
+
+def _run_reporting_errors(label: str, debug: bool, spark_log: Optional[str], body: Callable[[], int]) -> int:
+    """Run a Spark command: an error is one or two lines (the traceback with --debug), Ctrl-C exits 130."""
+    try:
+        return body()
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        raise  # the reader of our output left (| head): main() ends quietly
+    except Exception as exc:  # noqa: BLE001 - every failure of a command ends as a message and an exit code
+        if debug:
+            raise
+        from .spark.error_summary import error_summary
+
+        print(f"{label}: {error_summary(exc)}", file=sys.stderr)
+        where = f"; Spark's log: {spark_log}" if spark_log else ""
+        print(f"(run again with --debug for the full traceback{where})", file=sys.stderr)
+        return 1
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `windowed-operator run ... | head`: the reader left; not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="windowed-operator", description="Beam-style windowed operators on Spark")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the clickstream demo on local Spark")
@@ -36,8 +78,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         return key.strip(), value
 
     def py_file_list(text: str) -> list[str]:
-        import os  # main() imports os further down: a name of its own there
-
         files = [f.strip() for f in text.split(",") if f.strip()]
         missing = [f for f in files if "://" not in f and not os.path.exists(f)]
         if missing:
@@ -55,15 +95,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     state.add_argument("--key", help="only this key (compared as text)")
     state.add_argument("--limit", type=int, default=50, help="at most this many keys (default 50)")
     state.add_argument("--operator-id", type=int, default=0, help="the stateful operator in the query (default 0)")
+    for command in (demo, run, state):
+        command.add_argument("--debug", action="store_true",
+                             help="show Spark's console output and full tracebacks (default: Spark's output goes "
+                                  "to a log file, errors print as one line)")
     args = parser.parse_args(argv)
     if args.command == "state":
-        from .spark.inspect import describe_checkpoint
-        from .spark.session import local_session
+        spark_log = None if args.debug else spark_log_path("state")
 
-        spark = local_session(master="local[1]", app_name="windowed-operator-state")
-        for line in describe_checkpoint(spark, args.checkpoint, args.key, args.limit, args.operator_id):
-            print(line)
-        return 0
+        def show_state() -> int:
+            from .spark.inspect import describe_checkpoint
+            from .spark.session import local_session
+
+            spark = local_session(master="local[1]", app_name="windowed-operator-state", spark_log=spark_log)
+            for line in describe_checkpoint(spark, args.checkpoint, args.key, args.limit, args.operator_id):
+                print(line)
+            return 0
+
+        return _run_reporting_errors(args.checkpoint, args.debug, spark_log, show_state)
     if args.command in ("validate", "run"):
         from .pipeline import CodePolicy, PipelineError, load_pipeline
 
@@ -79,26 +128,35 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{len(pipeline.sinks)} sink(s))")
             return 0
         if args.local:
-            from .pipeline.local_run import run_pipeline_locally
+            def run_locally() -> int:
+                from .pipeline.local_run import run_pipeline_locally
 
-            try:
                 run_pipeline_locally(pipeline)
-            except (FileNotFoundError, ValueError) as exc:  # bad elements and missing data: one line, not a traceback
-                print(f"{args.file}: {exc}", file=sys.stderr)
-                return 1
+                return 0
+
+            return _run_reporting_errors(args.file, args.debug, None, run_locally)
+        spark_log = None if args.debug else spark_log_path(pipeline.name)
+
+        def run_on_spark() -> int:
+            from .spark.pipeline_run import run_pipeline
+
+            if spark_log:
+                print(f"Spark's log: {spark_log}", flush=True)
+            run_pipeline(pipeline, master=args.master or os.environ.get("MASTER"), conf=dict(args.conf),
+                         py_files=args.py_files, spark_log=spark_log)
             return 0
-        import os
 
-        from .spark.pipeline_run import run_pipeline
-
-        run_pipeline(pipeline, master=args.master or os.environ.get("MASTER"), conf=dict(args.conf),
-                     py_files=args.py_files)
-        return 0
+        return _run_reporting_errors(args.file, args.debug, spark_log, run_on_spark)
     if args.command == "demo":
-        from .spark.demo import run_demo
+        spark_log = None if args.debug else spark_log_path("demo")
 
-        return run_demo(workdir=args.workdir, master=args.master, keep=args.workdir is not None,
-                        plot_path=args.plot or None)
+        def demo_on_spark() -> int:
+            from .spark.demo import run_demo
+
+            return run_demo(workdir=args.workdir, master=args.master, keep=args.workdir is not None,
+                            plot_path=args.plot or None, spark_log=spark_log)
+
+        return _run_reporting_errors("demo", args.debug, spark_log, demo_on_spark)
     return 2
 
 

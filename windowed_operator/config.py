@@ -38,17 +38,33 @@ def _duration(value: Any) -> Any:
 Duration = Annotated[int, BeforeValidator(_duration)]
 
 
-class Config(BaseModel):
+class _OptionClass(type(BaseModel)):  # type: ignore[misc]  # pydantic's model metaclass
+    def __dir__(cls) -> list[str]:
+        """``help()`` of an option class shows its own API (its signature, docstring and the
+        methods the library defines), not the ~400 lines of pydantic internals and BaseModel
+        methods every model inherits; they still work (``model_dump``, ``model_copy``...) and an
+        instance's ``dir()`` still lists them."""
+        names = {"__init__"}
+        for klass in cls.__mro__:
+            if klass not in (BaseModel, object):
+                names.update(name for name in vars(klass) if not name.startswith("_") and name != "model_config")
+        return sorted(names)
+
+
+class Config(BaseModel, metaclass=_OptionClass):
     """Frozen, strict-about-extra-fields model with positional-argument support."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     _positional: ClassVar[tuple[str, ...]] = ()
+    #: Said when a call gives more positional arguments than the class takes (what was probably meant).
+    _misuse_hint: ClassVar[str] = ""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if len(args) > len(self._positional):
             raise TypeError(
                 f"{type(self).__name__} takes at most {len(self._positional)} positional argument(s) "
                 f"({', '.join(self._positional) or 'none'}), got {len(args)}"
+                + (f": {self._misuse_hint}" if self._misuse_hint else "")
             )
         for name, value in zip(self._positional, args):
             if name in kwargs:

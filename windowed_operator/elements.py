@@ -32,11 +32,16 @@ class TimestampedValue:
 
 
 class BadElementError(ValueError):
+    """An element the operator cannot read (``reason`` says why, ``element`` is the element as
+    given, ``key`` its key when that much could be read, as a Spark dead letter carries the row's
+    key): raised before any state changes, or a dead letter with ``on_bad_element="dead_letter"``."""
+
     def __init__(self, reason: DropReason, element: Any, detail: str) -> None:
         super().__init__(f"bad element ({reason.value}): {detail}; element={element!r}")
         self.reason = reason
         self.element = element
         self.detail = detail
+        self.key: Optional[Hashable] = None
 
 
 def is_null(value: Any) -> bool:
@@ -147,21 +152,25 @@ class ElementReader:
                 raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
         elif isinstance(payload, PaneRecord):
             ts = payload.timestamp
-        key, value = self._key_and_value(element, payload)
-        ts = self._timestamp(element, payload, ts, default_timestamp, now)
-        window = self._window(element, payload) if self.inherit_windows else None
+        key = self._key(element, payload)
+        try:
+            value = self._value(element, payload)
+            ts = self._timestamp(element, payload, ts, default_timestamp, now)
+            window = self._window(element, payload) if self.inherit_windows else None
+        except BadElementError as exc:
+            exc.key = key
+            raise
         return ReadElement(key, ts, value, window)
 
-    def _key_and_value(self, element: Any, payload: Any) -> tuple[Optional[Hashable], Any]:
+    def _key(self, element: Any, payload: Any) -> Optional[Hashable]:
         upstream = isinstance(payload, PaneRecord)
         if not self.keyed:
             key = None
-            value = payload.value if upstream else payload
         elif self.key is None:
             if upstream:
-                key, value = payload.key, payload.value
+                key = payload.key
             elif isinstance(payload, (tuple, list)) and len(payload) == 2:
-                key, value = payload
+                key = payload[0]
             else:
                 raise BadElementError(DropReason.MISSING_KEY, element,
                                       "a keyed operator without a key extractor takes (key, value) pairs")
@@ -175,7 +184,6 @@ class ElementReader:
                 key = _field(payload, self.key)
                 if key is _MISSING:
                     raise BadElementError(DropReason.MISSING_KEY, element, f"no key field {self.key!r}")
-            value = payload
         if self.keyed:
             if is_null(key):
                 raise BadElementError(DropReason.MISSING_KEY, element, f"key is null ({key!r})")
@@ -183,6 +191,18 @@ class ElementReader:
                 hash(key)
             except TypeError:
                 raise BadElementError(DropReason.INVALID_KEY, element, f"key {key!r} is not hashable") from None
+        return key
+
+    def _value(self, element: Any, payload: Any) -> Any:
+        upstream = isinstance(payload, PaneRecord)
+        if self.keyed and self.key is not None:
+            value = payload  # the extractors read the element (an upstream pane included)
+        elif upstream:
+            value = payload.value
+        elif self.keyed:
+            value = payload[1]  # a (key, value) pair: _key checked the shape
+        else:
+            value = payload
         if self.payload is not None:
             value = _field(value, self.payload)
             if value is _MISSING or value is None:
@@ -194,7 +214,7 @@ class ElementReader:
                 value = _value_field(element, value, self.value)
         if self.value_field is not None and not upstream:
             _value_field(element, value, self.value_field)
-        return key, value
+        return value
 
     def _timestamp(self, element: Any, payload: Any, ts: Optional[int], default: int, now: Optional[int]) -> int:
         if self.timestamp is None:

@@ -66,7 +66,7 @@ class LocalRunner:
                 except BadElementError as exc:
                     if self.operator.on_bad_element == "raise":
                         raise
-                    bad.append(DroppedElement(exc.reason, element, detail=exc.detail, watermark=watermark))
+                    bad.append(DroppedElement(exc.reason, element, key=exc.key, detail=exc.detail, watermark=watermark))
                     continue
                 batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
                 observers.setdefault(read.key, []).append((observe, read.timestamp))

@@ -21,6 +21,8 @@ from .operator import Extractor, WindowingOptions
 from .panes import PaneRecord
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame  # the Spark runner's type; pyspark is imported there only
+
     from .merge_runner import MergeRunner
 
 
@@ -83,11 +85,24 @@ class MergeOperatorBase(WindowingOptions):
         """Every output record for a ``TwoInputTestStream``, in emission order."""
         return self.local_runner().run(stream, finish=finish)
 
-    def apply(self, left: Any, right: Any, **options: Any) -> Any:
-        """Run on two streaming Spark DataFrames (see ``windowed_operator.spark``)."""
+    def apply(self, left: DataFrame, right: DataFrame, *, left_key: Optional[str] = None,
+              right_key: Optional[str] = None, left_timestamp: Optional[str] = None,
+              right_timestamp: Optional[str] = None, key: Optional[str] = None, timestamp: Optional[str] = None,
+              value_type: Optional[str] = None, time_mode: str = "auto", clock: Any = None,
+              key_groups: Optional[int] = None, drop_counter: Any = None, end_of_input: Optional[str] = None,
+              state_encoding: str = "json") -> DataFrame:
+        """The streaming DataFrame of this merge's panes over two streaming DataFrames (each input
+        keeps its own watermark; Spark takes their minimum).  ``left_key``/``right_key`` and
+        ``left_timestamp``/``right_timestamp`` override one input's columns, ``key``/``timestamp``
+        both; the other options are the one-input ``apply``'s (see
+        ``windowed_operator.spark.merge.apply_merge_operator``)."""
         from .spark import apply_merge_operator
 
-        return apply_merge_operator(self, left, right, **options)
+        return apply_merge_operator(self, left, right, left_key=left_key, right_key=right_key,
+                                    left_timestamp=left_timestamp, right_timestamp=right_timestamp, key=key,
+                                    timestamp=timestamp, value_type=value_type, time_mode=time_mode, clock=clock,
+                                    key_groups=key_groups, drop_counter=drop_counter, end_of_input=end_of_input,
+                                    state_encoding=state_encoding)
 
 
 class WindowedMergeOperator(MergeOperatorBase):

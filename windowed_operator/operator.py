@@ -25,6 +25,8 @@ from .windows.base import WindowOption
 from .windows.inherited import InheritedWindows
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame  # the Spark runner's type; pyspark is imported there only
+
     from .chain import Chain
     from .local_runner import LocalRunner
 
@@ -128,11 +130,25 @@ class OperatorBase(WindowingOptions):
         """Every output record for the stream, in emission order (the watermark ends at infinity)."""
         return self.local_runner().run(stream, finish=finish)
 
-    def apply(self, df: Any, **options: Any) -> Any:
-        """Run on a streaming Spark DataFrame (see ``windowed_operator.spark``)."""
+    def apply(self, df: DataFrame, *, key: Optional[str] = None, timestamp: Optional[str] = None,
+              value_type: Optional[str] = None, time_mode: str = "auto", clock: Any = None,
+              key_groups: Optional[int] = None, vectorized: bool = True, schema: Any = None,
+              drop_counter: Any = None, preaggregate: bool = True, end_of_input: Optional[str] = None,
+              state_encoding: str = "json") -> DataFrame:
+        """The streaming DataFrame of this operator's panes over the streaming DataFrame ``df``.
+
+        ``key``/``timestamp`` override the operator's columns; ``value_type`` (DDL) types the value
+        column of an accumulation Spark cannot infer (``Combine``, custom ones); ``end_of_input``
+        names a boolean column whose true rows end the input; ``schema`` declares the input's schema
+        without analysing ``df`` (Spark Declarative Pipelines); ``key_groups``, ``vectorized``,
+        ``preaggregate``, ``time_mode``, ``clock``, ``drop_counter`` and ``state_encoding`` tune the
+        Spark runner: each is described at ``windowed_operator.spark.runner.apply_operator``."""
         from .spark import apply_operator
 
-        return apply_operator(self, df, **options)
+        return apply_operator(self, df, key=key, timestamp=timestamp, value_type=value_type, time_mode=time_mode,
+                              clock=clock, key_groups=key_groups, vectorized=vectorized, schema=schema,
+                              drop_counter=drop_counter, preaggregate=preaggregate, end_of_input=end_of_input,
+                              state_encoding=state_encoding)
 
 
 class WindowedOperator(OperatorBase):
@@ -140,7 +156,24 @@ class WindowedOperator(OperatorBase):
 
 
 class KeyedWindowedOperator(OperatorBase):
-    """Keyed: elements are ``(key, value)`` pairs, or ``key=`` names a field / gives a callable."""
+    """Windows, triggers and accumulates per key: ``KeyedWindowedOperator(window, accumulation, ...)``.
+
+    Elements are ``(key, value)`` pairs, or ``key=`` names a field (a column on Spark) or gives a
+    callable.  Options (times in ms, or durations such as ``"30s"``):
+
+    - ``window``: ``TimeWindows``, ``SessionWindows``, ``SlidingWindows`` (per record),
+      ``CumulativeWindows``, ``GlobalWindow``; None keeps the windows of an upstream operator's panes.
+    - ``accumulation``: ``Sum``, ``Count``, ``Mean``, ``Min``, ``Max``, ``TopN``, ``ToList``, ``Combine``...
+    - ``trigger``: a ``TriggerOption`` (``TriggerOption.at_watermark().with_early_firings_at_every(count=5)``)
+      or a composite trigger (``Repeatedly(AfterCount(2))``); Beam's default when omitted.
+    - ``allowed_lateness``; ``watermark``: ``upstream_watermark()`` (default), ``bounded_disorder(ms)``,
+      ``fixed_watermark(ms)``.
+    - ``key``, ``timestamp``, ``value``: field names or callables.
+    - ``late_data_output``, ``on_bad_element`` ("raise" or "dead_letter"), ``max_future_skew``,
+      ``timestamp_combiner``, ``name``.
+
+    Run it with ``run_local(stream)`` / ``local_runner()`` or on Spark with ``apply(df)``; chain with
+    ``then(other)``."""
 
     keyed: ClassVar[bool] = True
     key: Extractor = Field(default=None, description="field name or callable giving each element's key")

@@ -56,6 +56,12 @@ class PaneRecord:
     def window(self) -> Window:
         return Window(self.window_start, self.window_end)
 
+    @property
+    def pane_index(self) -> int:
+        """``index`` under the Spark output's column name (``pane_index``), so code reading either
+        runner's panes can use one name."""
+        return self.index
+
     def as_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__slots__}
 

@@ -46,14 +46,20 @@ WatermarkPolicy = Union[UpstreamWatermark, FixedLagWatermark, BoundedDisorderWat
 
 
 def upstream_watermark() -> UpstreamWatermark:
+    """The watermark the input carries (the default): a test stream's watermark records locally,
+    the DataFrame's own ``withWatermark`` on Spark."""
     return UpstreamWatermark()
 
 
 def fixed_watermark(lag: int) -> FixedLagWatermark:
+    """Processing time minus ``lag`` ms: windows close on the clock, whatever the data's times
+    (on Spark, the batch clock; the query runs in processing-time mode)."""
     return FixedLagWatermark(lag=lag)
 
 
 def bounded_disorder(max_disorder: int) -> BoundedDisorderWatermark:
+    """The largest event time seen minus ``max_disorder`` ms: elements may arrive that much out of
+    order and still be on time (on Spark, the runner calls ``withWatermark`` with this delay)."""
     return BoundedDisorderWatermark(max_disorder=max_disorder)
 
 

@@ -202,7 +202,7 @@ def test_run_on_a_standalone_cluster_ships_the_library_and_equals_local_mode(spa
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         # Meanwhile, local mode in this process's shared session.
-        run_pipeline(load_pipeline(pipeline_file(run_dir, "local")), spark=spark, out=io.StringIO(), poll_seconds=0.5)
+        run_pipeline(load_pipeline(pipeline_file(run_dir, "local")), spark=spark, out=io.StringIO())
         local_seconds = time.monotonic() - started
         code = driver.wait(timeout=TIMEOUT)
         assert code == 0, "the cluster run failed:\n" + log.read_text()[-6000:]

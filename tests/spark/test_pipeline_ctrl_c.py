@@ -54,9 +54,9 @@ def test_ctrl_c_keeps_the_checkpoint_and_a_rerun_resumes(tmp_path):
     log1 = tmp_path / "run1.log"
     with log1.open("w") as log:
         proc = start(pipeline, log)
-        wait_for(log1, "input rows 2")
+        wait_for(log1, "batch 0: 2 rows in")
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's process group
-        assert proc.wait(timeout=120) == 0
+        assert proc.wait(timeout=120) == 130  # the shell's convention for Ctrl-C
     assert "stopped; checkpoints kept" in log1.read_text()
     commits = sorted(p.name for p in (tmp_path / "checkpoints" / "spend-0" / "commits").iterdir()
                      if not p.name.startswith("."))
@@ -66,10 +66,10 @@ def test_ctrl_c_keeps_the_checkpoint_and_a_rerun_resumes(tmp_path):
     log2 = tmp_path / "run2.log"
     with log2.open("w") as log:
         proc = start(pipeline, log)
-        wait_for(log2, "input rows 1")
+        wait_for(log2, ": 1 rows in")
         time.sleep(3)
         os.killpg(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=120) == 0
+        assert proc.wait(timeout=120) == 130  # the shell's convention for Ctrl-C
     rows = [json.loads(line) for f in (tmp_path / "out").glob("*.json") for line in f.read_text().splitlines()]
     assert sorted((r["key"], r["value"]) for r in rows) == [("a", 1), ("b", 2)]
-    assert "input rows 2" not in log2.read_text()  # nothing read twice
+    assert "2 rows in" not in log2.read_text()  # nothing read twice

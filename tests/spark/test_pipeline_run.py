@@ -7,6 +7,7 @@ import pytest
 
 from windowed_operator.pipeline import parse_pipeline
 from windowed_operator.spark import END_OF_INPUT
+from windowed_operator.spark.error_summary import error_summary
 from windowed_operator.spark.pipeline_run import run_pipeline
 from windowed_operator.testing import TestStream
 
@@ -43,11 +44,66 @@ def test_pipeline_runs_on_spark_like_the_local_runner(spark, tmp_path):
     """)
     pipeline = parse_pipeline(text)
     out = io.StringIO()
-    run_pipeline(pipeline, spark=spark, workdir=tmp_path / "work", out=out, poll_seconds=0.5)
-    got = Counter((r["key"], r["ws"], r["value"], r["timing"]) for r in spark.sql(
-        "select key, unix_millis(window_start) as ws, value, timing from spend_panes").collect())
+    totals = run_pipeline(pipeline, spark=spark, workdir=tmp_path / "work", out=out)
+    sunk = spark.sql("select key, unix_millis(window_start) as ws, value, timing from spend_panes").collect()
+    got = Counter((r["key"], r["ws"], r["value"], r["timing"]) for r in sunk)
     op = pipeline.build_operators()["spend"]
     local = op.run_local(TestStream().add_elements(ROWS))
     assert got == Counter((p.key, p.window_start, p.value, p.timing.value) for p in local)
-    assert "spend_panes: batch" in out.getvalue() and "input rows" in out.getvalue()
-    assert "late rows dropped 1," in out.getvalue().splitlines()[-1]
+    lines = out.getvalue().splitlines()
+    # One line per completed batch (each once, in order), then the totals, which match the sink.
+    batch_lines = [line for line in lines if line.startswith("spend_panes: batch ")]
+    assert [line.split(":")[1] for line in batch_lines] == [f" batch {i}" for i in range(len(batch_lines))]
+    assert batch_lines[0].startswith("spend_panes: batch 0: 2 rows in, 0 panes out") and "watermark none yet" in batch_lines[0]
+    assert "watermark end of input" in batch_lines[-1]
+    assert totals["spend_panes"].panes == len(sunk) and totals["spend_panes"].input_rows == len(rows)
+    assert lines[-1] == (f"spend_panes: {len(batch_lines)} batches, {len(rows)} rows in, {len(sunk)} panes out, "
+                         "1 late rows dropped")
+
+
+def test_a_failed_query_is_raised_and_summarized_in_one_line(spark, tmp_path):
+    text = textwrap.dedent(f"""
+        name: bad_rows
+        checkpoint: {tmp_path / "checkpoints"}
+        sources:
+          payments:
+            memory:
+              schema: "user string, amount bigint, ts bigint"
+              rows: [{{user: a, amount: 1, ts: 1700000000000}}, {{amount: 2, ts: 1700000001000}}]
+        operators:
+          - {{name: spend, input: payments, key: user, timestamp: ts, window: {{tumbling: {{size: 10s}}}},
+             accumulation: {{sum: {{field: amount}}}}, watermark: {{bounded_disorder: 0s}}}}
+        sinks:
+          - {{input: spend, memory: {{query_name: bad_rows_panes}}}}
+    """)
+    with pytest.raises(Exception) as raised:
+        run_pipeline(parse_pipeline(text), spark=spark, workdir=tmp_path / "work", out=io.StringIO())
+    assert len(str(raised.value)) > 1000  # what Spark raises: traceback, Java frames, plan
+    summary = error_summary(raised.value)
+    assert summary.startswith("BadElementError: bad element (missing_key): key is null") and "\n" not in summary
+    assert "'amount': 2" in summary and "SQLSTATE" not in summary
+    assert not any(q.isActive for q in spark.streams.active if q.name == "bad_rows_panes")
+
+
+def test_run_local_writes_what_spark_writes(spark, tmp_path):
+    """`run --local` is the same pipeline: a files sink gets the same rows (panes, late data, dead
+    letters with the same columns and values) from the local runner as from Spark."""
+    import json
+
+    from test_pipeline_local_run import write_pipeline
+
+    from windowed_operator.pipeline import load_pipeline
+    from windowed_operator.pipeline.local_run import run_pipeline_locally
+
+    def sunk(directory):
+        return sorted(json.dumps(json.loads(line), sort_keys=True) for f in directory.glob("part-*.json")
+                      for line in f.read_text().splitlines())
+
+    local_dir, spark_dir = tmp_path / "local", tmp_path / "spark"
+    for directory in (local_dir, spark_dir):
+        directory.mkdir()
+        write_pipeline(directory, "- {input: spend, files: {path: out, format: json}}", end_marker=True)
+    run_pipeline_locally(load_pipeline(local_dir / "pipeline.yaml"), out=io.StringIO())
+    run_pipeline(load_pipeline(spark_dir / "pipeline.yaml"), spark=spark, workdir=tmp_path / "work", out=io.StringIO())
+    local_rows, spark_rows = sunk(local_dir / "out"), sunk(spark_dir / "out")
+    assert len(local_rows) == 5 and local_rows == spark_rows

@@ -1,6 +1,6 @@
 """Running a pipeline file in the local runner: no Spark, deterministic, for tests and small data.
 
-Each file of a file source (in name order) or each ``rows_per_batch`` rows of a memory source is
+Each file of a file source (oldest first, as Spark reads them) or each ``rows_per_batch`` rows of a memory source is
 one bundle, as one micro-batch on Spark with ``maxFilesPerTrigger=1``.  An operator's ``upstream``
 watermark (Spark's ``withWatermark`` delay) is the bounded disorder it stands for.  Operators fed
 by operators get their panes as elements and their watermark after them (window propagation works
@@ -9,56 +9,114 @@ here); merges get each input's bundles on their side.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, Callable, Optional, TextIO
 
-from ..panes import PaneRecord
+from ..panes import DropReason, DroppedElement, PaneRecord
 from ..watermarks import BoundedDisorderWatermark
+from .local_io import console_table, dropped_row, pane_row, read_file, typed_rows, write_rows
 from .spec import Pipeline, SourceSpec
-
-
-def _read_file(path: Path, fmt: str) -> list[dict]:
-    import pandas as pd
-
-    if fmt == "json":
-        frame = pd.read_json(path, lines=True)
-    elif fmt == "csv":
-        frame = pd.read_csv(path)
-    else:
-        frame = pd.read_parquet(path)
-    return frame.to_dict("records")
 
 
 def source_batches(spec: SourceSpec) -> list[list[dict]]:
     if spec.files is not None:
         suffix = {"json": "*.json", "csv": "*.csv", "parquet": "*.parquet"}[spec.files.format]
-        files = sorted(Path(spec.files.path).glob(suffix))
+        # Spark's file source takes files oldest first (then, here, by name where times tie)
+        files = sorted(Path(spec.files.path).glob(suffix), key=lambda f: (f.stat().st_mtime_ns, f.name))
         if not files:
             raise FileNotFoundError(f"source path {spec.files.path!r} has no {suffix} files (the examples' data is "
                                     "written by examples/pipelines/run.py NAME)")
-        return [_read_file(f, spec.files.format) for f in files]
+        return [read_file(f, spec.files.format, spec.files.schema_, spec.files.options) for f in files]
     if spec.memory is not None:
-        rows, size = spec.memory.rows, spec.memory.rows_per_batch
+        rows, size = typed_rows(spec.memory.rows, spec.memory.schema_), spec.memory.rows_per_batch
         return [rows[i:i + size] for i in range(0, len(rows), size)]
     raise ValueError("the rate source needs Spark: run the pipeline without --local")
 
 
-def run_pipeline_locally(pipeline: Pipeline, out: Optional[TextIO] = sys.stdout) -> dict[str, list[PaneRecord]]:
-    """Every operator's panes, by operator name; sinks of operators are printed to ``out``."""
-    results = {name: runner.outputs for name, runner in run_pipeline_runners(pipeline).items()}
-    if out is not None:
-        for sink in pipeline.sinks:
-            if sink.input in results:
-                print(f"-- {sink.input}: {len(results[sink.input])} pane(s)", file=out)
-                for pane in results[sink.input]:
-                    print(f"   {pane.key} [{pane.window_start}, {pane.window_end}) {pane.value!r} {pane.timing.value}"
-                          f"{' retraction' if pane.is_retraction else ''}", file=out)
-    return results
+#: Drop reasons of elements behind the watermark (the rest are bad elements).
+LATE_REASONS = frozenset({DropReason.EXPIRED.value, DropReason.CLOSED_WINDOW.value})
 
 
-def run_pipeline_runners(pipeline: Pipeline) -> dict[str, Any]:
-    """Run every operator to the end of its input; returns the local runners by operator name."""
+@dataclass
+class OperatorTotals:
+    bundles: int = 0
+    panes: int = 0
+    late_rows_dropped: int = 0
+    bad_rows: int = 0
+
+
+@dataclass
+class LocalRun:
+    """What a local run produced: each operator's runner (its panes, late data, dead letters) and
+    totals, and the rows each sink received, per bundle."""
+
+    runners: dict[str, Any]
+    totals: dict[str, OperatorTotals] = field(default_factory=dict)
+    sink_rows: list[list[list[dict]]] = field(default_factory=list)
+
+    def panes(self, operator: str) -> list[PaneRecord]:
+        return self.runners[operator].outputs
+
+
+def _refuse_spark_only_sinks(pipeline: Pipeline) -> None:
+    for i, sink in enumerate(pipeline.sinks):
+        if sink.foreach_batch is not None:
+            raise ValueError(f"sinks[{i}]: a foreach_batch sink ({sink.foreach_batch.function}) receives Spark "
+                             "DataFrames: run the pipeline on Spark (without --local)")
+
+
+def run_pipeline_locally(pipeline: Pipeline, out: Optional[TextIO] = None) -> LocalRun:
+    """Run the pipeline in the local runner, feeding its sinks as Spark would: console sinks print
+    each bundle (to ``out``, default stdout), files sinks write one file per bundle, memory sinks
+    keep the rows (``LocalRun.sink_rows``); then a totals line per operator."""
+    out = out if out is not None else sys.stdout
+    _refuse_spark_only_sinks(pipeline)
     operators = pipeline.build_operators()
+    run = LocalRun(runners={}, sink_rows=[[] for _ in pipeline.sinks])
+
+    def deliver(bundle: int, name: str, panes: list[PaneRecord], late: list[DroppedElement],
+                dead: list[DroppedElement]) -> None:
+        op = operators[name]
+        side_outputs = bool(op.late_data_output or op.on_bad_element == "dead_letter")
+        totals = run.totals.setdefault(name, OperatorTotals())
+        totals.bundles += 1
+        totals.panes += len(panes)
+        rows = [pane_row(p, op.keyed, side_outputs) for p in panes]
+        if op.late_data_output:
+            rows += [dropped_row(d, "late", op.keyed) for d in late]
+        if op.on_bad_element == "dead_letter":
+            rows += [dropped_row(d, "dead_letter", op.keyed) for d in dead]
+        for i, sink in enumerate(pipeline.sinks):
+            if sink.input != name:
+                continue
+            run.sink_rows[i].append(rows)
+            if sink.console is not None:
+                print(console_table(bundle, rows, sink.console.num_rows, sink.console.truncate), file=out, flush=True)
+            elif sink.files is not None:
+                write_rows(Path(sink.files.path), bundle, rows, sink.files.format)
+
+    run.runners = run_pipeline_runners(pipeline, operators, deliver)
+    for name, runner in run.runners.items():
+        totals = run.totals.setdefault(name, OperatorTotals())
+        totals.late_rows_dropped = sum(n for reason, n in runner.dropped_counts.items() if reason in LATE_REASONS)
+        totals.bad_rows = sum(n for reason, n in runner.dropped_counts.items() if reason not in LATE_REASONS)
+    for spec in pipeline.operators:
+        t = run.totals.get(spec.name, OperatorTotals())
+        bad = f", {t.bad_rows} bad rows" if t.bad_rows else ""
+        print(f"{spec.name}: {t.bundles} bundles, {t.panes} panes out, {t.late_rows_dropped} late rows dropped{bad}",
+              file=out, flush=True)
+    return run
+
+
+Deliver = Callable[[int, str, list[PaneRecord], list[DroppedElement], list[DroppedElement]], None]
+
+
+def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]] = None,
+                         deliver: Optional[Deliver] = None) -> dict[str, Any]:
+    """Run every operator to the end of its input; returns the local runners by operator name.
+    ``deliver(bundle, operator, panes, late, dead)`` receives what each operator emitted per bundle."""
+    operators = operators if operators is not None else pipeline.build_operators()
     runners: dict[str, Any] = {}
     for spec in pipeline.operators:
         op = operators[spec.name]
@@ -75,6 +133,7 @@ def run_pipeline_runners(pipeline: Pipeline) -> dict[str, Any]:
             emitted[name] = rows
         for spec in pipeline.operators:
             runner = runners[spec.name]
+            late_before, dead_before = len(runner.late_data), len(runner.dead_letters)
             out_now: list[PaneRecord] = []
             if i == rounds:
                 out_now.extend(runner.finish())
@@ -88,6 +147,8 @@ def run_pipeline_runners(pipeline: Pipeline) -> dict[str, Any]:
                 if left or right:
                     out_now.extend(runner.add_elements_from_both(left, right))
             emitted[spec.name] = out_now
+            if deliver is not None:
+                deliver(i, spec.name, out_now, runner.late_data[late_before:], runner.dead_letters[dead_before:])
     return runners
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -24,6 +25,7 @@ from ..operator import KeyedWindowedOperator
 from ..watermarks import bounded_disorder
 from ..windows import SessionWindows, TimeWindows
 from .plan import END_OF_INPUT
+from .progress import ProgressPrinter
 
 SCHEMA = "user string, page string, amount bigint, ts bigint, end_of_input boolean"
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -105,8 +107,32 @@ def _plot_timeline(batches: dict, user: str, path: Optional[str]) -> None:
     print(f"pane timeline of {user}: {path}")
 
 
+def showcase_user(session_rows: list[dict]) -> Optional[str]:
+    """The user whose timeline shows the most of the model: late panes, sessions merged away (a
+    retraction with no pane after it) and retractions of a value that then changed, rather than
+    a user whose retractions all undo and redo the same count."""
+    score: Counter = Counter()
+    by_user: dict[str, list[dict]] = {}
+    for row in session_rows:
+        if row["record_type"] == "pane":
+            by_user.setdefault(row["key"], []).append(row)
+    for user, rows in by_user.items():
+        for i, row in enumerate(rows):
+            if not row["is_retraction"]:
+                score[user] += 3 if row["timing"] == "LATE" else 0
+                continue
+            following = next((r for r in rows[i + 1:] if (r["ws"], r["we"]) == (row["ws"], row["we"])), None)
+            if following is None:
+                score[user] += 3  # merged away: retracted, never re-fired
+            elif following["value"] != -row["value"]:
+                score[user] += 2  # the count changed
+    if not by_user:
+        return None
+    return max(sorted(by_user), key=lambda u: score[u])
+
+
 def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool = False,
-             plot_path: Optional[str] = "demo-timeline.png") -> int:
+             plot_path: Optional[str] = "demo-timeline.png", spark_log: Optional[str] = None) -> int:
     t0 = time.monotonic()
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="windowed-operator-demo-"))
     shutil.rmtree(base / "checkpoints", ignore_errors=True)
@@ -116,8 +142,10 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
     print("starting local Spark ...", flush=True)
     from .session import local_session
 
-    spark = local_session(master=master, app_name="windowed-operator-demo")
-    print(f"Spark {spark.version} up in {time.monotonic() - t0:.1f} s; running 2 stateful queries", flush=True)
+    spark = local_session(master=master, app_name="windowed-operator-demo", spark_log=spark_log)
+    log_note = f" (Spark's own output: {spark_log})" if spark_log else ""
+    print(f"Spark {spark.version} up in {time.monotonic() - t0:.1f} s{log_note}; running 2 stateful queries",
+          flush=True)
     source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(base / "clicks"))
     results: dict[str, dict[int, list[dict]]] = {"sessions": {}, "pages": {}}
 
@@ -128,25 +156,22 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
             results[name][batch_id] = [r.asDict() for r in rows]
         return collect
 
+    printer = ProgressPrinter(sys.stdout, names=["sessions", "pages"],
+                              prefix=lambda: f"  [{time.monotonic() - t0:5.1f} s] ")
+    spark.streams.addListener(printer)
     queries = {}
-    for name, op in (("sessions", session_operator()), ("pages", page_operator())):
-        queries[name] = (op.apply(source, end_of_input="end_of_input").writeStream.foreachBatch(sink(name)).queryName(name)
-                         .option("checkpointLocation", str(base / "checkpoints" / name))
-                         .trigger(availableNow=True).start())
-    seen: dict[str, int] = {}
-    while any(q.isActive for q in queries.values()):
-        for name, q in queries.items():
-            progress = q.lastProgress
-            if progress and progress["batchId"] != seen.get(name):
-                seen[name] = progress["batchId"]
-                panes = sum(1 for rows in results[name].values() for r in rows if r.get("record_type", "pane") == "pane")
-                wm = progress.get("eventTime", {}).get("watermark", "-")
-                print(f"  [{time.monotonic() - t0:5.1f} s] {name:8s} batch {progress['batchId']:2d}: "
-                      f"{progress['numInputRows']:4d} rows in, {panes:4d} panes out so far, watermark {wm}",
-                      flush=True)
-        time.sleep(0.2)
-    for q in queries.values():
-        q.awaitTermination()
+    try:
+        for name, op in (("sessions", session_operator()), ("pages", page_operator())):
+            queries[name] = (op.apply(source, end_of_input="end_of_input").writeStream.foreachBatch(sink(name))
+                             .queryName(name).option("checkpointLocation", str(base / "checkpoints" / name))
+                             .trigger(availableNow=True).start())
+        while any(q.isActive for q in queries.values()):
+            time.sleep(0.2)
+        for q in queries.values():
+            q.awaitTermination()  # raises the query's error, if it failed
+        printer.wait_for_end(q.id for q in queries.values())
+    finally:
+        spark.streams.removeListener(printer)
 
     session_rows = [r for rows in results["sessions"].values() for r in rows]
     panes = [r for r in session_rows if r["record_type"] == "pane"]
@@ -156,8 +181,9 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
     print(_table(["timing", "panes", "retractions"],
                  [[t, counts[(t, False)], counts[(t, True)]] for t in ("EARLY", "ON_TIME", "LATE")]))
     print(f"late-data output: {len(late)} clicks arrived after their session expired (dropped, counted)")
-    busiest = Counter(r["key"] for r in panes if r["is_retraction"]).most_common(1)
-    user = busiest[0][0] if busiest else (panes[0]["key"] if panes else None)
+    print("(a retraction undoes an earlier pane: one precedes every re-fired pane, and a session merged\n"
+          " into a larger one is retracted with no pane of its own, so retractions can outnumber panes)")
+    user = showcase_user(session_rows)
     if user is not None:
         print(f"\nTimeline of {user} (every pane and retraction, in emission order):")
         ordered = [r for b in sorted(results["sessions"]) for r in results["sessions"][b]

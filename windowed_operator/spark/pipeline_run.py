@@ -7,11 +7,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, TextIO
+from typing import Any, Optional, Sequence, TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 
 from ..pipeline.spec import MemorySource, Pipeline, SourceSpec, import_dotted
+from .progress import ProgressPrinter, QueryTotals, totals_line
 
 
 def _memory_source(spark: SparkSession, name: str, memory: MemorySource, workdir: Path) -> DataFrame:
@@ -40,10 +41,8 @@ def source_frame(spark: SparkSession, name: str, spec: SourceSpec, workdir: Path
     return _memory_source(spark, name, spec.memory, workdir)
 
 
-def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path,
-                 drop_counters: Optional[dict[str, Any]] = None) -> dict[str, DataFrame]:
-    """Every source and operator output as a streaming DataFrame, by name; ``drop_counters`` gets an
-    accumulator of dropped late elements per operator."""
+def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict[str, DataFrame]:
+    """Every source and operator output as a streaming DataFrame, by name."""
     frames = {name: source_frame(spark, name, spec, workdir) for name, spec in pipeline.sources.items()}
     operators = pipeline.build_operators()
     for spec in pipeline.operators:
@@ -57,18 +56,19 @@ def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path,
                 ts = getattr(spec, f"{side}_options").timestamp if side != "input" else None
                 df = df.withWatermark(ts or spec.timestamp, f"{spec.watermark.upstream} milliseconds")
             inputs.append(df)
-        counter = spark.sparkContext.accumulator(0)
-        if drop_counters is not None:
-            drop_counters[spec.name] = counter
-        frames[spec.name] = op.apply(*inputs, drop_counter=counter, end_of_input=marker)
+        frames[spec.name] = op.apply(*inputs, end_of_input=marker)
     return frames
+
+
+def sink_query_names(pipeline: Pipeline) -> list[str]:
+    return [sink.memory.query_name if sink.memory else f"{pipeline.name}_{sink.input}_{i}"
+            for i, sink in enumerate(pipeline.sinks)]
 
 
 def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     queries = []
-    for i, sink in enumerate(pipeline.sinks):
-        writer = frames[sink.input].writeStream.queryName(sink.memory.query_name if sink.memory else
-                                                          f"{pipeline.name}_{sink.input}_{i}")
+    for i, (sink, name) in enumerate(zip(pipeline.sinks, sink_query_names(pipeline))):
+        writer = frames[sink.input].writeStream.queryName(name)
         checkpoint = sink.checkpoint or str(Path(pipeline.checkpoint) / f"{sink.input}-{i}")
         writer = writer.option("checkpointLocation", checkpoint)
         if pipeline.trigger_interval:
@@ -89,73 +89,53 @@ def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     return queries
 
 
-class _Totals:
-    """Rows in and out summed over every micro-batch a query reported (each counted once)."""
-
-    def __init__(self) -> None:
-        self.seen: set = set()
-        self.rows_in = 0
-        self.rows_out = 0
-
-    def update(self, query: Any) -> None:
-        for progress in query.recentProgress:
-            batch = progress.get("batchId") if isinstance(progress, dict) else progress.batchId
-            if batch in self.seen:
-                continue
-            self.seen.add(batch)
-            progress = progress if isinstance(progress, dict) else json.loads(progress.json)
-            self.rows_in += progress.get("numInputRows", 0)
-            self.rows_out += max(0, (progress.get("sink") or {}).get("numOutputRows", 0) or 0)
-
-
-def _progress_line(query: Any, totals: _Totals, dropped: Optional[int]) -> str:
-    totals.update(query)
-    progress = query.lastProgress or {}
-    watermark = (progress.get("eventTime") or {}).get("watermark", "-")
-    late = "-" if dropped is None else dropped
-    out = totals.rows_out if totals.rows_out else "-"  # sinks that do not report rows (foreachBatch) say -1
-    return (f"{query.name}: batch {progress.get('batchId', '-')}, input rows {totals.rows_in}, "
-            f"panes out {out}, late rows dropped {late}, watermark {watermark}")
-
-
 def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, master: Optional[str] = None,
-                 workdir: Optional[Path] = None, out: TextIO = sys.stdout, poll_seconds: float = 2.0,
-                 on_progress: Optional[Callable[[list[Any]], None]] = None, conf: Optional[dict[str, str]] = None,
-                 py_files: Sequence[str] = ()) -> list[Any]:
-    """Start every sink's query, print progress until they end (availableNow) or Ctrl-C, which stops
-    them cleanly: Spark commits each micro-batch to the checkpoint, so a rerun resumes there.
+                 workdir: Optional[Path] = None, out: TextIO = sys.stdout,
+                 conf: Optional[dict[str, str]] = None, py_files: Sequence[str] = (),
+                 spark_log: Optional[str] = None) -> dict[str, QueryTotals]:
+    """Start every sink's query and print a line per completed micro-batch until they end
+    (availableNow) or Ctrl-C, which stops them cleanly (Spark has committed each finished micro-batch
+    to the checkpoint, so a rerun resumes there) and is raised again for the caller.  Returns each
+    query's totals; a query's failure is raised.
 
-    Without ``spark``, a session on ``master`` is built with ``conf`` and ``py_files`` (user code); on a
-    cluster master (``spark://...``) the library is shipped to the executors (see :mod:`.shipping`)."""
+    Without ``spark``, a session on ``master`` is built with ``conf`` and ``py_files`` (user code) and
+    its console output sent to ``spark_log``; on a cluster master (``spark://...``) the library is
+    shipped to the executors (see :mod:`.shipping`)."""
     from .session import local_session
     from .shipping import ship_library
 
     if spark is None:
         spark = local_session(master=master or "local[*]", app_name=pipeline.name, extra_conf=conf,
-                              py_files=py_files)
+                              py_files=py_files, spark_log=spark_log)
     elif conf or py_files:
         raise ValueError("conf and py_files configure a new session; give them to local_session instead")
     else:
         ship_library(spark)  # a session of the caller's on a cluster: its executors need the library too
     workdir = workdir or Path(tempfile.mkdtemp(prefix="wo-pipeline-"))
-    counters: dict[str, Any] = {}
-    queries = start_sinks(pipeline, build_frames(spark, pipeline, workdir, counters))
-    dropped_for = {q.name: counters.get(sink.input) for q, sink in zip(queries, pipeline.sinks)}
-    totals = {q.name: _Totals() for q in queries}
+    frames = build_frames(spark, pipeline, workdir)
+    printer = ProgressPrinter(out, names=sink_query_names(pipeline))
+    spark.streams.addListener(printer)
     try:
-        while any(q.isActive for q in queries):
-            time.sleep(poll_seconds)
+        queries = start_sinks(pipeline, frames)
+        try:  # poll rather than block in awaitTermination: Ctrl-C lands in a sleep, not a JVM call
+            while any(q.isActive for q in queries):
+                if any(not q.isActive and q.exception() is not None for q in queries):
+                    break
+                time.sleep(0.2)
+            failed = next((q for q in queries if q.exception() is not None), None)
+            if failed is not None:
+                for query in queries:
+                    query.stop()
+                raise failed.exception()
+        except KeyboardInterrupt:
             for query in queries:
-                counter = dropped_for.get(query.name)
-                print(_progress_line(query, totals[query.name], None if counter is None else counter.value),
-                      file=out, flush=True)
-            if on_progress is not None:
-                on_progress(queries)
-        for query in queries:
-            if query.exception() is not None:
-                raise query.exception()
-    except KeyboardInterrupt:
-        for query in queries:
-            query.stop()
-        print(f"stopped; checkpoints kept under {pipeline.checkpoint} (run again to resume)", file=out)
-    return queries
+                query.stop()
+            print(f"stopped; checkpoints kept under {pipeline.checkpoint} (run again to resume)", file=out,
+                  flush=True)
+            raise
+        printer.wait_for_end(q.id for q in queries)
+    finally:
+        spark.streams.removeListener(printer)
+    for name in sink_query_names(pipeline):
+        print(totals_line(name, printer.totals.get(name, QueryTotals())), file=out, flush=True)
+    return dict(printer.totals)

@@ -1,9 +1,10 @@
 """A local SparkSession configured for the windowed operator's stateful processing."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from typing import Sequence
+from typing import Iterator, Optional, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -17,16 +18,59 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 REQUIRED_CONF = {
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Stage progress bars interleave with the operator's own progress lines and are no use to a
+    # streaming query's user (a bar per micro-batch); --conf spark.ui.showConsoleProgress=true.
+    "spark.ui.showConsoleProgress": "false",
+}
+
+#: Defaults that suit one machine and nothing else: on a cluster the user's Spark configuration
+#: (spark-defaults.conf, --conf) decides.
+LOCAL_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
 }
 
 
+def is_local_master(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+@contextlib.contextmanager
+def console_to(path: Optional[str]) -> Iterator[None]:
+    """While the JVM starts, point this process's stdout and stderr at ``path``: the JVM and every
+    Python worker it starts inherit them, so Spark's log, its warnings at start-up (before any log
+    level can be set) and the workers' messages go to the file for the life of the JVM, while this
+    process's own output returns to the terminal afterwards.  No effect once a JVM is running."""
+    if path is None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = os.dup(1), os.dup(2)
+    try:
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, log):
+            os.close(fd)
+
+
 def local_session(master: str = "local[2]", app_name: str = "windowed-operator", shuffle_partitions: int = 2,
-                  extra_conf: dict | None = None, py_files: Sequence[str] = (), ship: bool = True) -> SparkSession:
+                  extra_conf: dict | None = None, py_files: Sequence[str] = (), ship: bool = True,
+                  spark_log: Optional[str] = None) -> SparkSession:
     """A session on ``master`` (despite the name, any master: ``spark://host:7077`` too).  ``extra_conf``
     overrides the defaults; ``py_files`` (.py, .zip, .egg: user code) are added on the driver and every
     executor (and to PYTHONPATH, for the driver's Python workers if this starts the JVM); unless the
     master is local (or ``ship`` is false) the library itself is shipped to the executors too (see
-    :mod:`.shipping`)."""
+    :mod:`.shipping`).  On a local master, ``shuffle_partitions`` and :data:`LOCAL_DEFAULTS` apply
+    (``extra_conf`` wins); on a cluster only what the operator needs is set.  ``spark_log`` sends
+    the JVM's console output (Spark's log, the Python workers' messages) to that file instead of the
+    terminal, if this call starts the JVM."""
     missing = [f for f in py_files if "://" not in f and not os.path.exists(f)]
     if missing:
         raise FileNotFoundError(f"py files not found: {', '.join(missing)}")
@@ -38,14 +82,12 @@ def local_session(master: str = "local[2]", app_name: str = "windowed-operator",
         entries = [os.path.dirname(f) if f.endswith(".py") else f for f in local_files]
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(
             [*entries, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.memory", "2g"))
-    for key, value in {**REQUIRED_CONF, **(extra_conf or {})}.items():
+    builder = SparkSession.builder.master(master).appName(app_name)
+    local = {**LOCAL_DEFAULTS, "spark.sql.shuffle.partitions": str(shuffle_partitions)} if is_local_master(master) else {}
+    for key, value in {**local, **REQUIRED_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with console_to(spark_log):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if ship:
         ship_library(spark)

@@ -11,6 +11,9 @@ GLOBAL_WINDOW = Window(MIN_TIMESTAMP, END_OF_GLOBAL_WINDOW + 1)
 
 
 class GlobalWindow(WindowOption):
+    """One window for all time: it closes only at the end of input, so it needs a trigger that fires
+    before then (early firings, or composite triggers) to emit anything earlier."""
+
     def assign(self, ts: int) -> list[Window]:
         return [GLOBAL_WINDOW]
 

@@ -1,0 +1,30 @@
+"""Progress lines: exact per-batch figures from a batch's own progress, readable watermarks."""
+import pytest
+
+from windowed_operator.spark import END_OF_INPUT
+from windowed_operator.spark.progress import QueryTotals, batch_line, batch_progress, format_watermark
+
+pytestmark = pytest.mark.spark
+
+
+def test_batch_figures_come_from_the_operators_observed_metrics_not_the_sink():
+    progress = {"name": "q", "batchId": 3, "numInputRows": 144, "durationMs": {"triggerExecution": 1234},
+                "eventTime": {"watermark": "2026-01-01T00:04:19.435Z"},
+                "sink": {"numOutputRows": -1},  # foreachBatch reports none; late rows would inflate it
+                "observedMetrics": {"windowed_operator sessions": {"late_rows_dropped": 2, "bad_rows": 1, "panes": 71},
+                                    "windowed_operator pages": {"late_rows_dropped": 1, "bad_rows": 0, "panes": 24},
+                                    "user metric": {"panes": 1000}}}
+    batch = batch_progress(progress)
+    assert (batch.batch_id, batch.input_rows, batch.panes, batch.late_rows_dropped, batch.bad_rows) == (3, 144, 95, 3, 1)
+    assert batch.watermark_ms == 1_767_225_859_435 and batch.duration_ms == 1234
+    totals = QueryTotals(panes=100)
+    totals.add(batch)
+    assert batch_line(batch, totals) == ("q: batch 3: 144 rows in, 95 panes out (195 so far), 3 late rows dropped, "
+                                         "1 bad rows, watermark 2026-01-01 00:04:19.435 (1.2 s)")
+
+
+@pytest.mark.parametrize("ms, text", [(None, "none yet"), (0, "none yet"), (1, "1970-01-01 00:00:00.001"),
+                                      (1_767_225_859_435, "2026-01-01 00:04:19.435"),
+                                      (END_OF_INPUT - 10_000, "end of input"), (END_OF_INPUT, "end of input")])
+def test_watermarks_print_as_times_or_say_what_they_mean(ms, text):
+    assert format_watermark(ms) == text

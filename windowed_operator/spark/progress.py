@@ -1,0 +1,164 @@
+"""Per-batch progress of streaming queries, exact and printed once per completed micro-batch.
+
+Polling ``query.lastProgress`` repeats a batch until the next one completes and misses batches that
+complete between two polls; Spark's StreamingQueryListener sees every completed batch exactly once.
+The figures come from the batch's own progress: input rows, and the windowed operators' observed
+counts (panes, late rows dropped, bad rows), which count what the operator produced rather than
+what the sink wrote (a sink row may be a late-data or dead-letter record, and foreachBatch sinks
+report no rows at all).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Optional, TextIO
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from .plan import END_OF_INPUT
+
+#: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``runner.observation_name``).
+OBSERVATION_PREFIX = "windowed_operator "
+_A_YEAR_MS = 366 * 86_400_000
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """One completed micro-batch of one query."""
+
+    query: str
+    batch_id: int
+    input_rows: int
+    #: Pane rows (retractions included) the query's windowed operators emitted in this batch.
+    panes: int
+    late_rows_dropped: int
+    bad_rows: int
+    #: Spark's event-time watermark after the batch (epoch ms), None before it has one.
+    watermark_ms: Optional[int]
+    duration_ms: int
+
+
+def _watermark_ms(text: Optional[str]) -> Optional[int]:
+    if not text:
+        return None
+    moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return round(moment.timestamp() * 1000)
+
+
+def batch_progress(progress: Any) -> BatchProgress:
+    """A completed batch's figures from a ``StreamingQueryProgress`` or its dict/JSON form."""
+    data: Mapping[str, Any] = progress if isinstance(progress, Mapping) else json.loads(progress.json)
+    observed = [metrics for name, metrics in (data.get("observedMetrics") or {}).items()
+                if name.startswith(OBSERVATION_PREFIX)]
+
+    def total(field: str) -> int:  # a metric is a Row in a progress object, a dict in its JSON form
+        return sum(int((m.asDict() if hasattr(m, "asDict") else m).get(field) or 0) for m in observed)
+
+    return BatchProgress(query=data.get("name") or str(data.get("id")), batch_id=int(data["batchId"]),
+                         input_rows=int(data.get("numInputRows") or 0), panes=total("panes"),
+                         late_rows_dropped=total("late_rows_dropped"), bad_rows=total("bad_rows"),
+                         watermark_ms=_watermark_ms((data.get("eventTime") or {}).get("watermark")),
+                         duration_ms=int((data.get("durationMs") or {}).get("triggerExecution") or 0))
+
+
+def format_watermark(ms: Optional[int]) -> str:
+    """Spark reports "no watermark yet" as 1970-01-01 and the end-of-input marker's as 2255-03-14
+    (less the watermark's delay): neither is a time a reader should see."""
+    if ms is None or ms <= 0:
+        return "none yet"
+    if ms >= END_OF_INPUT - _A_YEAR_MS:  # the marker's time minus the watermark's delay
+        return "end of input"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+@dataclass
+class QueryTotals:
+    batches: int = 0
+    input_rows: int = 0
+    panes: int = 0
+    late_rows_dropped: int = 0
+    bad_rows: int = 0
+
+    def add(self, batch: BatchProgress) -> None:
+        self.batches += 1
+        self.input_rows += batch.input_rows
+        self.panes += batch.panes
+        self.late_rows_dropped += batch.late_rows_dropped
+        self.bad_rows += batch.bad_rows
+
+
+def batch_line(batch: BatchProgress, totals: QueryTotals) -> str:
+    bad = f", {batch.bad_rows} bad rows" if batch.bad_rows else ""
+    return (f"{batch.query}: batch {batch.batch_id}: {batch.input_rows} rows in, {batch.panes} panes out "
+            f"({totals.panes} so far), {batch.late_rows_dropped} late rows dropped{bad}, watermark "
+            f"{format_watermark(batch.watermark_ms)} ({batch.duration_ms / 1000:.1f} s)")
+
+
+def totals_line(query: str, totals: QueryTotals) -> str:
+    bad = f", {totals.bad_rows} bad rows" if totals.bad_rows else ""
+    return (f"{query}: {totals.batches} batches, {totals.input_rows} rows in, {totals.panes} panes out, "
+            f"{totals.late_rows_dropped} late rows dropped{bad}")
+
+
+class ProgressPrinter(StreamingQueryListener):
+    """Prints one line per completed batch of the queries it is told about (all, without names).
+
+    Register with ``spark.streams.addListener``; Spark calls it on its listener thread, after the
+    batch committed.  ``wait_for_end`` lets the caller print totals only after the last batch's
+    event has arrived (events reach listeners asynchronously, after the query may have stopped)."""
+
+    def __init__(self, out: TextIO, names: Optional[Iterable[str]] = None,
+                 prefix: Callable[[], str] = lambda: "",
+                 on_batch: Optional[Callable[[BatchProgress], None]] = None) -> None:
+        self.out = out
+        self.names = set(names) if names is not None else None
+        self.prefix = prefix
+        self.on_batch = on_batch
+        self.totals: dict[str, QueryTotals] = {}
+        self._ended: set[str] = set()
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+
+    def _wanted(self, name: Optional[str]) -> bool:
+        return self.names is None or name in self.names
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        try:
+            batch = batch_progress(event.progress)
+        except Exception as exc:  # noqa: BLE001 - Spark would log it where nobody looks
+            print(f"(progress of a batch could not be read: {type(exc).__name__}: {exc})", file=self.out, flush=True)
+            return
+        if not self._wanted(batch.query):
+            return
+        with self._lock:
+            totals = self.totals.setdefault(batch.query, QueryTotals())
+            totals.add(batch)
+            print(self.prefix() + batch_line(batch, totals), file=self.out, flush=True)
+        if self.on_batch is not None:
+            self.on_batch(batch)
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        with self._changed:
+            self._ended.add(str(event.id))
+            self._changed.notify_all()
+
+    def wait_for_end(self, query_ids: Iterable[str], timeout: float = 10.0) -> bool:
+        """True once every query's termination event arrived (so all its batch events did)."""
+        wanted = {str(q) for q in query_ids}
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not wanted <= self._ended:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+        return True
