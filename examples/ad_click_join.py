@@ -119,8 +119,8 @@ def run_spark(impressions: list[dict], clicks: list[dict]) -> dict:
 
     from windowed_operator.spark import END_OF_INPUT, local_session
 
-    spark = local_session(app_name="ad-click-join")
     work = Path(tempfile.mkdtemp(prefix="ad-click-join-"))
+    spark = local_session(app_name="ad-click-join", spark_log=str(work / "spark.log"))  # Spark's output: not ours
     for side, rows in (("impressions", impressions), ("clicks", clicks)):
         (work / side).mkdir()
         batches = [*arrival_batches(rows), [{"end_of_input": True, "ts": END_OF_INPUT}]]

@@ -31,7 +31,7 @@ def _run_reporting_errors(label: str, debug: bool, spark_log: Optional[str], bod
     except Exception as exc:  # noqa: BLE001 - every failure of a command ends as a message and an exit code
         if debug:
             raise
-        from .spark.error_summary import error_summary
+        from .error_summary import error_summary
 
         print(f"{label}: {error_summary(exc)}", file=sys.stderr)
         where = f"; Spark's log: {spark_log}" if spark_log else ""

@@ -155,9 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     generate(args.name, args.scale)
+    # new data under the old file names: a checkpoint of the old data would skip them as read
+    shutil.rmtree(HERE / "checkpoints" / args.name, ignore_errors=True)
     pipeline_file = HERE / f"{args.name}.yaml"
     if args.spark:
-        shutil.rmtree(HERE / "checkpoints" / args.name, ignore_errors=True)
         status = subprocess.call([sys.executable, "-m", "windowed_operator.cli", "run", str(pipeline_file),
                                   "--master", "local[2]"])
         print(f"{args.name} on Spark: {time.perf_counter() - start:.1f} s")

@@ -17,3 +17,6 @@ def test_demo_runs_and_reports(tmp_path):
     assert "Session panes" in out and "retractions" in out and "late-data count:" in out
     assert "ON_TIME" in out and "EARLY" in out and "LATE" in out
     assert "pane timeline of" in out and plot.read_bytes()[:4] == b"\x89PNG"
+    # quiet: one line per completed batch, Spark's own output in its log file
+    assert result.stderr == "" and "Stage " not in out and "Python worker" not in out
+    assert "sessions: batch 0: 211 rows in" in out and "watermark end of input" in out

@@ -14,6 +14,7 @@ def test_ad_click_join_on_spark_equals_local_runner():
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "equal to the local runner's join" in result.stdout
+    assert "Stage " not in result.stderr and "Python worker" not in result.stderr + result.stdout
 
 
 def test_a_pipeline_example_runs_on_spark_with_its_readme_command():
@@ -21,6 +22,7 @@ def test_a_pipeline_example_runs_on_spark_with_its_readme_command():
                              "--scale", "200"], capture_output=True, text=True, timeout=400)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "ON_TIME" in result.stdout and "clickstream_sessions on Spark:" in result.stdout
+    assert "Stage " not in result.stderr and "Python worker" not in result.stderr + result.stdout
 
 
 def test_spark_declarative_pipelines_define_a_streaming_table_with_the_operator(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from windowed_operator.pipeline import parse_pipeline
 from windowed_operator.spark import END_OF_INPUT
-from windowed_operator.spark.error_summary import error_summary
+from windowed_operator.error_summary import error_summary
 from windowed_operator.spark.pipeline_run import run_pipeline
 from windowed_operator.testing import TestStream
 

@@ -37,27 +37,26 @@ def is_local_master(master: str) -> bool:
 
 
 @contextlib.contextmanager
-def console_to(path: Optional[str]) -> Iterator[None]:
-    """While the JVM starts, point this process's stdout and stderr at ``path``: the JVM and every
-    Python worker it starts inherit them, so Spark's log, its warnings at start-up (before any log
-    level can be set) and the workers' messages go to the file for the life of the JVM, while this
-    process's own output returns to the terminal afterwards.  No effect once a JVM is running."""
+def jvm_stderr_to(path: Optional[str]) -> Iterator[None]:
+    """While the JVM starts, point this process's stderr at ``path``: the JVM inherits it, so
+    Spark's log, its warnings at start-up (before any log level can be set), the stage progress
+    bars and the Python workers' messages (which the JVM relays to its stderr) go to the file for
+    the life of the JVM, while this process's own stderr returns to the terminal afterwards.  The
+    JVM's stdout stays the terminal: a console sink's rows are output, not noise.  No effect once
+    a JVM is running."""
     if path is None:
         yield
         return
-    sys.stdout.flush()
     sys.stderr.flush()
     log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    saved = os.dup(1), os.dup(2)
+    saved = os.dup(2)
     try:
-        os.dup2(log, 1)
         os.dup2(log, 2)
         yield
     finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, log):
-            os.close(fd)
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
 
 
 def local_session(master: str = "local[2]", app_name: str = "windowed-operator", shuffle_partitions: int = 2,
@@ -69,8 +68,8 @@ def local_session(master: str = "local[2]", app_name: str = "windowed-operator",
     master is local (or ``ship`` is false) the library itself is shipped to the executors too (see
     :mod:`.shipping`).  On a local master, ``shuffle_partitions`` and :data:`LOCAL_DEFAULTS` apply
     (``extra_conf`` wins); on a cluster only what the operator needs is set.  ``spark_log`` sends
-    the JVM's console output (Spark's log, the Python workers' messages) to that file instead of the
-    terminal, if this call starts the JVM."""
+    the JVM's stderr (Spark's log, progress bars, the Python workers' messages) to that file instead
+    of the terminal, if this call starts the JVM."""
     missing = [f for f in py_files if "://" not in f and not os.path.exists(f)]
     if missing:
         raise FileNotFoundError(f"py files not found: {', '.join(missing)}")
@@ -86,7 +85,7 @@ def local_session(master: str = "local[2]", app_name: str = "windowed-operator",
     local = {**LOCAL_DEFAULTS, "spark.sql.shuffle.partitions": str(shuffle_partitions)} if is_local_master(master) else {}
     for key, value in {**local, **REQUIRED_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    with console_to(spark_log):
+    with jvm_stderr_to(spark_log):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if ship:

@@ -35,4 +35,5 @@ def error_summary(exc: BaseException) -> str:
                 message = _SQLSTATE.sub("", " ".join([match.group(2).strip(), *rest]))
                 return f"{match.group(1)}: {message}"
     first = _SQLSTATE.sub("", next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__))
-    return first if first != type(exc).__name__ and ":" in first else f"{type(exc).__name__}: {first}"
+    name = type(exc).__name__
+    return first if first.startswith(("[", name)) else f"{name}: {first}"  # Spark's "[ERROR_CLASS] ..." names itself
