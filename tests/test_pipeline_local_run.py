@@ -104,3 +104,16 @@ def test_the_cli_output_piped_to_head_ends_quietly(tmp_path):
                             shell=True, capture_output=True, text=True, timeout=60)
     assert result.stdout.splitlines() == ["-" * 43, "Batch: 0"]
     assert result.stderr == ""
+
+
+def test_without_pyspark_spark_commands_say_how_to_get_it(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from windowed_operator import cli
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyspark" else real_find_spec(name, *a))
+    path = write_pipeline(tmp_path, "- {input: spend, console: {}}")
+    assert cli.main(["run", str(path)]) == 1
+    assert "running on Spark needs pyspark: pip install 'windowed-operator[spark]'" in capsys.readouterr().err
+    assert cli.main(["run", str(path), "--local"]) == 0  # the local runner needs no Spark

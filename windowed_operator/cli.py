@@ -20,6 +20,18 @@ def spark_log_path(name: str) -> str:
     return str(directory / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
 
 
+def _missing_spark(label: str) -> Optional[int]:
+    """A core-only install (``pip install windowed-operator`` without the spark extra) has no pyspark:
+    say how to get it instead of an import error."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is not None:
+        return None
+    print(f"{label}: running on Spark needs pyspark: pip install 'windowed-operator[spark]' "
+          "(or run a pipeline file with --local)", file=sys.stderr)
+    return 1
+
+
 def _run_reporting_errors(label: str, debug: bool, spark_log: Optional[str], body: Callable[[], int]) -> int:
     """Run a Spark command: an error is one or two lines (the traceback with --debug), Ctrl-C exits 130."""
     try:
@@ -100,6 +112,10 @@ def _main(argv: Optional[list[str]] = None) -> int:
                              help="show Spark's console output and full tracebacks (default: Spark's output goes "
                                   "to a log file, errors print as one line)")
     args = parser.parse_args(argv)
+    if args.command in ("state", "demo") or (args.command == "run" and not args.local):
+        refused = _missing_spark(getattr(args, "file", None) or args.command)
+        if refused is not None:
+            return refused
     if args.command == "state":
         spark_log = None if args.debug else spark_log_path("state")
 
