@@ -5,17 +5,37 @@ so an ON_TIME pane reaches the next stage before that stage's own window becomes
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .config import Config
 from .panes import PaneRecord
 from .testing import replay
 from .time import MAX_TIMESTAMP
+from .windows.sliding_windows import SlidingWindows
 
 if TYPE_CHECKING:
     from .local_runner import LocalRunner
+
+
+def check_consumable(upstream: Any, downstream: Any) -> None:
+    """A retracting stage's retractions are folded out of the next stage's windows with its
+    accumulation's inverse: without one the downstream values would silently be wrong, so the
+    pairing is refused where the chain is built."""
+    if not upstream.trigger.retracting:
+        return
+    accumulation = downstream.core_accumulation()
+    if isinstance(downstream.window, SlidingWindows):
+        raise ValueError(f"{downstream.label()} cannot follow {upstream.label()}: the upstream retracts "
+                         "panes (accumulating_and_retracting) and per-record sliding windows cannot fold a "
+                         "retraction out; use another window, or a mode without retractions upstream")
+    if not accumulation.supports_subtract():
+        raise ValueError(f"{downstream.label()} cannot follow {upstream.label()}: the upstream retracts panes "
+                         f"(accumulating_and_retracting) and {type(accumulation).__name__} has no inverse to "
+                         "fold a retraction out (Sum, Count and Mean do); use a mode without retractions "
+                         "upstream, or an invertible accumulation")
 
 
 class Chain(Config):
@@ -25,26 +45,43 @@ class Chain(Config):
 
     operators: list[Any] = Field(min_length=1)
 
+    @model_validator(mode="after")
+    def _retractions_can_be_consumed(self) -> "Chain":
+        for upstream, downstream in zip(self.operators, self.operators[1:]):
+            check_consumable(upstream, downstream)
+        return self
+
     def then(self, downstream: Any) -> "Chain":
         return Chain(operators=[*self.operators, downstream])
 
     def local_runner(self) -> "ChainRunner":
-        return ChainRunner([op.local_runner() for op in self.operators])
+        return ChainRunner([op.local_runner() for op in self.operators],
+                           [op.core_accumulation().get_retraction for op in self.operators])
 
     def run_local(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
         return self.local_runner().run(stream, finish=finish)
 
 
+def as_consumed(panes: list[PaneRecord], undo: Callable[[Any], Any]) -> list[PaneRecord]:
+    """Panes as the next stage reads them: a retraction carries the output it undoes (its value is
+    ``get_retraction(output)``, and ``get_retraction`` is its own inverse: a negation, or the
+    identity), so the next stage's extractors read the same fields as for the pane it retracts."""
+    return [dataclasses.replace(p, value=undo(p.value)) if p.is_retraction else p for p in panes]
+
+
 class ChainRunner:
-    def __init__(self, runners: list["LocalRunner"]) -> None:
+    def __init__(self, runners: list["LocalRunner"], undo: list[Callable[[Any], Any]]) -> None:
         self.runners = runners
+        #: Per stage, how its retractions' values map back to the outputs they undo.
+        self.undo = undo
 
     @property
     def outputs(self) -> list[PaneRecord]:
         return self.runners[-1].outputs
 
     def _propagate(self, emitted: list[PaneRecord], stage: int) -> list[PaneRecord]:
-        for runner, upstream in zip(self.runners[stage:], self.runners[stage - 1:]):
+        for runner, upstream, undo in zip(self.runners[stage:], self.runners[stage - 1:], self.undo[stage - 1:]):
+            emitted = as_consumed(emitted, undo)
             out = runner.add_elements(*emitted) if emitted else []
             out.extend(runner.advance_watermark_to(upstream.watermark))
             emitted = out
@@ -66,6 +103,7 @@ class ChainRunner:
         emitted = self.runners[0].advance_processing_time(advance_by)
         for stage, runner in enumerate(self.runners[1:], start=1):
             upstream = self.runners[stage - 1]
+            emitted = as_consumed(emitted, self.undo[stage - 1])
             out = runner.add_elements(*emitted) if emitted else []
             out.extend(runner.advance_processing_time(advance_by))
             out.extend(runner.advance_watermark_to(upstream.watermark))

@@ -17,7 +17,7 @@ from triggers.base import TimeDomain, TriggerContext
 from triggers.option import TriggerOption
 
 from .firing import PaneEmitter
-from .panes import DropReason, DroppedElement, PaneRecord, TimestampCombiner
+from .panes import DropReason, DroppedElement, PaneRecord, RetractedValue, TimestampCombiner
 from . import time_rules
 from .state import KeyState, WindowState
 from .time import MAX_TIMESTAMP
@@ -111,7 +111,10 @@ class WindowedCore:
 
     def _accumulate_into(self, window: Window, ws: WindowState, ts: int, value: Any, watermark: int,
                          processing_time: int) -> None:
-        ws.acc = self.accumulation.accumulate(ws.acc, value)
+        if isinstance(value, RetractedValue):
+            ws.acc = self.accumulation.subtract(ws.acc, value.value)
+        else:
+            ws.acc = self.accumulation.accumulate(ws.acc, value)
         held = ts if time_rules.holds_output_timestamp(ts, watermark) else None
         self._note_elements(window, ws, 1, held, held, watermark, processing_time)
 
@@ -203,6 +206,8 @@ class WindowedCore:
         out-of-order element costs one rebuild of the running aggregate at the next in-order one."""
         option = self.window_option
         assert isinstance(option, SlidingWindows)
+        if isinstance(value, RetractedValue):  # Chain refuses this pairing; a hand-fed pane gets a reason
+            raise ValueError("per-record sliding windows cannot fold retractions out of their running aggregates")
         if time_rules.is_expired(option.last_window_max_timestamp(ts), self.allowed_lateness, watermark):
             return DropReason.EXPIRED
         acc = self.accumulation

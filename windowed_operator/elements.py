@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable, Optional, Union
 
 import numpy as np
 
-from .panes import DropReason, PaneRecord
+from .panes import DropReason, PaneRecord, RetractedValue
 from .time import END_OF_INPUT, MIN_TIMESTAMP, TimestampError, event_time_in_range, latest_event_time, to_millis
 from .windows.base import Window
 
@@ -214,6 +214,8 @@ class ElementReader:
                 value = _value_field(element, value, self.value)
         if self.value_field is not None and not upstream:
             _value_field(element, value, self.value_field)
+        if upstream and payload.is_retraction:
+            return RetractedValue(value)  # the window folds it out (Accumulation.subtract)
         return value
 
     def _timestamp(self, element: Any, payload: Any, ts: Optional[int], default: int, now: Optional[int]) -> int:

@@ -38,6 +38,15 @@ class DropReason(str, Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class RetractedValue:
+    """What a downstream stage folds for an upstream retraction: ``value`` (the output being undone,
+    as the stage's extractors read it) comes out of the window's accumulator with
+    ``Accumulation.subtract``, so a downstream Sum, Count or Mean stays exact."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
 class PaneRecord:
     """One output row: a pane (or the retraction of an earlier pane) of one window of one key."""
 

@@ -169,6 +169,18 @@ def test_only_a_cluster_master_ships_the_library():
     assert shipping_conf("spark://h:7077")["spark.submit.pyFiles"].endswith(".zip")
 
 
+def test_local_defaults_apply_to_local_masters_only_and_the_users_settings_win():
+    from windowed_operator.spark.session import session_conf
+
+    local = session_conf("local[2]", extra_conf={"spark.driver.memory": "4g"})
+    assert local["spark.sql.shuffle.partitions"] == "2" and local["spark.ui.enabled"] == "false"
+    assert local["spark.driver.memory"] == "4g"
+    cluster = session_conf("spark://host:7077")
+    assert not {"spark.sql.shuffle.partitions", "spark.ui.enabled", "spark.driver.memory"} & set(cluster)
+    assert cluster["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
+    assert cluster["spark.ui.showConsoleProgress"] == "false"
+
+
 def test_run_refuses_a_conf_without_equals_naming_it(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["run", "pipeline.yaml", "--conf", "spark.executor.memory"])
@@ -197,7 +209,10 @@ def test_run_on_a_standalone_cluster_ships_the_library_and_equals_local_mode(spa
     with open(log, "wb") as out:
         driver = subprocess.Popen(
             [sys.executable, "-m", "windowed_operator.cli", "run", str(pipeline_file(run_dir, "cluster")),
-             "--master", master, "--conf", "spark.executor.memory=768m", "--conf", "spark.ui.enabled=false"],
+             "--master", master, "--conf", "spark.executor.memory=768m", "--conf", "spark.ui.enabled=false",
+             # on a cluster the user's settings decide (Spark's default is 200 shuffle partitions,
+             # 200 state-store tasks a batch on this one-core worker)
+             "--conf", "spark.sql.shuffle.partitions=2"],
             cwd=run_dir, env=clean_env(PYTHONPATH=str(REPO), PYSPARK_PYTHON=str(python), XDG_CACHE_HOME=str(tmp_path)),
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:

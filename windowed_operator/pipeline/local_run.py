@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
+from ..chain import as_consumed
 from ..panes import DropReason, DroppedElement, PaneRecord
 from ..watermarks import BoundedDisorderWatermark
 from .local_io import console_table, dropped_row, pane_row, read_file, typed_rows, write_rows
@@ -139,7 +140,10 @@ def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]]
                 out_now.extend(runner.finish())
             elif spec.input is not None:
                 if emitted[spec.input]:
-                    out_now.extend(runner.add_elements(*emitted[spec.input]))
+                    rows = emitted[spec.input]
+                    if spec.input in operators:  # an upstream operator's panes, retractions undone
+                        rows = as_consumed(rows, operators[spec.input].core_accumulation().get_retraction)
+                    out_now.extend(runner.add_elements(*rows))
                 if spec.input in runners:
                     out_now.extend(runner.advance_watermark_to(runners[spec.input].watermark))
             else:

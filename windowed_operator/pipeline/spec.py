@@ -535,4 +535,13 @@ class Pipeline(Spec):
         return errors or self.column_errors()
 
     def build_operators(self) -> dict[str, Any]:
-        return {op.name: op.build() for op in self.operators}
+        """Every operator, by name; an operator fed by another must be able to consume its
+        retractions (``chain.check_consumable``)."""
+        from ..chain import check_consumable
+
+        built = {op.name: op.build() for op in self.operators}
+        for spec in self.operators:
+            for name in spec.inputs:
+                if name in built:
+                    check_consumable(built[name], built[spec.name])
+        return built

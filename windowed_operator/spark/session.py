@@ -36,6 +36,13 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+def session_conf(master: str, shuffle_partitions: int = 2, extra_conf: Optional[dict] = None) -> dict[str, str]:
+    """What a session on ``master`` is given: the local defaults on a local master only, what the
+    operator needs everywhere, the caller's settings last (they win)."""
+    local = {**LOCAL_DEFAULTS, "spark.sql.shuffle.partitions": str(shuffle_partitions)} if is_local_master(master) else {}
+    return {**local, **REQUIRED_CONF, **(extra_conf or {})}
+
+
 @contextlib.contextmanager
 def jvm_stderr_to(path: Optional[str]) -> Iterator[None]:
     """While the JVM starts, point this process's stderr at ``path``: the JVM inherits it, so
@@ -82,8 +89,7 @@ def local_session(master: str = "local[2]", app_name: str = "windowed-operator",
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(
             [*entries, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
     builder = SparkSession.builder.master(master).appName(app_name)
-    local = {**LOCAL_DEFAULTS, "spark.sql.shuffle.partitions": str(shuffle_partitions)} if is_local_master(master) else {}
-    for key, value in {**local, **REQUIRED_CONF, **(extra_conf or {})}.items():
+    for key, value in session_conf(master, shuffle_partitions, extra_conf).items():
         builder = builder.config(key, value)
     with jvm_stderr_to(spark_log):
         spark = builder.getOrCreate()
