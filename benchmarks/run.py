@@ -1,7 +1,7 @@
 """Throughput of windowed-operator on Spark against what a user would pick instead, on the same data.
 
-    python benchmarks/run.py                  # 2M events, 1K keys (about 10-20 minutes here)
-    python benchmarks/run.py --events 200000  # a quick look
+    python benchmarks/run.py                  # 2M events, 1K keys, 3 runs a case (about 25 minutes here)
+    python benchmarks/run.py --events 200000 --runs 1  # a quick look
 
 One generated stream (``--events`` rows, ``--keys`` keys, event time advancing 1 s per 1,000 rows
 with up to 2 s of disorder, written as 10 parquet files read one per micro-batch, 5 s watermark
@@ -13,10 +13,17 @@ delay) is run through:
   pre-aggregation, on the element-by-element path, with early firings, in retracting mode; hopping
   (pane sharing) and sessions with the default trigger; state after the run read back from the
   checkpoint (accumulators held and bytes; native: Spark's state rows and RocksDB memory);
-- the Apache Beam Python DirectRunner on a sample (skipped when ``apache_beam`` is not installed);
+- latency: ``--latency-batches`` micro-batches of ``--latency-rows`` rows (100 of 1,000), tumbling
+  10 s, native and ours: p50/p99 of the batch durations after the first (the fixed cost per
+  micro-batch is what a latency-minded user feels);
+- the Apache Beam Python DirectRunner on a sample (200,000 events; its start-up timed apart; skipped
+  when ``apache_beam`` is not installed, or run from ``--beam-python``'s interpreter);
 - per-record sliding windows in the core as the window grows (elements per window 1K -> 1M).
-Every figure is rows per second of wall time for the whole query (first batch included); ratios are
-taken within this one run.  ``--only`` picks cases by name.
+A warm-up query pair runs first, outside the timings.  Every Spark case runs ``--runs`` times (3),
+round by round with its native peer first (native, ours..., native, ours...: benchmarks/timing.py),
+each run on a fresh checkpoint; figures are the median with the spread (min-max) in parentheses,
+rows per second of wall time for the whole query at the median, and ratios are taken round by
+round within the run.  ``--only`` picks cases by name.
 """
 from __future__ import annotations
 
@@ -25,12 +32,17 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/timing.py, run as a script
+from timing import interleaved, percentile, ratios, spread  # noqa: E402
 
 import numpy as np
 import pandas as pd
@@ -66,19 +78,30 @@ def pandas_floor(df: pd.DataFrame, size_ms: int) -> float:
     return time.perf_counter() - start
 
 
-def run_query(spark, out, work: Path, name: str) -> tuple[float, dict]:
+@dataclass
+class Run:
+    seconds: float
+    state: dict
+    #: Each micro-batch's progress, as JSON dicts, in order.
+    progress: list
+
+
+def run_query(spark, out, work: Path, name: str) -> Run:
+    """One query to the end of its input; a fresh checkpoint each time (each run starts from nothing)."""
+    checkpoint = work / f"ckpt-{name}-{time.monotonic_ns()}"
     start = time.perf_counter()
-    query = (out.writeStream.format("noop").option("checkpointLocation", str(work / f"ckpt-{name}"))
+    query = (out.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
     query.awaitTermination()
     elapsed = time.perf_counter() - start
+    progress = [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
     state: dict = {"rows": 0, "bytes": 0}
-    for progress in query.recentProgress:
-        for op in progress.get("stateOperators", []) if isinstance(progress, dict) else progress.stateOperators:
-            op = op if isinstance(op, dict) else json.loads(op.json)
+    for batch in progress:
+        for op in batch.get("stateOperators", []):
             state = {"rows": op.get("numRowsTotal", 0), "entries": op.get("numRowsTotal", 0),
-                     "bytes": op.get("memoryUsedBytes", 0)}
-    return elapsed, state
+                     "bytes": op.get("memoryUsedBytes", 0), "checkpoint": checkpoint}
+    state["checkpoint"] = checkpoint
+    return Run(elapsed, state, progress)
 
 
 def our_state(spark, checkpoint: Path) -> dict:
@@ -103,7 +126,7 @@ def source(spark, data_dir: Path):
             .option("maxFilesPerTrigger", 1).parquet(str(data_dir)))
 
 
-def native(spark, data_dir: Path, work: Path, kind: str) -> tuple[float, dict]:
+def native(spark, data_dir: Path, work: Path, kind: str) -> Run:
     from pyspark.sql import functions as F
 
     df = source(spark, data_dir).withWatermark("ts", f"{DELAY_MS} milliseconds")
@@ -118,7 +141,7 @@ def native(spark, data_dir: Path, work: Path, kind: str) -> tuple[float, dict]:
 
 
 def ours(spark, data_dir: Path, work: Path, kind: str, trigger: str, key_groups: int,
-         vectorized: bool = True, preaggregate: bool = True) -> tuple[float, dict]:
+         vectorized: bool = True, preaggregate: bool = True) -> Run:
     from accumulations import Sum
     from triggers import TriggerOption
     from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
@@ -136,30 +159,36 @@ def ours(spark, data_dir: Path, work: Path, kind: str, trigger: str, key_groups:
                                    watermark=bounded_disorder(DELAY_MS))
     out = op.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups, vectorized=vectorized,
                    preaggregate=preaggregate)
-    name = f"ours-{kind}-{trigger}-{key_groups}-{vectorized}-{preaggregate}"
-    elapsed, _ = run_query(spark, out, work, name)
-    return elapsed, our_state(spark, work / f"ckpt-{name}")
+    run = run_query(spark, out, work, f"ours-{kind}-{trigger}-{key_groups}-{vectorized}-{preaggregate}")
+    run.state = our_state(spark, run.state["checkpoint"])
+    return run
 
 
-def beam_direct(df: pd.DataFrame, sample: int) -> float | None:
-    """Beam Python DirectRunner, tumbling 10 s sum with early firings every 100 elements, on a sample."""
+def beam_direct(df: pd.DataFrame, sample: int) -> dict | None:
+    """Beam Python DirectRunner, tumbling 10 s sum with early firings every 100 elements, on a sample;
+    its start-up (the same pipeline on 10 elements) is timed on its own and reported apart."""
     try:
         import apache_beam as beam
         from apache_beam.transforms import trigger as beam_trigger
         from apache_beam.transforms import window as beam_window
     except ImportError:
         return None
-    rows = df.head(sample)
-    elements = list(zip(rows.key.tolist(), rows.amount.tolist(), rows.ts_ms.tolist()))
-    start = time.perf_counter()
-    with beam.Pipeline(runner="DirectRunner") as pipeline:
-        (pipeline | beam.Create(elements)
-         | beam.Map(lambda e: beam_window.TimestampedValue((e[0], e[1]), e[2] / 1000))
-         | beam.WindowInto(beam_window.FixedWindows(10),
-                           trigger=beam_trigger.AfterWatermark(early=beam_trigger.AfterCount(100)),
-                           accumulation_mode=beam_trigger.AccumulationMode.ACCUMULATING)
-         | beam.CombinePerKey(sum))
-    return time.perf_counter() - start
+
+    def timed(rows: pd.DataFrame) -> float:
+        elements = list(zip(rows.key.tolist(), rows.amount.tolist(), rows.ts_ms.tolist()))
+        start = time.perf_counter()
+        with beam.Pipeline(runner="DirectRunner") as pipeline:
+            (pipeline | beam.Create(elements)
+             | beam.Map(lambda e: beam_window.TimestampedValue((e[0], e[1]), e[2] / 1000))
+             | beam.WindowInto(beam_window.FixedWindows(10),
+                               trigger=beam_trigger.AfterWatermark(early=beam_trigger.AfterCount(100)),
+                               accumulation_mode=beam_trigger.AccumulationMode.ACCUMULATING)
+             | beam.CombinePerKey(sum))
+        return time.perf_counter() - start
+
+    startup = statistics.median(timed(df.head(10)) for _ in range(3))
+    total = timed(df.head(sample))
+    return {"startup_s": startup, "total_s": total, "seconds": max(1e-9, total - startup)}
 
 
 def per_record_sliding(per_window: int, events: int) -> float:
@@ -180,16 +209,47 @@ def per_record_sliding(per_window: int, events: int) -> float:
     return time.perf_counter() - start
 
 
+# -- latency -----------------------------------------------------------------------------------------
+def latency_figures(run: Run) -> tuple[float, float]:
+    """p50 and p99 of the micro-batches' durations (``triggerExecution``), the first batch (query
+    start-up) left out: what a user of a low-latency query feels on every batch."""
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in run.progress if p.get("numInputRows", 0) > 0]
+    steady = durations[1:] or durations
+    return percentile(steady, 50), percentile(steady, 99)
+
+
 # -- report -------------------------------------------------------------------------------------------
+#: Each group: its native peer first, then our cases, run round by round in this order.
+GROUPS: dict[str, list[str]] = {
+    "tumbling": ["native tumbling 10s", "ours tumbling 10s default", "ours tumbling 10s early",
+                 "ours tumbling 10s retracting", "ours tumbling 10s no pre-aggregation", "ours tumbling 10s plain path"],
+    "hopping": ["native hopping 60s/1s", "ours hopping 60s/1s default"],
+    "sessions": ["native sessions 30s", "ours sessions 30s default"],
+}
+
+
+def spark_case(spark, data_dir: Path, work: Path, name: str, key_groups: int | None) -> Callable[[], Run]:
+    kind = name.split()[1]
+    if name.startswith("native"):
+        return lambda: native(spark, data_dir, work, kind)
+    trigger = name.split()[-1] if name.split()[-1] in ("default", "early", "retracting") else "default"
+    return lambda: ours(spark, data_dir, work, kind, trigger, key_groups, vectorized=not name.endswith("plain path"),
+                        preaggregate=not name.endswith("no pre-aggregation"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="windowed-operator benchmarks")
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--keys", type=int, default=1_000)
-    parser.add_argument("--key-groups", type=int, default=None, help="default: the operator's (4 per partition)")
-    parser.add_argument("--beam-sample", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each Spark case, interleaved with its native peer")
+    parser.add_argument("--key-groups", type=int, default=None, help="default: the operator's (16)")
+    parser.add_argument("--beam-sample", type=int, default=200_000)
+    parser.add_argument("--latency-batches", type=int, default=100)
+    parser.add_argument("--latency-rows", type=int, default=1_000)
     parser.add_argument("--sliding-events", type=int, default=1_100_000,
                         help="events per sliding case: more than the largest window (1M) so it fills")
-    parser.add_argument("--only", default="", help="comma-separated case prefixes (pandas,native,ours,beam,sliding)")
+    parser.add_argument("--only", default="", help="comma-separated case prefixes (pandas,native,ours,latency,beam,"
+                                                   "sliding)")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--beam-python", help="a Python with apache_beam, when this one has none (the Beam case "
                                               "then runs there, on the same generated data)")
@@ -200,104 +260,122 @@ def main(argv: list[str] | None = None) -> int:
     events = args.events
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"data: {events:,} events, {args.keys:,} keys, 10 files (one micro-batch each), local[2], "
-          f"2 shuffle partitions, RocksDB state store; key_groups={args.key_groups or 'default (16)'}", flush=True)
+          f"2 shuffle partitions, RocksDB state store; key_groups={args.key_groups or 'default (16)'}; "
+          f"{args.runs} runs per Spark case, interleaved with its native peer, after a warm-up", flush=True)
     df = generate(events, args.keys)
     work = Path(tempfile.mkdtemp(prefix="wo-bench-"))
     data_dir = work / "data"
     write_parquet(df, data_dir)
     results: dict[str, dict[str, Any]] = {}
 
-    def record(name: str, seconds: float | None, n: int = events, state: dict | None = None) -> None:
-        if seconds is None:
-            print(f"{name:<34} skipped", flush=True)
-            return
-        results[name] = {"seconds": round(seconds, 2), "rows_per_s": round(n / seconds), "state": state}
-        extra = (f"  state: {state['rows']:,} rows, {state['entries']:,} accumulators, {state['bytes'] / 1e6:.1f} MB"
-                 if state else "")
-        print(f"{name:<34} {seconds:8.2f} s {n / seconds:>12,.0f} rows/s{extra}", flush=True)
+    def record(name: str, seconds: list[float], n: int = events, state: dict | None = None, **extra: Any) -> None:
+        figure = spread(seconds)
+        results[name] = {"seconds": [round(t, 2) for t in seconds], "median_s": round(figure.median, 2),
+                         "rows_per_s": round(n / figure.median), **extra,
+                         "state": {k: v for k, v in (state or {}).items() if k != "checkpoint"} or None}
+        held = (f"  state: {state['rows']:,} rows, {state['entries']:,} accumulators, {state['bytes'] / 1e6:.1f} MB"
+                if state else "")
+        print(f"{name:<40} {figure.text():>20} s {n / figure.median:>12,.0f} rows/s{held}", flush=True)
 
     if pick("pandas"):
-        record("pandas tumbling 10s (floor)", pandas_floor(df, 10_000))
+        record("pandas tumbling 10s (floor)", [pandas_floor(df, 10_000) for _ in range(args.runs)])
+    picked = {group: [name for name in names if pick(name)] for group, names in GROUPS.items()}
     spark = None
-    spark_cases = ["native tumbling 10s", "ours tumbling 10s default", "ours tumbling 10s early",
-                   "ours tumbling 10s retracting", "ours tumbling 10s no pre-aggregation",
-                   "ours tumbling 10s plain path", "native hopping 60s/1s",
-                   "ours hopping 60s/1s default", "native sessions 30s", "ours sessions 30s default"]
-    if any(pick(name) for name in spark_cases):
+    if any(picked.values()) or pick("latency"):
         from windowed_operator.spark import local_session
 
-        spark = local_session(app_name="windowed-operator-benchmarks", shuffle_partitions=2)
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_session(app_name="windowed-operator-benchmarks", shuffle_partitions=2,
+                              extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000"},
+                              spark_log=str(work / "spark.log"))
         # Warm-up outside the timings: JVM code generation and Python worker start-up (10-18 s for the
-        # first stateful Python batch, SPARK_NOTES.md) would otherwise land on whichever case runs first.
+        # first stateful Python batch) would otherwise land on whichever case runs first.
         warm = work / "warm"
         write_parquet(generate(2_000, 10, seed=2), warm, files=2)
         native(spark, warm, work, "tumbling")
         ours(spark, warm, work, "tumbling", "default", args.key_groups)
-    cases: list[tuple[str, Callable[[], tuple[float, dict]]]] = [
-        ("native tumbling 10s", lambda: native(spark, data_dir, work, "tumbling")),
-        ("ours tumbling 10s default", lambda: ours(spark, data_dir, work, "tumbling", "default", args.key_groups)),
-        ("ours tumbling 10s early", lambda: ours(spark, data_dir, work, "tumbling", "early", args.key_groups)),
-        ("ours tumbling 10s retracting", lambda: ours(spark, data_dir, work, "tumbling", "retracting",
-                                                       args.key_groups)),
-        ("ours tumbling 10s no pre-aggregation", lambda: ours(spark, data_dir, work, "tumbling", "default",
-                                                               args.key_groups, preaggregate=False)),
-        ("ours tumbling 10s plain path", lambda: ours(spark, data_dir, work, "tumbling", "default", args.key_groups,
-                                                       vectorized=False)),
-        ("native hopping 60s/1s", lambda: native(spark, data_dir, work, "hopping")),
-        ("ours hopping 60s/1s default", lambda: ours(spark, data_dir, work, "hopping", "default", args.key_groups)),
-        ("native sessions 30s", lambda: native(spark, data_dir, work, "sessions")),
-        ("ours sessions 30s default", lambda: ours(spark, data_dir, work, "sessions", "default", args.key_groups)),
-    ]
-    for name, run in cases:
-        if pick(name):
-            seconds, state = run()
-            record(name, seconds, state=state)
+    for group, names in picked.items():
+        if not names:
+            continue
+        peer = GROUPS[group][0]
+        names = [peer, *(n for n in names if n != peer)]  # ratios need the peer in every round
+        last: dict[str, Run] = {}
+
+        def timed(name: str, make: Callable[[], Run]) -> Callable[[], float]:
+            def run() -> float:
+                last[name] = make()
+                return last[name].seconds
+            return run
+
+        timings = interleaved([(n, timed(n, spark_case(spark, data_dir, work, n, args.key_groups))) for n in names],
+                              args.runs)
+        for name in names:
+            record(name, timings[name], state=last[name].state)
+            if name != peer:
+                results[name]["vs_native"] = ratios(timings[name], timings[peer]).text()
+    if pick("latency"):
+        latency_dir = work / "latency"
+        write_parquet(generate(args.latency_batches * args.latency_rows, args.keys, seed=5), latency_dir,
+                      files=args.latency_batches)
+        cases = [("native", lambda: native(spark, latency_dir, work, "tumbling")),
+                 ("ours", lambda: ours(spark, latency_dir, work, "tumbling", "default", args.key_groups)),
+                 ("ours early", lambda: ours(spark, latency_dir, work, "tumbling", "early", args.key_groups))]
+        figures: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in cases}
+
+        def latency_case(name: str, make: Callable[[], Run]) -> Callable[[], float]:
+            def run() -> float:
+                done = make()
+                figures[name].append(latency_figures(done))
+                return done.seconds
+            return run
+
+        interleaved([(name, latency_case(name, make)) for name, make in cases], args.runs)
+        print(f"\nlatency: {args.latency_batches} micro-batches of {args.latency_rows:,} rows, tumbling 10 s, batch "
+              "duration after the first (median of runs, spread):")
+        for name, runs in figures.items():
+            p50, p99 = spread([r[0] for r in runs]), spread([r[1] for r in runs])
+            results[f"latency {name}"] = {"p50_s": p50.median, "p99_s": p99.median}
+            print(f"  {name:<12} p50 {p50.text(3)} s   p99 {p99.text(3)} s", flush=True)
     if pick("beam"):
-        seconds = beam_direct(df, args.beam_sample)
-        if seconds is None and args.beam_python:
+        beam = beam_direct(df, args.beam_sample)
+        if beam is None and args.beam_python:
             import subprocess
 
             out = work / "beam.json"
             subprocess.run([args.beam_python, __file__, "--only", "beam", "--events", str(events), "--keys",
                             str(args.keys), "--beam-sample", str(args.beam_sample), "--json", str(out)], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            seconds = next(iter(json.loads(out.read_text()).values()))["seconds"]
-        record(f"beam DirectRunner tumbling early ({args.beam_sample:,} sample)", seconds, n=args.beam_sample)
+            beam = next(iter(json.loads(out.read_text()).values()))["beam"]
+        if beam is None:
+            print("beam: skipped (no apache_beam here; --beam-python PATH runs it from another interpreter)")
+        else:
+            name = f"beam DirectRunner tumbling early ({args.beam_sample:,} sample)"
+            record(name, [beam["seconds"]], n=args.beam_sample, beam=beam)
+            print(f"  (Beam's start-up, timed apart and left out: {beam['startup_s']:.1f} s; with it: "
+                  f"{args.beam_sample / beam['total_s']:,.0f} rows/s)")
     if pick("sliding"):
         for per_window in (1_000, 10_000, 100_000, 1_000_000):
             record(f"sliding per-record {per_window:,}/window (core)",
-                   per_record_sliding(per_window, args.sliding_events), n=args.sliding_events)
+                   [per_record_sliding(per_window, args.sliding_events)], n=args.sliding_events)
 
-    print("\nratios (same run):")
-
-    def ratio(a: str, b: str) -> None:
-        if a in results and b in results:
-            print(f"  {a} / {b}: {results[a]['rows_per_s'] / results[b]['rows_per_s']:.2f}x")
-
-    ratio("ours tumbling 10s default", "native tumbling 10s")
-    ratio("ours tumbling 10s early", "native tumbling 10s")
-    ratio("ours tumbling 10s retracting", "native tumbling 10s")
-    ratio("ours tumbling 10s default", "ours tumbling 10s no pre-aggregation")
-    ratio("ours tumbling 10s default", "ours tumbling 10s plain path")
-    ratio("ours hopping 60s/1s default", "native hopping 60s/1s")
+    print("\nratios (round by round within this run: median, spread):")
+    for name, figures_of in results.items():
+        if "vs_native" in figures_of:
+            print(f"  {name} vs native: {figures_of['vs_native']}x")
     if "ours hopping 60s/1s default" in results and "native hopping 60s/1s" in results:
         ours_entries = results["ours hopping 60s/1s default"]["state"]["entries"]
         native_entries = results["native hopping 60s/1s"]["state"]["entries"]
         print(f"  hopping state after the run: native {native_entries:,} window rows / ours {ours_entries:,} panes: "
               f"{native_entries / max(1, ours_entries):.1f}x fewer accumulators")
-    ratio("ours sessions 30s default", "native sessions 30s")
-    ratio("ours tumbling 10s default", "pandas tumbling 10s (floor)")
-    beam = next((k for k in results if k.startswith("beam")), None)
-    if beam:
-        for name in ("ours tumbling 10s early", "ours tumbling 10s retracting"):
-            ratio(name, beam)
+    beam_name = next((k for k in results if k.startswith("beam")), None)
+    for name in ("ours tumbling 10s early", "ours tumbling 10s retracting"):
+        if beam_name and name in results:
+            print(f"  {name} / {beam_name}: {results[name]['rows_per_s'] / results[beam_name]['rows_per_s']:.1f}x")
     sliding = [k for k in results if k.startswith("sliding")]
     if len(sliding) > 1:
         print(f"  {sliding[0]} / {sliding[-1]}: "
               f"{results[sliding[0]]['rows_per_s'] / results[sliding[-1]]['rows_per_s']:.2f}x")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     if spark is not None:
         spark.stop()
     shutil.rmtree(work, ignore_errors=True)
