@@ -2,7 +2,8 @@
 import pytest
 
 from windowed_operator.spark import END_OF_INPUT
-from windowed_operator.spark.progress import QueryTotals, batch_line, batch_progress, format_watermark
+from windowed_operator.spark.progress import batch_line, batch_progress, format_watermark
+from windowed_operator.totals import Totals
 
 pytestmark = pytest.mark.spark
 
@@ -17,8 +18,8 @@ def test_batch_figures_come_from_the_operators_observed_metrics_not_the_sink():
     batch = batch_progress(progress)
     assert (batch.batch_id, batch.input_rows, batch.panes, batch.late_rows_dropped, batch.bad_rows) == (3, 144, 95, 3, 1)
     assert batch.watermark_ms == 1_767_225_859_435 and batch.duration_ms == 1234
-    totals = QueryTotals(panes=100)
-    totals.add(batch)
+    totals = Totals(panes=100)
+    totals.add(batch.panes, batch.late_rows_dropped, batch.bad_rows, batch.input_rows)
     assert batch_line(batch, totals) == ("q: batch 3: 144 rows in, 95 panes out (195 so far), 3 late rows dropped, "
                                          "1 bad rows, watermark 2026-01-01 00:04:19.435 (1.2 s)")
 

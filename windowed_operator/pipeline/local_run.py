@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, TextIO
 from ..chain import as_consumed
 from ..panes import DropReason, DroppedElement, PaneRecord
 from ..watermarks import BoundedDisorderWatermark
+from ..totals import Totals
 from .local_io import console_table, dropped_row, pane_row, read_file, typed_rows, write_rows
 from .spec import Pipeline, SourceSpec
 
@@ -40,20 +41,12 @@ LATE_REASONS = frozenset({DropReason.EXPIRED.value, DropReason.CLOSED_WINDOW.val
 
 
 @dataclass
-class OperatorTotals:
-    bundles: int = 0
-    panes: int = 0
-    late_rows_dropped: int = 0
-    bad_rows: int = 0
-
-
-@dataclass
 class LocalRun:
     """What a local run produced: each operator's runner (its panes, late data, dead letters) and
     totals, and the rows each sink received, per bundle."""
 
     runners: dict[str, Any]
-    totals: dict[str, OperatorTotals] = field(default_factory=dict)
+    totals: dict[str, Totals] = field(default_factory=dict)
     sink_rows: list[list[list[dict]]] = field(default_factory=list)
 
     def panes(self, operator: str) -> list[PaneRecord]:
@@ -80,9 +73,7 @@ def run_pipeline_locally(pipeline: Pipeline, out: Optional[TextIO] = None) -> Lo
                 dead: list[DroppedElement]) -> None:
         op = operators[name]
         side_outputs = bool(op.late_data_output or op.on_bad_element == "dead_letter")
-        totals = run.totals.setdefault(name, OperatorTotals())
-        totals.bundles += 1
-        totals.panes += len(panes)
+        run.totals.setdefault(name, Totals()).add(len(panes))  # drops: counted from the runner at the end
         rows = [pane_row(p, op.keyed, side_outputs) for p in panes]
         if op.late_data_output:
             rows += [dropped_row(d, "late", op.keyed) for d in late]
@@ -99,14 +90,11 @@ def run_pipeline_locally(pipeline: Pipeline, out: Optional[TextIO] = None) -> Lo
 
     run.runners = run_pipeline_runners(pipeline, operators, deliver)
     for name, runner in run.runners.items():
-        totals = run.totals.setdefault(name, OperatorTotals())
+        totals = run.totals.setdefault(name, Totals())
         totals.late_rows_dropped = sum(n for reason, n in runner.dropped_counts.items() if reason in LATE_REASONS)
         totals.bad_rows = sum(n for reason, n in runner.dropped_counts.items() if reason not in LATE_REASONS)
     for spec in pipeline.operators:
-        t = run.totals.get(spec.name, OperatorTotals())
-        bad = f", {t.bad_rows} bad rows" if t.bad_rows else ""
-        print(f"{spec.name}: {t.bundles} bundles, {t.panes} panes out, {t.late_rows_dropped} late rows dropped{bad}",
-              file=out, flush=True)
+        print(run.totals.get(spec.name, Totals()).line(spec.name, step="bundles"), file=out, flush=True)
     return run
 
 

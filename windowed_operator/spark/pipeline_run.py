@@ -12,7 +12,8 @@ from typing import Any, Optional, Sequence, TextIO
 from pyspark.sql import DataFrame, SparkSession
 
 from ..pipeline.spec import MemorySource, Pipeline, SourceSpec, import_dotted
-from .progress import ProgressPrinter, QueryTotals, totals_line
+from ..totals import Totals
+from .progress import ProgressPrinter
 
 
 def _memory_source(spark: SparkSession, name: str, memory: MemorySource, workdir: Path) -> DataFrame:
@@ -92,7 +93,7 @@ def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
 def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, master: Optional[str] = None,
                  workdir: Optional[Path] = None, out: TextIO = sys.stdout,
                  conf: Optional[dict[str, str]] = None, py_files: Sequence[str] = (),
-                 spark_log: Optional[str] = None) -> dict[str, QueryTotals]:
+                 spark_log: Optional[str] = None) -> dict[str, Totals]:
     """Start every sink's query and print a line per completed micro-batch until they end
     (availableNow) or Ctrl-C, which stops them cleanly (Spark has committed each finished micro-batch
     to the checkpoint, so a rerun resumes there) and is raised again for the caller.  Returns each
@@ -137,5 +138,5 @@ def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, ma
     finally:
         spark.streams.removeListener(printer)
     for name in sink_query_names(pipeline):
-        print(totals_line(name, printer.totals.get(name, QueryTotals())), file=out, flush=True)
+        print(printer.totals.get(name, Totals(input_rows=0)).line(name), file=out, flush=True)
     return dict(printer.totals)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, TextIO
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from ..totals import Totals
 from .plan import END_OF_INPUT
 
 #: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``runner.observation_name``).
@@ -74,33 +75,11 @@ def format_watermark(ms: Optional[int]) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-@dataclass
-class QueryTotals:
-    batches: int = 0
-    input_rows: int = 0
-    panes: int = 0
-    late_rows_dropped: int = 0
-    bad_rows: int = 0
-
-    def add(self, batch: BatchProgress) -> None:
-        self.batches += 1
-        self.input_rows += batch.input_rows
-        self.panes += batch.panes
-        self.late_rows_dropped += batch.late_rows_dropped
-        self.bad_rows += batch.bad_rows
-
-
-def batch_line(batch: BatchProgress, totals: QueryTotals) -> str:
+def batch_line(batch: BatchProgress, totals: Totals) -> str:
     bad = f", {batch.bad_rows} bad rows" if batch.bad_rows else ""
     return (f"{batch.query}: batch {batch.batch_id}: {batch.input_rows} rows in, {batch.panes} panes out "
             f"({totals.panes} so far), {batch.late_rows_dropped} late rows dropped{bad}, watermark "
             f"{format_watermark(batch.watermark_ms)} ({batch.duration_ms / 1000:.1f} s)")
-
-
-def totals_line(query: str, totals: QueryTotals) -> str:
-    bad = f", {totals.bad_rows} bad rows" if totals.bad_rows else ""
-    return (f"{query}: {totals.batches} batches, {totals.input_rows} rows in, {totals.panes} panes out, "
-            f"{totals.late_rows_dropped} late rows dropped{bad}")
 
 
 class ProgressPrinter(StreamingQueryListener):
@@ -117,7 +96,7 @@ class ProgressPrinter(StreamingQueryListener):
         self.names = set(names) if names is not None else None
         self.prefix = prefix
         self.on_batch = on_batch
-        self.totals: dict[str, QueryTotals] = {}
+        self.totals: dict[str, Totals] = {}
         self._ended: set[str] = set()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -137,8 +116,8 @@ class ProgressPrinter(StreamingQueryListener):
         if not self._wanted(batch.query):
             return
         with self._lock:
-            totals = self.totals.setdefault(batch.query, QueryTotals())
-            totals.add(batch)
+            totals = self.totals.setdefault(batch.query, Totals(input_rows=0))
+            totals.add(batch.panes, batch.late_rows_dropped, batch.bad_rows, batch.input_rows)
             print(self.prefix() + batch_line(batch, totals), file=self.out, flush=True)
         if self.on_batch is not None:
             self.on_batch(batch)
