@@ -84,6 +84,7 @@ class Run:
     state: dict
     #: Each micro-batch's progress, as JSON dicts, in order.
     progress: list
+    checkpoint: Path
 
 
 def run_query(spark, out, work: Path, name: str) -> Run:
@@ -99,9 +100,8 @@ def run_query(spark, out, work: Path, name: str) -> Run:
     for batch in progress:
         for op in batch.get("stateOperators", []):
             state = {"rows": op.get("numRowsTotal", 0), "entries": op.get("numRowsTotal", 0),
-                     "bytes": op.get("memoryUsedBytes", 0), "checkpoint": checkpoint}
-    state["checkpoint"] = checkpoint
-    return Run(elapsed, state, progress)
+                     "bytes": op.get("memoryUsedBytes", 0)}
+    return Run(elapsed, state, progress, checkpoint)
 
 
 def our_state(spark, checkpoint: Path) -> dict:
@@ -160,7 +160,7 @@ def ours(spark, data_dir: Path, work: Path, kind: str, trigger: str, key_groups:
     out = op.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups, vectorized=vectorized,
                    preaggregate=preaggregate)
     run = run_query(spark, out, work, f"ours-{kind}-{trigger}-{key_groups}-{vectorized}-{preaggregate}")
-    run.state = our_state(spark, run.state["checkpoint"])
+    run.state = our_state(spark, run.checkpoint)
     return run
 
 
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         figure = spread(seconds)
         results[name] = {"seconds": [round(t, 2) for t in seconds], "median_s": round(figure.median, 2),
                          "rows_per_s": round(n / figure.median), **extra,
-                         "state": {k: v for k, v in (state or {}).items() if k != "checkpoint"} or None}
+                         "state": state}
         held = (f"  state: {state['rows']:,} rows, {state['entries']:,} accumulators, {state['bytes'] / 1e6:.1f} MB"
                 if state else "")
         print(f"{name:<40} {figure.text():>20} s {n / figure.median:>12,.0f} rows/s{held}", flush=True)

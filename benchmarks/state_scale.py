@@ -35,6 +35,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/timing.py, run as a script
+from timing import spread  # noqa: E402
+
 BASE = 1_767_225_600_000  # 2026-01-01T00:00:00Z, aligned to the hour
 DELAY_MS = 60_000
 CASES = ("sessions", "tumbling", "hopping-early")
@@ -169,9 +172,9 @@ def run_once(spark: Any, make: Callable[[], Any], work: Path, name: str) -> dict
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
-    batch = [statistics.median(r["steady_s"]) for r in runs if r["steady_s"]]
+    batch = spread([statistics.median(r["steady_s"]) for r in runs if r["steady_s"]])
     written = [statistics.median(r["steady_bytes"]) for r in runs if r["steady_bytes"]]
-    return {"median_s": statistics.median(batch), "min_s": min(batch), "max_s": max(batch),
+    return {"median_s": batch.median, "min_s": batch.low, "max_s": batch.high,
             "bytes": statistics.median(written) if written else 0.0,
             "peak_mb": max(r["worker_peak_bytes"] for r in runs) / 1e6}
 

@@ -6,7 +6,7 @@ so an ON_TIME pane reaches the next stage before that stage's own window becomes
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
@@ -55,33 +55,31 @@ class Chain(Config):
         return Chain(operators=[*self.operators, downstream])
 
     def local_runner(self) -> "ChainRunner":
-        return ChainRunner([op.local_runner() for op in self.operators],
-                           [op.core_accumulation().get_retraction for op in self.operators])
+        return ChainRunner([op.local_runner() for op in self.operators])
 
     def run_local(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
         return self.local_runner().run(stream, finish=finish)
 
 
-def as_consumed(panes: list[PaneRecord], undo: Callable[[Any], Any]) -> list[PaneRecord]:
-    """Panes as the next stage reads them: a retraction carries the output it undoes (its value is
-    ``get_retraction(output)``, and ``get_retraction`` is its own inverse: a negation, or the
-    identity), so the next stage's extractors read the same fields as for the pane it retracts."""
+def as_consumed(panes: list[PaneRecord], upstream: Any) -> list[PaneRecord]:
+    """``upstream``'s panes as the next stage reads them: a retraction carries the output it undoes
+    (its value is ``get_retraction(output)``, and ``get_retraction`` is its own inverse: a negation,
+    or the identity), so the next stage's extractors read the same fields as for the pane it retracts."""
+    undo = upstream.core_accumulation().get_retraction
     return [dataclasses.replace(p, value=undo(p.value)) if p.is_retraction else p for p in panes]
 
 
 class ChainRunner:
-    def __init__(self, runners: list["LocalRunner"], undo: list[Callable[[Any], Any]]) -> None:
+    def __init__(self, runners: list["LocalRunner"]) -> None:
         self.runners = runners
-        #: Per stage, how its retractions' values map back to the outputs they undo.
-        self.undo = undo
 
     @property
     def outputs(self) -> list[PaneRecord]:
         return self.runners[-1].outputs
 
     def _propagate(self, emitted: list[PaneRecord], stage: int) -> list[PaneRecord]:
-        for runner, upstream, undo in zip(self.runners[stage:], self.runners[stage - 1:], self.undo[stage - 1:]):
-            emitted = as_consumed(emitted, undo)
+        for runner, upstream in zip(self.runners[stage:], self.runners[stage - 1:]):
+            emitted = as_consumed(emitted, upstream.operator)
             out = runner.add_elements(*emitted) if emitted else []
             out.extend(runner.advance_watermark_to(upstream.watermark))
             emitted = out
@@ -103,7 +101,7 @@ class ChainRunner:
         emitted = self.runners[0].advance_processing_time(advance_by)
         for stage, runner in enumerate(self.runners[1:], start=1):
             upstream = self.runners[stage - 1]
-            emitted = as_consumed(emitted, self.undo[stage - 1])
+            emitted = as_consumed(emitted, upstream.operator)
             out = runner.add_elements(*emitted) if emitted else []
             out.extend(runner.advance_processing_time(advance_by))
             out.extend(runner.advance_watermark_to(upstream.watermark))

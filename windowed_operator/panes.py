@@ -37,6 +37,14 @@ class DropReason(str, Enum):
     INVALID_VALUE = "invalid_value"
 
 
+#: The columns of an operator's output rows on Spark and in ``run --local``'s sinks, in order
+#: (``key`` only for keyed operators): the one statement of the output schema.
+OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_index", "is_first", "is_last",
+                  "is_retraction", "timestamp"]
+#: Extra columns when the operator has a late-data or dead-letter output.
+SIDE_OUTPUT_COLUMNS = ["record_type", "reason", "element", "element_timestamp"]
+
+
 @dataclass(frozen=True, slots=True)
 class RetractedValue:
     """What a downstream stage folds for an upstream retraction: ``value`` (the output being undone,

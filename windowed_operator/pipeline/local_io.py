@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from ..elements import element_json
-from ..panes import DroppedElement, PaneRecord
+from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord
 from .ddl import parse_columns
 
 _INTEGRAL = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}
@@ -135,25 +135,27 @@ def _time(ms: Optional[int]) -> Optional[dt.datetime]:
     return None if ms is None else dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=ms)
 
 
+def _row(keyed: bool, pane: tuple, side: Optional[tuple]) -> dict:
+    """Values in ``OUTPUT_COLUMNS`` order (and ``SIDE_OUTPUT_COLUMNS``'), as a row with those names."""
+    row = dict(zip(OUTPUT_COLUMNS, pane))
+    if not keyed:
+        del row["key"]
+    if side is not None:
+        row.update(zip(SIDE_OUTPUT_COLUMNS, side))
+    return row
+
+
 def pane_row(pane: PaneRecord, keyed: bool, side_outputs: bool) -> dict:
     """A pane as the Spark runner's output row (same columns, same names)."""
-    row: dict[str, Any] = {"key": pane.key} if keyed else {}
-    row.update(window_start=_time(pane.window_start), window_end=_time(pane.window_end), value=pane.value,
-               timing=pane.timing.value, pane_index=pane.index, is_first=pane.is_first, is_last=pane.is_last,
-               is_retraction=pane.is_retraction, timestamp=_time(pane.timestamp))
-    if side_outputs:
-        row.update(record_type="pane", reason=None, element=None, element_timestamp=None)
-    return row
+    return _row(keyed, (pane.key, _time(pane.window_start), _time(pane.window_end), pane.value, pane.timing.value,
+                        pane.index, pane.is_first, pane.is_last, pane.is_retraction, _time(pane.timestamp)),
+                ("pane", None, None, None) if side_outputs else None)
 
 
 def dropped_row(dropped: DroppedElement, record_type: str, keyed: bool) -> dict:
-    """A late-data or dead-letter record as the Spark runner's output row."""
-    row: dict[str, Any] = {"key": dropped.key} if keyed else {}
-    row.update(window_start=None, window_end=None, value=None, timing=None, pane_index=None, is_first=None,
-               is_last=None, is_retraction=None, timestamp=None, record_type=record_type,
-               reason=dropped.reason.value, element=element_json(dropped.element),
-               element_timestamp=_time(dropped.timestamp))
-    return row
+    """A late-data or dead-letter record as the Spark runner's output row: no pane columns."""
+    return _row(keyed, (dropped.key, *[None] * (len(OUTPUT_COLUMNS) - 1)),
+                (record_type, dropped.reason.value, element_json(dropped.element), _time(dropped.timestamp)))
 
 
 def _cell(value: Any, truncate: bool) -> str:

@@ -130,7 +130,7 @@ def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]]
                 if emitted[spec.input]:
                     rows = emitted[spec.input]
                     if spec.input in operators:  # an upstream operator's panes, retractions undone
-                        rows = as_consumed(rows, operators[spec.input].core_accumulation().get_retraction)
+                        rows = as_consumed(rows, operators[spec.input])
                     out_now.extend(runner.add_elements(*rows))
                 if spec.input in runners:
                     out_now.extend(runner.advance_watermark_to(runners[spec.input].watermark))

@@ -26,15 +26,16 @@ from ..config import Duration, _duration
 from .ddl import parse_columns
 from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, WindowedMergeOperator
 from ..operator import KeyedWindowedOperator, WindowedOperator
+from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
 from ..windows import CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows
 from ..windows.base import WindowOption
 
 
-#: The columns of an operator's output (``spark/runner.py``), and of its side outputs.
-PANE_COLUMNS = ("window_start", "window_end", "value", "timing", "pane_index", "index", "is_first", "is_last",
-                "is_retraction", "timestamp")
-SIDE_OUTPUT_COLUMNS = ("record_type", "reason", "element", "element_timestamp")
+#: The columns of an operator's panes without ``key`` (``panes.OUTPUT_COLUMNS``), and ``index``: the
+#: local runner's name of ``pane_index``, beside it.
+_AFTER_PANE_INDEX = OUTPUT_COLUMNS.index("pane_index") + 1
+PANE_COLUMNS = (*OUTPUT_COLUMNS[1:_AFTER_PANE_INDEX], "index", *OUTPUT_COLUMNS[_AFTER_PANE_INDEX:])
 #: The columns of Spark's rate source.
 RATE_COLUMNS = ["timestamp", "value"]
 

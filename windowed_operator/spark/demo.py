@@ -25,7 +25,7 @@ from ..operator import KeyedWindowedOperator
 from ..watermarks import bounded_disorder
 from ..windows import SessionWindows, TimeWindows
 from .plan import END_OF_INPUT
-from .progress import ProgressPrinter
+from .progress import ProgressPrinter, await_queries
 
 SCHEMA = "user string, page string, amount bigint, ts bigint, end_of_input boolean"
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -165,11 +165,7 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
             queries[name] = (op.apply(source, end_of_input="end_of_input").writeStream.foreachBatch(sink(name))
                              .queryName(name).option("checkpointLocation", str(base / "checkpoints" / name))
                              .trigger(availableNow=True).start())
-        while any(q.isActive for q in queries.values()):
-            time.sleep(0.2)
-        for q in queries.values():
-            q.awaitTermination()  # raises the query's error, if it failed
-        printer.wait_for_end(q.id for q in queries.values())
+        await_queries(list(queries.values()), printer)
     finally:
         spark.streams.removeListener(printer)
 

@@ -5,7 +5,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Optional, Sequence, TextIO
 
@@ -13,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..pipeline.spec import MemorySource, Pipeline, SourceSpec, import_dotted
 from ..totals import Totals
-from .progress import ProgressPrinter
+from .progress import ProgressPrinter, await_queries
 
 
 def _memory_source(spark: SparkSession, name: str, memory: MemorySource, workdir: Path) -> DataFrame:
@@ -118,23 +117,14 @@ def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, ma
     spark.streams.addListener(printer)
     try:
         queries = start_sinks(pipeline, frames)
-        try:  # poll rather than block in awaitTermination: Ctrl-C lands in a sleep, not a JVM call
-            while any(q.isActive for q in queries):
-                if any(not q.isActive and q.exception() is not None for q in queries):
-                    break
-                time.sleep(0.2)
-            failed = next((q for q in queries if q.exception() is not None), None)
-            if failed is not None:
-                for query in queries:
-                    query.stop()
-                raise failed.exception()
+        try:
+            await_queries(queries, printer)
         except KeyboardInterrupt:
             for query in queries:
                 query.stop()
             print(f"stopped; checkpoints kept under {pipeline.checkpoint} (run again to resume)", file=out,
                   flush=True)
             raise
-        printer.wait_for_end(q.id for q in queries)
     finally:
         spark.streams.removeListener(printer)
     for name in sink_query_names(pipeline):

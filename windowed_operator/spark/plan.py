@@ -10,16 +10,11 @@ import pandas as pd
 from ..core import Emission
 from ..elements import ReadElement, element_json
 from ..operator import WindowingOptions
-from ..panes import DroppedElement, PaneRecord
+from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord  # noqa: F401 (re-exported)
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
 from ..watermarks import BoundedDisorderWatermark
 from .clock import FileClock, SparkBatchClock
 
-#: Columns of the operator's output DataFrame, in order (``key`` only for keyed operators).
-OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_index", "is_first", "is_last",
-                  "is_retraction", "timestamp"]
-#: Extra columns when the operator has a late-data or dead-letter output.
-SIDE_OUTPUT_COLUMNS = ["record_type", "reason", "element", "element_timestamp"]
 #: Columns of the processor's count rows: elements dropped as late, and bad elements (dead letters),
 #: per call.  Null on every other row; the runner observes their sums (``observedMetrics`` in the
 #: query's progress) and filters the count rows out, so drops are visible without a late-data output.
@@ -130,8 +125,7 @@ class SparkPlan:
 
     def rows(self, emission: Emission, dead_letters: list[DroppedElement]) -> dict[str, list[Any]]:
         """Column lists for one pandas DataFrame of output rows."""
-        names = (["key"] if self.keyed else []) + ["window_start", "window_end", "value", "timing", "pane_index",
-                                                    "is_first", "is_last", "is_retraction", "timestamp"]
+        names = list(OUTPUT_COLUMNS if self.keyed else OUTPUT_COLUMNS[1:])
         if self.side_outputs:
             names += SIDE_OUTPUT_COLUMNS
         columns: dict[str, list[Any]] = {name: [] for name in names}

@@ -90,12 +90,10 @@ class ProgressPrinter(StreamingQueryListener):
     event has arrived (events reach listeners asynchronously, after the query may have stopped)."""
 
     def __init__(self, out: TextIO, names: Optional[Iterable[str]] = None,
-                 prefix: Callable[[], str] = lambda: "",
-                 on_batch: Optional[Callable[[BatchProgress], None]] = None) -> None:
+                 prefix: Callable[[], str] = lambda: "") -> None:
         self.out = out
         self.names = set(names) if names is not None else None
         self.prefix = prefix
-        self.on_batch = on_batch
         self.totals: dict[str, Totals] = {}
         self._ended: set[str] = set()
         self._lock = threading.Lock()
@@ -119,8 +117,6 @@ class ProgressPrinter(StreamingQueryListener):
             totals = self.totals.setdefault(batch.query, Totals(input_rows=0))
             totals.add(batch.panes, batch.late_rows_dropped, batch.bad_rows, batch.input_rows)
             print(self.prefix() + batch_line(batch, totals), file=self.out, flush=True)
-        if self.on_batch is not None:
-            self.on_batch(batch)
 
     def onQueryIdle(self, event: Any) -> None:
         pass
@@ -141,3 +137,19 @@ class ProgressPrinter(StreamingQueryListener):
                     return False
                 self._changed.wait(left)
         return True
+
+
+def await_queries(queries: list[Any], printer: ProgressPrinter) -> None:
+    """Until every query has ended and ``printer`` has seen its last batch.  Polls rather than
+    blocking in ``awaitTermination``, so a Ctrl-C lands in a sleep, not inside a JVM call; the first
+    query to fail stops the others and its error is raised."""
+    while any(q.isActive for q in queries):
+        if any(not q.isActive and q.exception() is not None for q in queries):
+            break
+        time.sleep(0.2)
+    failed = next((q for q in queries if q.exception() is not None), None)
+    if failed is not None:
+        for query in queries:
+            query.stop()
+        raise failed.exception()
+    printer.wait_for_end(q.id for q in queries)
