@@ -119,3 +119,23 @@ def test_two_stream_join_pairs_impressions_with_their_clicks(tmp_path):
     clicked = sum(1 for p in panes for _, click in p.value if click is not None)
     unclicked = sum(1 for p in panes for _, click in p.value if click is None)
     assert clicked > 0 and unclicked > clicked and clicked + unclicked >= 300 - 10
+
+
+def test_session_summary_chain_averages_the_sessions_latest_counts(tmp_path):
+    _, runners = pipeline_example("session_summary", 400, tmp_path)
+    sessions = runners["sessions"].outputs
+    assert any(p.is_retraction for p in sessions) and any(p.timing.value == "LATE" for p in sessions)
+    live: dict = {}  # each session's latest count; a retraction takes the session out
+    for p in sessions:
+        window = (p.key, p.window_start, p.window_end)
+        if p.is_retraction:
+            live.pop(window, None)
+        else:
+            live[window] = (p.value, p.timestamp)
+    by_five_minutes: dict = {}
+    for count, timestamp in live.values():
+        by_five_minutes.setdefault(timestamp - (timestamp % 300_000), []).append(count)
+    expected = {start: sum(counts) / len(counts) for start, counts in by_five_minutes.items()}
+    got = {p.window_start: p.value for p in runners["clicks_per_session"].outputs}  # the last pane per window
+    assert got.keys() == expected.keys()
+    assert all(abs(got[w] - expected[w]) < 1e-9 for w in expected)

@@ -8,10 +8,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from .config import Config
-from .panes import PaneRecord
+from .panes import PaneRecord, Timing
 from .testing import replay
 from .time import MAX_TIMESTAMP
 from .windows.sliding_windows import SlidingWindows
@@ -60,6 +61,38 @@ class Chain(Config):
     def run_local(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
         return self.local_runner().run(stream, finish=finish)
 
+    def apply(self, df: Any, *others: Any, **options: Any) -> Any:
+        """The last operator's panes over the streaming DataFrame ``df`` (and ``others``: the right
+        input when the chain starts with a merge), in one streaming query; ``options`` go to the first
+        operator's ``apply()`` (``time_mode``, ``clock``, ``key_groups`` and ``state_encoding`` to every
+        stage's).  See ``windowed_operator.spark.chain``."""
+        from .spark.chain import apply_chain
+
+        return apply_chain(self.operators, df, *others, **options)
+
+
+def _plain(value: Any) -> Any:
+    """A cell as the local runner's panes hold it: arrays (Spark's arrays in pandas) as lists."""
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def pane_from_row(row: dict, upstream: Any) -> PaneRecord:
+    """An upstream stage's output row (times in epoch ms) as the pane the local chain would hand the
+    next stage: its value plain Python, a retraction carrying the output it undoes (``as_consumed``)."""
+    pane = PaneRecord(key=_plain(row["key"]) if upstream.keyed else None, window_start=int(row["window_start"]),
+                      window_end=int(row["window_end"]), value=_plain(row["value"]), timing=Timing(row["timing"]),
+                      index=int(row["pane_index"]), is_first=bool(row["is_first"]), is_last=bool(row["is_last"]),
+                      is_retraction=bool(row["is_retraction"]), timestamp=int(row["timestamp"]))
+    return as_consumed([pane], upstream)[0] if pane.is_retraction else pane
+
 
 def as_consumed(panes: list[PaneRecord], upstream: Any) -> list[PaneRecord]:
     """``upstream``'s panes as the next stage reads them: a retraction carries the output it undoes
@@ -76,6 +109,10 @@ class ChainRunner:
     @property
     def outputs(self) -> list[PaneRecord]:
         return self.runners[-1].outputs
+
+    @property
+    def processing_time(self) -> int:
+        return self.runners[0].processing_time
 
     def _propagate(self, emitted: list[PaneRecord], stage: int) -> list[PaneRecord]:
         for runner, upstream in zip(self.runners[stage:], self.runners[stage - 1:]):

@@ -162,6 +162,10 @@ class ElementReader:
             raise
         return ReadElement(key, ts, value, window)
 
+    def key_of(self, element: Any) -> Optional[Hashable]:
+        """Only the key of an element (how Spark routes an upstream pane to a chained stage's group)."""
+        return self._key(element, element.value if isinstance(element, TimestampedValue) else element)
+
     def _key(self, element: Any, payload: Any) -> Optional[Hashable]:
         upstream = isinstance(payload, PaneRecord)
         if not self.keyed:

@@ -1,13 +1,21 @@
-"""One micro-batch of one key group on per-key state: the keys with rows, then the keys due.
+"""One micro-batch of one key group on per-key state, in three steps: the watermark's, processing
+time's, then the elements'.
 
-The runner reads each key with rows (``GroupState.touch``), runs the core on it (element by element
-or as arrays), then asks the due indexes for keys with work due and runs those that really have
-some; ``GroupState.commit`` writes back what changed.  Kept apart from Spark so that tests can count
-the state calls a batch makes on an in-memory store.
+The runner reads each key with rows (``GroupState.touch``), asks the due indexes for keys with work
+due and runs those that really have some; ``GroupState.commit`` writes back what changed.  Kept
+apart from Spark so that tests can count the state calls a batch makes on an in-memory store.
+
+The panes come out by the step that made them (``Phase``) because a chained stage on Spark needs
+it: the local chain hands the next stage the panes released by a watermark advance *before* that
+stage's own watermark advances, and the panes made by elements after (``windowed_operator.chain``).
+A stage fed by another also takes its input rows in those steps (``GroupBatch.released`` and
+``GroupBatch.timed``), so a chain on Spark equals the local chain step for step.
 """
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Optional
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Callable, Hashable, Optional
 
 from .core import Emission, WindowedCore
 from .group_state import GroupState
@@ -15,26 +23,73 @@ from .state import KeyState
 
 #: Runs the core on one key's rows: ``(key, state) -> Emission``.
 KeyWork = Callable[[Optional[Hashable], KeyState], Emission]
+Work = list[tuple[Optional[Hashable], KeyWork]]
 
 
-def run_group_batch(core: WindowedCore, group: GroupState, work: Iterable[tuple[Optional[Hashable], KeyWork]],
-                    watermark: int, processing_time: int) -> Emission:
+class Phase(IntEnum):
+    """The step of a batch that made a pane (a column of every Spark stage that feeds another)."""
+
+    WATERMARK = 0  # the watermark's advance (and, in a fed stage, the upstream panes it released)
+    PROCESSING_TIME = 1  # processing time's advance (and the upstream panes it made)
+    ELEMENTS = 2  # the batch's elements
+
+
+@dataclass
+class GroupBatch:
+    """One group's work in a batch.  ``work`` holds the batch's own rows; a stage fed by another
+    operator also gets ``released`` (upstream panes of the watermark step, to be judged at the
+    watermark before this batch's) and ``timed`` (upstream panes of the processing-time step, judged
+    at this batch's watermark before processing time advances).  Each closure already carries the
+    watermark and processing time it runs at."""
+
+    work: Work = field(default_factory=list)
+    released: Work = field(default_factory=list)
+    timed: Work = field(default_factory=list)
+
+
+@dataclass
+class PhasedEmission:
+    by_phase: tuple[Emission, Emission, Emission] = field(
+        default_factory=lambda: (Emission(), Emission(), Emission()))
+
+    def merged(self) -> Emission:
+        emission = Emission()
+        for part in self.by_phase:
+            emission.extend(part)
+        return emission
+
+
+def run_group_steps(core: WindowedCore, group: GroupState, batch: GroupBatch, watermark: int,
+                    processing_time: int) -> PhasedEmission:
+    """The panes and drops of one batch of one group, by phase.  Call ``group.commit`` afterwards.
+
+    Per key the order is the core's (``WindowedCore.run_batch``): watermark, processing time,
+    elements; keys without rows run when the due indexes hold them."""
+    out = PhasedEmission()
+    released, timed, work = out.by_phase
+    everything = [*batch.released, *batch.timed, *batch.work]
+    group.preload(key for key, _ in everything)
+    for key, run in batch.released:
+        released.extend(run(key, group.touch(key)))
+    candidates = list(dict.fromkeys([*(key for key, _ in everything), *group.due_keys(watermark, processing_time)]))
+    for key in candidates:
+        if core.event_time_work_due(group.key(key), watermark):
+            released.extend(core.on_watermark(key, group.touch(key), watermark, processing_time))
+    for key, run in batch.timed:
+        timed.extend(run(key, group.touch(key)))
+    for key in candidates:
+        if core.processing_time_work_due(group.key(key), processing_time):
+            timed.extend(core.on_processing_time(key, group.touch(key), watermark, processing_time))
+    for key, run in batch.work:
+        work.extend(run(key, group.touch(key)))
+    return out
+
+
+def run_group_batch(core: WindowedCore, group: GroupState, work: Work, watermark: int,
+                    processing_time: int) -> Emission:
     """The panes and drops of one batch of one group; ``work`` gives each key with rows and what to
     do with them.  Call ``group.commit`` afterwards."""
-    emission = Emission()
-    seen: set = set()
-    work = list(work)
-    group.preload(key for key, _ in work)
-    for key, run in work:
-        seen.add(key)
-        emission.extend(run(key, group.touch(key)))
-    for key in group.due_keys(watermark, processing_time):
-        if key in seen:
-            continue
-        state = group.key(key)
-        if core.event_time_work_due(state, watermark) or core.processing_time_work_due(state, processing_time):
-            emission.extend(core.process_batch(key, group.touch(key), [], watermark, processing_time))
-    return emission
+    return run_group_steps(core, group, GroupBatch(work=list(work)), watermark, processing_time).merged()
 
 
 def next_due(core: WindowedCore) -> Callable[[KeyState], tuple[Optional[int], Optional[int]]]:

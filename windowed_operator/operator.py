@@ -55,6 +55,11 @@ class WindowingOptions(Config):
         default=None, gt=0, description="ms an element's event time may be ahead of processing time; later ones are "
                                         "bad elements (invalid_timestamp) and move no bounded-disorder watermark")
     name: Optional[str] = None
+    key_type: Optional[str] = Field(
+        default=None, description="Spark runner: the DDL type of the key a callable key gives (a chained stage)")
+    value_type: Optional[str] = Field(
+        default=None, description="Spark runner: the DDL type of the output value, when the accumulation's "
+                                  "input type cannot tell it (a callable value, Combine, custom accumulations)")
 
     @field_validator("trigger", mode="before")
     @classmethod

@@ -1,7 +1,7 @@
 """Run one example pipeline on data it generates: ``python examples/pipelines/run.py NAME [--spark]``.
 
 NAME is one of the YAML files here (clickstream_sessions, iot_sliding_average, fraud_per_record,
-cumulative_revenue, ad_click_join).  The data goes to ``data/NAME/<source>/`` next to the file, one
+cumulative_revenue, ad_click_join, session_summary).  The data goes to ``data/NAME/<source>/`` next to the file, one
 file per micro-batch; the last one holds an end-of-input marker row (``end_of_input`` true, the column
 the YAML file's source names) so that Spark closes the last windows.
 Without ``--spark`` the pipeline runs in the local runner (seconds); with it, on local Spark through
@@ -120,7 +120,7 @@ def ad_clicks(scale: int, rng: random.Random) -> dict:
 
 GENERATORS: dict[str, Callable[[int, random.Random], dict]] = {
     "clickstream_sessions": clicks, "iot_sliding_average": readings, "fraud_per_record": payments,
-    "cumulative_revenue": orders, "ad_click_join": ad_clicks}
+    "cumulative_revenue": orders, "ad_click_join": ad_clicks, "session_summary": clicks}
 
 
 def generate(name: str, scale: int, seed: int = 7, root: Path = HERE) -> None:
@@ -131,7 +131,7 @@ def generate(name: str, scale: int, seed: int = 7, root: Path = HERE) -> None:
 
 # -- summaries ------------------------------------------------------------------------------------------
 def summarize(name: str, results: dict) -> None:
-    panes = next(iter(results.values()))
+    panes = list(results.values())[-1]  # the last operator's (a chain's result)
     timings = pd.Series([p.timing.value + (" retraction" if p.is_retraction else "") for p in panes]).value_counts()
     print(f"{name}: {len(panes)} panes; " + ", ".join(f"{k} {v}" for k, v in timings.items()))
     if name == "fraud_per_record":
@@ -144,6 +144,12 @@ def summarize(name: str, results: dict) -> None:
             if p.window_end - p.window_start == 86_400_000:
                 last[(p.key, p.window_start)] = round(p.value, 2)
         print("revenue per store and day:", last)
+    if name == "session_summary":
+        last_mean = {}
+        for p in panes:
+            last_mean[p.window_start] = p.value
+        print("mean clicks per session, by the 5 minutes in which sessions closed:",
+              ", ".join(f"{(start - START) // 60_000}m: {value:.2f}" for start, value in sorted(last_mean.items())))
 
 
 def main(argv: list[str] | None = None) -> int:

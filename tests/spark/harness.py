@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
+from windowed_operator.chain import Chain, ChainRunner
 from windowed_operator.spark import END_OF_INPUT, FileClock
 from windowed_operator.time import MIN_TIMESTAMP
 from windowed_operator.watermarks import UpstreamWatermark
@@ -129,8 +130,7 @@ def spark_panes(store: dict) -> Counter:
 
 def run_local_like_spark(op, batches: list[list[dict]], delay: int, clock_times: Optional[list[int]] = None):
     """The local runner driven through the same batches and watermarks Spark sees."""
-    local_op = op.model_copy(update={"watermark": UpstreamWatermark()})
-    runner = local_op.local_runner(processing_time=clock_times[0] if clock_times else 0)
+    runner = _local_runner(op, clock_times[0] if clock_times else 0)
     watermark, max_ts = MIN_TIMESTAMP, None
     ended = False
     for i, rows in enumerate([*batches, [END_MARKER]]):
@@ -155,6 +155,15 @@ def run_local_like_spark(op, batches: list[list[dict]], delay: int, clock_times:
     else:
         runner.advance_watermark_to(watermark)
     return runner
+
+
+def _local_runner(op, processing_time: int):
+    """A local runner driven by the watermarks Spark computes (the first operator of a chain's)."""
+    if isinstance(op, Chain):
+        first = op.operators[0].model_copy(update={"watermark": UpstreamWatermark()})
+        return ChainRunner([first.local_runner(processing_time),
+                            *(stage.local_runner(processing_time) for stage in op.operators[1:])])
+    return op.model_copy(update={"watermark": UpstreamWatermark()}).local_runner(processing_time=processing_time)
 
 
 def local_panes(runner) -> Counter:
@@ -201,8 +210,7 @@ def spark_watermarks(batches_by_side: dict[str, list[list[dict]]], delay: int) -
 
 
 def run_local_merge_like_spark(op, left_batches: list[list[dict]], right_batches: list[list[dict]], delay: int):
-    local_op = op.model_copy(update={"watermark": UpstreamWatermark()})
-    runner = local_op.local_runner()
+    runner = _local_runner(op, 0)
     marks = spark_watermarks({"left": left_batches, "right": right_batches}, delay)
     for i, (left, right) in enumerate(zip(left_batches, right_batches)):
         for side, mark in marks[i].items():
@@ -212,5 +220,5 @@ def run_local_merge_like_spark(op, left_batches: list[list[dict]], right_batches
     for side, mark in marks[-1].items():
         if mark > MIN_TIMESTAMP:
             runner.advance_watermark_to(side, mark)
-    runner.advance_watermark_to_infinity()  # the markers of the last files end the input
+    runner.finish()  # the markers of the last files end the input
     return runner

@@ -9,11 +9,11 @@ pytestmark = pytest.mark.spark
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def test_ad_click_join_on_spark_equals_local_runner():
+def test_ad_click_join_chain_on_spark_equals_local_runner():
     result = subprocess.run([sys.executable, str(EXAMPLES / "ad_click_join.py"), "--spark"], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    assert "equal to the local runner's join" in result.stdout
+    assert "equal to the local runner's" in result.stdout and "CTR values" in result.stdout
     assert "Stage " not in result.stderr and "Python worker" not in result.stderr + result.stdout
 
 

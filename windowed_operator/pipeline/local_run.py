@@ -109,8 +109,8 @@ def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]]
     runners: dict[str, Any] = {}
     for spec in pipeline.operators:
         op = operators[spec.name]
-        if spec.watermark.upstream is not None:
-            op = op.model_copy(update={"watermark": BoundedDisorderWatermark(max_disorder=spec.watermark.upstream)})
+        if spec.upstream_delay is not None:
+            op = op.model_copy(update={"watermark": BoundedDisorderWatermark(max_disorder=spec.upstream_delay)})
         runners[spec.name] = op.local_runner()
     batches = {name: _without_markers(source_batches(spec), spec.end_of_input)
                for name, spec in pipeline.sources.items()}
@@ -124,16 +124,18 @@ def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]]
             runner = runners[spec.name]
             late_before, dead_before = len(runner.late_data), len(runner.dead_letters)
             out_now: list[PaneRecord] = []
-            if i == rounds:
-                out_now.extend(runner.finish())
-            elif spec.input is not None:
-                if emitted[spec.input]:
+            if spec.input is not None:
+                if emitted[spec.input]:  # (an upstream operator's last panes too: those the end of input fired)
                     rows = emitted[spec.input]
                     if spec.input in operators:  # an upstream operator's panes, retractions undone
                         rows = as_consumed(rows, operators[spec.input])
                     out_now.extend(runner.add_elements(*rows))
-                if spec.input in runners:
+                if i == rounds:
+                    out_now.extend(runner.finish())
+                elif spec.input in runners:
                     out_now.extend(runner.advance_watermark_to(runners[spec.input].watermark))
+            elif i == rounds:
+                out_now.extend(runner.finish())
             else:
                 left, right = emitted[spec.left], emitted[spec.right]  # type: ignore[index]
                 if left or right:

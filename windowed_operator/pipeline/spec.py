@@ -340,7 +340,9 @@ class OperatorSpec(Spec):
     accumulation: AccumulationSpec
     trigger: TriggerOption = Field(default_factory=TriggerOption)
     allowed_lateness: Duration = Field(default=0, ge=0)
-    watermark: WatermarkSpec = Field(default_factory=lambda: WatermarkSpec(bounded_disorder=0))
+    watermark: Optional[WatermarkSpec] = Field(
+        default=None, description="default: bounded_disorder 0 over a source; an operator reading another operator's "
+                                  "panes follows that operator's watermark and takes none of its own")
     late_data_output: bool = False
     on_bad_element: Literal["raise", "dead_letter"] = "raise"
     max_future_skew: Optional[Duration] = Field(default=None, gt=0)
@@ -373,10 +375,20 @@ class OperatorSpec(Spec):
             columns += list(SIDE_OUTPUT_COLUMNS)
         return columns
 
-    def build(self) -> Any:
+    @property
+    def upstream_delay(self) -> Optional[int]:
+        """The withWatermark delay put on the source(s) (``watermark: {upstream: ...}``), if any."""
+        return self.watermark.upstream if self.watermark is not None else None
+
+    def build(self, fed: bool = False) -> Any:
+        """The operator; ``fed``: its input is another operator's panes, whose watermark it follows."""
+        if self.watermark is not None:
+            watermark = self.watermark.build()
+        else:
+            watermark = UpstreamWatermark() if fed else BoundedDisorderWatermark(max_disorder=0)
         common: dict[str, Any] = dict(
             window=self.window.build() if self.window else None, accumulation=self.accumulation.build(),
-            trigger=self.trigger, allowed_lateness=self.allowed_lateness, watermark=self.watermark.build(),
+            trigger=self.trigger, allowed_lateness=self.allowed_lateness, watermark=watermark,
             timestamp=self.timestamp, value=self.value, late_data_output=self.late_data_output,
             on_bad_element=self.on_bad_element, max_future_skew=self.max_future_skew, name=self.name)
         keyed = self.key is not None or self.left_options.key is not None
@@ -521,6 +533,10 @@ class Pipeline(Spec):
             for dotted in op.accumulation.code_paths():
                 if not code.permits(dotted):
                     errors.append((("operators", i, "accumulation"), code.refusal(dotted, "refers to user code")))
+            fed_by = [name for name in op.inputs if name in known and name not in self.sources]
+            if fed_by and op.watermark is not None:
+                errors.append((("operators", i, "watermark"), f"it reads the panes of operator {fed_by[0]!r} and follows "
+                                                              "its watermark: remove watermark"))
             markers = {self.sources[name].end_of_input for name in op.inputs if name in self.sources} - {None}
             if len(markers) > 1:
                 errors.append((("operators", i), f"its inputs mark the end of input with different columns "
@@ -540,7 +556,8 @@ class Pipeline(Spec):
         retractions (``chain.check_consumable``)."""
         from ..chain import check_consumable
 
-        built = {op.name: op.build() for op in self.operators}
+        names = {op.name for op in self.operators}
+        built = {op.name: op.build(fed=op.input in names) for op in self.operators}
         for spec in self.operators:
             for name in spec.inputs:
                 if name in built:

@@ -18,11 +18,11 @@ from accumulations.merge import LEFT, RIGHT, SIDES
 
 from ..merge_operator import MergeOperatorBase
 from .clock import FileClock, SparkBatchClock
+from .chain import feed_of
 from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SparkPlan
 from .runner import (_WATERMARK_HELPER, SparkOperatorError, _event_time_ms, check_state_encoding, choose_time_mode,
-                     drop_end_of_input,
-                     end_of_input_marker, require_streaming, resolve_column, resolve_key_groups, run_processor,
-                     with_operator_watermark)
+                     drop_end_of_input, end_of_input_marker, refuse_derived_panes, require_streaming, resolve_column,
+                     resolve_key_groups, run_processor, with_operator_watermark)
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
@@ -72,8 +72,15 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     it; the watermark of the two is their minimum, so both must end for every window to close.
     """
     check_state_encoding(state_encoding)
+    for side, df in ((LEFT, left), (RIGHT, right)):
+        if feed_of(df) is not None:
+            raise SparkOperatorError(
+                f"{op.label()}: its {side} input is an operator's panes; a merge operator takes raw inputs (a chain "
+                "starts with the merge: merge.then(op), as in the local runner)")
+        refuse_derived_panes(df, op)
     if op.window is None:
-        raise SparkOperatorError("window propagation on Spark is not supported yet: give the operator a window option")
+        raise SparkOperatorError(f"{op.label()} has no window option: a merge operator takes raw inputs, which "
+                                 "carry no windows to keep; give it a window option")
     if op.idle_timeout is not None:
         raise SparkOperatorError(
             f"idle_timeout={op.idle_timeout} ms is a local-runner option: on Spark the watermark of two inputs is "

@@ -52,9 +52,9 @@ def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict
         marker = next((m for m in markers if m is not None), None)
         for side, name in zip(("left", "right") if spec.left else ("input",), spec.inputs):
             df = frames[name]
-            if spec.watermark.upstream is not None:
+            if spec.upstream_delay is not None:
                 ts = getattr(spec, f"{side}_options").timestamp if side != "input" else None
-                df = df.withWatermark(ts or spec.timestamp, f"{spec.watermark.upstream} milliseconds")
+                df = df.withWatermark(ts or spec.timestamp, f"{spec.upstream_delay} milliseconds")
             inputs.append(df)
         frames[spec.name] = op.apply(*inputs, end_of_input=marker)
     return frames

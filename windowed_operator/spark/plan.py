@@ -7,6 +7,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import pandas as pd
 
+from ..chain import pane_from_row
 from ..core import Emission
 from ..elements import ReadElement, element_json
 from ..operator import WindowingOptions
@@ -21,6 +22,13 @@ from .clock import FileClock, SparkBatchClock
 LATE_COUNT_COLUMN = "__wo_late_dropped"
 BAD_COUNT_COLUMN = "__wo_bad"
 COUNT_COLUMNS = [LATE_COUNT_COLUMN, BAD_COUNT_COLUMN]
+
+#: The output column holding each pane's event time for Spark's watermark (``spark_event_time``).
+EVENT_TIME_COLUMN = "event_time"
+
+#: Which step of its batch made a pane (``group_batch.Phase``): what a chained stage reads to take
+#: the pane at the step the local chain would (``spark.chain``); dropped from the public output.
+PHASE_COLUMN = "__wo_phase"
 
 #: The union of a merge operator's two inputs: which input a row came from, its key and event time
 #: (epoch ms), and the input's own row as a struct column per side (null on the other side's rows).
@@ -38,6 +46,17 @@ class SideDispatchReader:
 
     def read(self, record: dict, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
         return self.readers[record[SIDE_COLUMN]].read(record, default_timestamp, now)
+
+
+class UpstreamPaneReader:
+    """Reads a row of an upstream stage's panes as the local chain hands it over: as that pane."""
+
+    def __init__(self, reader: Any, upstream: WindowingOptions) -> None:
+        self.reader = reader
+        self.upstream = upstream
+
+    def read(self, record: dict, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
+        return self.reader.read(pane_from_row(record, self.upstream), default_timestamp, now)
 
 
 @dataclass(frozen=True)
@@ -78,6 +97,12 @@ class SparkPlan:
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
     #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
     input_columns: tuple[str, ...] = ()
+    #: The operator whose panes are the input (a chained stage: ``spark.chain``), or None for raw rows.
+    upstream: Optional[WindowingOptions] = None
+    #: A chained stage's end-of-input watermark: its upstream's (see ``end_of_input_watermark``).
+    inherited_end_of_input: Optional[int] = None
+    #: Add ``EVENT_TIME_COLUMN``, declared as the output's event-time column (``spark_event_time``).
+    event_time_output: bool = False
     #: Input columns of integral Spark types: pandas turns such a column with a null into floats, and
     #: a dead letter's JSON must show its integers as integers.
     integral_columns: tuple[str, ...] = ()
@@ -87,6 +112,8 @@ class SparkPlan:
         """The Spark watermark from which the input has ended: exactly ``END_OF_INPUT - delay`` under
         a bounded-disorder watermark (no data row can move it there: rows at or after END_OF_INPUT
         do not count), ``END_OF_INPUT_WATERMARK`` under an upstream one (whose delay is unknown)."""
+        if self.inherited_end_of_input is not None:
+            return self.inherited_end_of_input
         policy = self.operator.watermark
         if isinstance(policy, BoundedDisorderWatermark):
             return END_OF_INPUT - policy.max_disorder
@@ -94,6 +121,8 @@ class SparkPlan:
 
     def record_reader(self) -> Any:
         """What turns one input row (a dict) into a core element, on the executors."""
+        if self.upstream is not None:
+            return UpstreamPaneReader(self.operator.build_reader(), self.upstream)  # type: ignore[attr-defined]
         if not self.merge:
             return self.operator.build_reader()  # type: ignore[attr-defined]
         key = MERGE_KEY_COLUMN if self.keyed else None
@@ -112,10 +141,31 @@ class SparkPlan:
         if self.side_outputs:
             fields += [("record_type", "string"), ("reason", "string"), ("element", "string"),
                        ("element_timestamp", "bigint")]
-        return fields + [(name, "bigint") for name in COUNT_COLUMNS]
+        fields += [(PHASE_COLUMN, "int")] + [(name, "bigint") for name in COUNT_COLUMNS]
+        return fields + [(EVENT_TIME_COLUMN, "timestamp")] if self.event_time_output else fields
 
     def processor_schema(self) -> str:
         return ", ".join(f"{name} {type_name}" for name, type_name in self.processor_fields())
+
+    @property
+    def wakes_every_batch(self) -> bool:
+        """Whether the key groups wake at every advance of the watermark, so that each knows the
+        previous batch's watermark exactly: a chained stage takes its upstream's released panes there,
+        and the event-time output compares its panes with it."""
+        return self.upstream is not None or self.event_time_output
+
+    def event_times(self, timestamps: Any, behind: int) -> pd.Series:
+        """The event-time column: a pane's timestamp as its last microsecond (as Spark's
+        ``window_time`` is a window's), so a pane stamped at the previous batch's watermark ``behind``
+        is not behind it by Spark's rule (a row at or before the watermark is late); null where Spark
+        would refuse the row (stamped before ``behind``: LATE panes, their retractions), beyond the
+        end of event time here (``END_OF_INPUT``: the global window's panes) or for rows that are no
+        pane (late data, dead letters, count rows)."""
+        stamps = pd.to_numeric(pd.Series(timestamps, dtype=object), errors="coerce").to_numpy(dtype=float)
+        kept = ~np.isnan(stamps)
+        kept[kept] = (stamps[kept] >= behind) & (stamps[kept] < END_OF_INPUT)
+        micros = np.where(kept, stamps, 0).astype(np.int64) * 1000 + 999
+        return pd.Series(pd.to_datetime(micros, unit="us", utc=True)).where(kept)
 
     def count_row(self, late: int, bad: int) -> dict[str, list[Any]]:
         """The one row that reports a call's drops: every output column null but the counts."""
@@ -123,8 +173,8 @@ class SparkPlan:
         row[LATE_COUNT_COLUMN], row[BAD_COUNT_COLUMN] = [late], [bad]
         return row
 
-    def rows(self, emission: Emission, dead_letters: list[DroppedElement]) -> dict[str, list[Any]]:
-        """Column lists for one pandas DataFrame of output rows."""
+    def rows(self, emission: Emission, dead_letters: list[DroppedElement], phase: int) -> dict[str, list[Any]]:
+        """Column lists for one pandas DataFrame of output rows, made by the step ``phase``."""
         names = list(OUTPUT_COLUMNS if self.keyed else OUTPUT_COLUMNS[1:])
         if self.side_outputs:
             names += SIDE_OUTPUT_COLUMNS
@@ -135,11 +185,12 @@ class SparkPlan:
             late = emission.dropped if self.operator.late_data_output else []
             for dropped in [*late, *dead_letters]:
                 self._add_dropped(columns, dropped)
+        columns[PHASE_COLUMN] = [phase] * len(columns["value"])
         for name in COUNT_COLUMNS:
             columns[name] = [None] * len(columns["value"])
         return columns
 
-    def columnar_rows(self, panes: Any, dropped: list[DroppedElement]) -> dict[str, Any]:
+    def columnar_rows(self, panes: Any, dropped: list[DroppedElement], phase: int) -> dict[str, Any]:
         """Columns from the columnar paths' panes: numpy arrays, or lists when side-output rows (with
         nulls) are appended.  Panes are stamped with the end of the window (the only combiner these
         paths take), retractions with that of the pane they retract."""
@@ -157,6 +208,7 @@ class SparkPlan:
                 columns[name] = ["pane" if name == "record_type" else None] * len(ends)
             for item in dropped:
                 self._add_dropped(columns, item)
+        columns[PHASE_COLUMN] = np.full(len(columns["value"]), phase, dtype=np.int32)
         for name in COUNT_COLUMNS:
             columns[name] = pd.array([None] * len(columns["value"]), dtype="Int64")
         return columns

@@ -23,7 +23,7 @@ from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, Stateful
 from ..core import CoreElement, Emission
 from ..elements import BadElementError, is_null, rejected_row_error
 from ..fingerprint import IncompatibleRestartError, state_fingerprint
-from ..group_batch import next_due, run_group_batch
+from ..group_batch import GroupBatch, Phase, next_due, run_group_steps
 from ..group_state import GroupState
 from ..columnar import PaneTable, Panes
 from ..columnar_records import columnar_engine, columnar_records, run_columnar_batch
@@ -37,10 +37,13 @@ from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark
 from .group_store import SparkGroupStore
 from .plan import SparkPlan
+from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 
 STATE_NAME = "windowed_operator_state"
 GROUP_COLUMN = "__wo_group"
+#: The key a chained stage's rows are grouped by when it is computed from the upstream's panes.
+ROUTE_COLUMN = "__wo_route"
 STATE_SCHEMA = "blob binary"
 #: 4: end-of-window timers are due at max_timestamp + 1 (Beam's rule); windows carry on_time_hold.
 #: 5: every group's bookkeeping carries the fingerprint of the operator that wrote it.
@@ -115,25 +118,30 @@ class WindowedStatefulProcessor(StatefulProcessor):
         spark_now = self.now = timer_values.getCurrentProcessingTimeInMs()
         processing_time = self.plan.clock.now(spark_now)
         watermark = self._watermark(timer_values, meta, processing_time)
+        behind = meta.get("wm", watermark)  # the previous batch's watermark (a new group: this one's)
         bad: list[DroppedElement] = []
-        work: list = []
+        batch = GroupBatch()
         if frame is not None and len(frame):
-            if self.plan.vectorized:
-                frame = self._vectorized_work(frame, watermark, processing_time, work)
-            if len(frame):
-                self._record_work(frame, watermark, processing_time, work, bad)
-        emission = run_group_batch(self.core, group, work, watermark, processing_time)
+            if self.plan.upstream is not None:
+                self._upstream_work(frame, meta, watermark, processing_time, batch, bad)
+            else:
+                if self.plan.vectorized:
+                    frame = self._vectorized_work(frame, watermark, processing_time, batch.work)
+                if len(frame):
+                    self._record_work(frame, watermark, processing_time, batch.work, bad)
+        phased = run_group_steps(self.core, group, batch, watermark, processing_time)
         group.commit(next_due(self.core))
-        if emission.dropped and self.plan.drop_counter is not None:
-            self.plan.drop_counter.add(len(emission.dropped))
-        self._schedule_group(group, spark_now)
-        group.save(wm=watermark)
-        if emission.outputs or (self.plan.side_outputs and (bad or (emission.dropped and
-                                                                     self.plan.operator.late_data_output))):
-            columns = self.plan.rows(emission, bad)
-            if columns and next(iter(columns.values())):
-                yield pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
-        yield from self._counts(len(emission.dropped), len(bad))
+        dropped = [item for part in phased.by_phase for item in part.dropped]
+        if dropped and self.plan.drop_counter is not None:
+            self.plan.drop_counter.add(len(dropped))
+        self._schedule_group(group, spark_now, watermark)
+        group.save(wm=watermark, **({"pt": processing_time} if self.plan.upstream is not None else {}))
+        late = self.plan.side_outputs and self.plan.operator.late_data_output
+        for phase, emission in zip(Phase, phased.by_phase):
+            rejected = bad if phase is Phase.ELEMENTS and self.plan.side_outputs else []
+            if emission.outputs or rejected or (late and emission.dropped):
+                yield self._frame(self.plan.rows(emission, rejected, phase), behind, typed=False)
+        yield from self._counts(len(dropped), len(bad))
 
     def _run_columnar(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
                       fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
@@ -147,16 +155,18 @@ class WindowedStatefulProcessor(StatefulProcessor):
             meta["timer"] = None
         spark_now = self.now = timer_values.getCurrentProcessingTimeInMs()
         watermark = self._watermark(timer_values, meta, plan.clock.now(spark_now))
+        behind = meta.get("wm", watermark)
         keys = factorize(self._keys(frame))[1].tolist() if frame is not None and len(frame) else []
         if plan.key_column is not None:
             keys = [k for k in keys if not is_null(k)]  # rows with a null key are rejected below
-        panes, dropped, bad = Panes(), [], []
+        released, panes, dropped, bad = Panes(), Panes(), [], []
         n_dropped = 0
 
         def run(table: Any) -> Any:
             nonlocal n_dropped
+            table = self.columnar.on_watermark(table, watermark, released)  # (Phase.WATERMARK's panes)
             if frame is None or not len(frame):
-                return self.columnar.on_watermark(table, watermark, panes)
+                return table
             if plan.preaggregated:
                 table, n_dropped = self._run_partials(table, frame, watermark, panes)
                 return table
@@ -167,15 +177,14 @@ class WindowedStatefulProcessor(StatefulProcessor):
         run_columnar_batch(self.records, group, keys, watermark, run)
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)
-        self._schedule_group(group, spark_now)
+        self._schedule_group(group, spark_now, watermark)
         group.save(wm=watermark)
         late = dropped if plan.operator.late_data_output else []
-        if len(panes) or (plan.side_outputs and (bad or late)):
-            columns = plan.columnar_rows(panes, [*late, *bad])
-            if plan.side_outputs:  # columns mixing values and nulls: keep Python objects
-                yield pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
-            else:  # every cell set: typed columns convert to Arrow much faster than object ones
-                yield pd.DataFrame(columns)
+        for phase, made, side in ((Phase.WATERMARK, released, []), (Phase.ELEMENTS, panes, [*late, *bad])):
+            if len(made) or (plan.side_outputs and side):
+                # (columns mixing values and nulls keep Python objects; else typed columns, which
+                # convert to Arrow much faster)
+                yield self._frame(plan.columnar_rows(made, side, phase), behind, typed=not plan.side_outputs)
         yield from self._counts(n_dropped, len(bad))
 
     def _group(self, codec: Any) -> GroupState:
@@ -188,10 +197,18 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 "a new checkpoint")
         return group
 
+    def _frame(self, columns: dict[str, Any], behind: int, typed: bool) -> pd.DataFrame:
+        """One output frame; with the event-time output, each pane's time for Spark's watermark
+        (``SparkPlan.event_times``: ``behind`` is the previous batch's watermark)."""
+        frame = pd.DataFrame(columns) if typed else \
+            pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
+        if self.plan.event_time_output:
+            frame[EVENT_TIME_COLUMN] = self.plan.event_times(frame["timestamp"].to_numpy(), behind)
+        return frame
+
     def _counts(self, late: int, bad: int) -> Iterator[pd.DataFrame]:
         if late or bad:
-            yield pd.DataFrame({name: pd.Series(values, dtype=object)
-                                for name, values in self.plan.count_row(late, bad).items()})
+            yield self._frame(self.plan.count_row(late, bad), MAX_TIMESTAMP, typed=False)
 
     def _keys(self, frame: pd.DataFrame) -> np.ndarray:
         if self.plan.key_column is None:
@@ -282,11 +299,30 @@ class WindowedStatefulProcessor(StatefulProcessor):
             work.append((key, run))
         return rest
 
+    def _upstream_work(self, frame: pd.DataFrame, meta: dict, watermark: int, processing_time: int,
+                       batch: GroupBatch, bad: list[DroppedElement]) -> None:
+        """Rows of an upstream stage's panes, each taken at the step the local chain hands it over
+        (``group_batch.Phase``): panes its watermark released at the watermark before this batch's
+        (the group's last: exact, since a fed stage's groups wake at every advance, see
+        ``_schedule_group``), panes of its processing-time step before processing time advances
+        here, panes of its elements last."""
+        before_wm = meta.get("wm", MIN_TIMESTAMP)
+        before_pt = meta.get("pt", processing_time)
+        phases = frame.pop(PHASE_COLUMN).to_numpy()
+        for phase, wm, pt, work in ((Phase.WATERMARK, before_wm, before_pt, batch.released),
+                                    (Phase.PROCESSING_TIME, watermark, before_pt, batch.timed),
+                                    (Phase.ELEMENTS, watermark, processing_time, batch.work)):
+            rows = frame[phases == phase]
+            if len(rows):
+                self._record_work(rows, wm, pt, work, bad)
+
     def _record_work(self, frame: pd.DataFrame, watermark: int, processing_time: int, work: list,
                      bad: list[DroppedElement]) -> None:
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
         for record in frame.to_dict("records"):
             record.pop(GROUP_COLUMN, None)
+            record.pop(PHASE_COLUMN, None)
+            record.pop(ROUTE_COLUMN, None)
             try:
                 read = self.reader.read(record, MIN_TIMESTAMP, self.now)
             except BadElementError as exc:
@@ -315,15 +351,22 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 candidate = MAX_TIMESTAMP
         return max(meta.get("wm", MIN_TIMESTAMP), candidate)
 
-    def _schedule_group(self, group: GroupState, spark_now: int) -> None:
+    def _schedule_group(self, group: GroupState, spark_now: int, watermark: int) -> None:
         """The per-key layout's timer: the earliest due time in the group's event-time index
         (EventTime mode), or the next batch while any key is indexed (ProcessingTime mode, where the
-        group polls its due indexes)."""
+        group polls its due indexes).
+
+        With ``SparkPlan.wakes_every_batch`` (a chained stage, the event-time output) the group also
+        wakes at every advance of the watermark (every batch, in ProcessingTime mode), so that its last
+        watermark is always the previous batch's."""
         if self.plan.time_mode == "EventTime":
             due = group.next_event_time()
+            if self.plan.wakes_every_batch and watermark < MAX_TIMESTAMP:
+                due = watermark + 1 if due is None else min(due, watermark + 1)
             wanted = spark_timer(due, self.plan.end_of_input_watermark) if due is not None else None
         else:
-            wanted = self._poll(group.meta.get("timer"), spark_now) if group.has_due() else None
+            wanted = self._poll(group.meta.get("timer"), spark_now) if group.has_due() or self.plan.wakes_every_batch \
+                else None
         self._set_timer(group.meta, wanted)
 
     def _poll(self, current: Optional[int], spark_now: int) -> int:

@@ -14,18 +14,16 @@ from ..operator import OperatorBase, WindowingOptions
 from ..time import event_time_in_range, latest_event_time
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
+from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
+from .errors import SparkOperatorError
 from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
-from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, LATE_COUNT_COLUMN, SparkPlan, array_values,
+from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, LATE_COUNT_COLUMN, PHASE_COLUMN, SparkPlan, array_values,
                    vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
 _WATERMARK_HELPER = "__wo_event_time"
 _GROUP_COLUMN = GROUP_COLUMN
-
-
-class SparkOperatorError(ValueError):
-    """A DataFrame or operator that the Spark runner cannot run, with the column or type at fault."""
 
 
 def _has_event_time_watermark(df: DataFrame) -> bool:
@@ -56,6 +54,20 @@ def choose_time_mode(op: WindowingOptions, requested: str = "auto") -> str:
     if op.trigger.to_trigger().uses_processing_time() or isinstance(op.watermark, FixedLagWatermark):
         return "ProcessingTime"
     return "EventTime"
+
+
+def refuse_derived_panes(df: DataFrame, op: WindowingOptions) -> None:
+    """Rows derived from an operator's panes (filtered, selected...) have lost what a chained stage
+    needs (the step of the batch that made each pane, times in ms): refused, rather than read as
+    raw rows whose watermark Spark has already moved past."""
+    try:
+        plan = df._jdf.queryExecution().logical().toString()
+    except Exception:  # Spark Connect: nothing to inspect without an analysis request
+        return
+    if PHASE_COLUMN in plan:
+        raise SparkOperatorError(
+            f"{op.label()} is applied to rows derived from a stateful operator's output: apply it to the operator's "
+            "panes themselves (op2.apply(op1.apply(df)) or op1.then(op2).apply(df)), and filter after it")
 
 
 def declared_schema(schema: Union[str, StructType, None]) -> Optional[StructType]:
@@ -226,6 +238,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
             statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
             outputMode="Append", timeMode=plan.time_mode)
     out = observe_drops(out, plan)
+    feed = Feed(frame=pane_rows(out, plan), operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark)
     columns: list[Column] = []
     if plan.keyed:
         columns.append(F.col("key"))
@@ -236,7 +249,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     if plan.side_outputs:
         columns += [F.col("record_type"), F.col("reason"), F.col("element"),
                     F.timestamp_millis("element_timestamp").alias("element_timestamp")]
-    return out.select(*columns)
+    return attach_feed(out.select(*columns), feed)
 
 
 def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None, timestamp: Optional[str] = None,
@@ -273,15 +286,31 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     ``is_retraction``, ``timestamp``; plus ``record_type``, ``reason``, ``element``,
     ``element_timestamp`` when the operator has a late-data output or dead letters.
     """
+    feed = feed_of(df)
+    if feed is not None:  # the panes of an operator: a chained stage
+        refused = {"key": key, "timestamp": timestamp, "schema": schema, "end_of_input": end_of_input}
+        given = [name for name, v in refused.items() if v is not None]
+        if given:
+            raise SparkOperatorError(
+                f"{op.label()} reads the panes of {feed.operator.label()}: {', '.join(given)} cannot be given to "
+                "apply() (its key and value come from the operator's options, its time is the pane's, and its "
+                "input ends when the upstream's does)")
+        return apply_fed_operator(op, feed, value_type=value_type, time_mode=time_mode, clock=clock,
+                                  key_groups=key_groups, drop_counter=drop_counter, state_encoding=state_encoding)
     check_state_encoding(state_encoding)
     declared = declared_schema(schema)
     require_streaming(df, trusted=declared is not None)
+    if declared is None:
+        refuse_derived_panes(df, op)
     shape = declared if declared is not None else df.schema
     columns = [f.name for f in shape.fields]
     ts_col = resolve_column(df, timestamp, op.timestamp, "timestamp", "timestamp", columns)
     key_col = resolve_column(df, key, getattr(op, "key", None), "key", "key", columns) if op.keyed else None
     if op.window is None:
-        raise SparkOperatorError("window propagation on Spark is not supported yet: give the operator a window option")
+        raise SparkOperatorError(
+            f"{op.label()} has no window option: it keeps the windows of an upstream operator's panes, so apply it "
+            "to that operator's output (op2.apply(op1.apply(df)), or op1.then(op2).apply(df)); on other rows give "
+            "it a window option")
 
     event_ms = _event_time_ms(df, ts_col, shape)
     mode = choose_time_mode(op, time_mode)
@@ -306,7 +335,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
             what = f"column {value_field!r} of type {input_type}" if value_field is not None else \
                 f"whole rows ({input_type}): name a column with value= or the accumulation's field"
             raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} cannot fold {what}; {refusal}")
-    resolved_value_type = value_type or op.accumulation.output_type(input_type)
+    resolved_value_type = value_type or op.value_type or op.accumulation.output_type(input_type)
     if resolved_value_type is None:
         raise SparkOperatorError(
             f"cannot map the output of {type(op.accumulation).__name__} over input type {input_type} to a Spark type; "

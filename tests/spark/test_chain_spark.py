@@ -1,0 +1,171 @@
+"""Chains on Spark equal the local chain, pane for pane, on the same batches and watermarks."""
+import random
+from pathlib import Path
+import sys
+import warnings
+
+import pytest
+from pyspark import cloudpickle
+
+from accumulations import Count, Max, Mean, Sum
+from accumulations.merge import LeftOuterJoin
+from triggers import TriggerOption
+from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator, SessionWindows, TimeWindows,
+                               WindowedOperator, bounded_disorder)
+from windowed_operator.merge_operator import InputOptions
+
+from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, run_local_like_spark, run_local_merge_like_spark,
+                      run_spark, run_spark_merge, spark_panes, write_batches)
+from .test_equivalence import DELAY, make_batches
+from .test_restart_and_errors import _file_sink, _read_sink
+
+pytestmark = pytest.mark.spark
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the key callables run on Spark's Python workers
+
+EARLY_LATE = TriggerOption.at_watermark().with_early_firings_at_every(count=2).with_late_firings_at_every(count=1)
+
+
+def first_stage(window, trigger=None, lateness=10_000, acc=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return KeyedWindowedOperator(window, acc or Sum("amount"), trigger=trigger or TriggerOption.default(),
+                                     allowed_lateness=lateness, key="user", timestamp="ts",
+                                     watermark=bounded_disorder(DELAY))
+
+
+def initial(pane) -> str:
+    return "ab" if pane.key in ("a", "b") else "c"
+
+
+CHAINS = {
+    "sessions-then-windowless-sum-rekeyed": lambda: first_stage(SessionWindows(4_000)).then(
+        KeyedWindowedOperator(None, Sum(), key=initial, value="value", key_type="string")),
+    "hopping-count-then-windowless-max": lambda: first_stage(TimeWindows(10_000).slide_by(5_000), acc=Count()).then(
+        WindowedOperator(None, Max())),
+    "retracting-sessions-then-sum": lambda: first_stage(
+        SessionWindows(4_000), EARLY_LATE.accumulating_and_retracting_fired_panes()).then(WindowedOperator(None, Sum())),
+    "three-stages": lambda: first_stage(TimeWindows(5_000), EARLY_LATE.accumulating_fired_panes()).then(
+        KeyedWindowedOperator(None, Count())).then(WindowedOperator(TimeWindows(20_000), Mean(), allowed_lateness=5_000)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHAINS))
+def test_chain_on_spark_equals_local_chain(spark, tmp_path, case):
+    chain = CHAINS[case]()
+    batches = make_batches(7, n_batches=6)
+    expected = local_panes(run_local_like_spark(chain, batches, DELAY))
+    assert expected, "the chain must produce panes"
+    assert spark_panes(run_spark(spark, chain, batches, tmp_path)) == expected
+
+
+def test_a_late_element_refires_both_stages_consistently(spark, tmp_path):
+    """A row late for stage 1 but within its lateness re-fires stage 1's window (LATE) in the batch
+    whose watermark fired it ON_TIME; stage 2 takes the ON_TIME pane before its own watermark
+    advances and the LATE pane after, so its window fires ON_TIME, then LATE with the new total."""
+    upstream = first_stage(TimeWindows(10_000))
+    downstream = KeyedWindowedOperator(None, Sum(), allowed_lateness=10_000,
+                                       trigger=TriggerOption.default().accumulating_fired_panes())
+    chain = upstream.then(downstream)
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": "a", "amount": 2, "ts": BASE + 2_000}],
+               [{"user": "b", "amount": 1, "ts": BASE + 15_000}],  # the watermark passes [BASE, BASE + 10 s)
+               [{"user": "a", "amount": 5, "ts": BASE + 3_000}]]  # late, within 10 s of lateness
+    runner = run_local_like_spark(chain, batches, DELAY)
+    first = [(p.timing.value, p.value) for p in runner.runners[0].outputs if p.key == "a"]
+    second = [(p.timing.value, p.value) for p in runner.outputs if p.key == "a"]
+    assert first == [("ON_TIME", 3), ("LATE", 5)] and second == [("ON_TIME", 3), ("LATE", 8)]
+    assert spark_panes(run_spark(spark, chain, batches, tmp_path)) == local_panes(runner)
+
+
+def test_restart_mid_chain_equals_one_uninterrupted_run(spark, tmp_path):
+    chain = CHAINS["three-stages"]()
+    batches = make_batches(11, n_batches=6)
+    expected = local_panes(run_local_like_spark(chain, batches, DELAY))
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
+
+    def run_available():
+        df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        query = (chain.apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(sink))
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    write_batches(source, batches[:3], flush=False)
+    run_available()
+    first_run = _read_sink(sink)
+    all_files = write_batches(tmp_path / "staging", batches)
+    for i in range(3, len(all_files)):  # the rest arrives while the query is down
+        (tmp_path / "staging" / f"batch-{i:05d}.json").replace(source / f"batch-{i:05d}.json")
+    run_available()
+    combined = _read_sink(sink)
+    assert first_run and combined != first_run
+    assert combined == expected
+
+
+def test_join_then_windowless_mean_on_spark_equals_local_chain(spark, tmp_path):
+    """The CTR shape: a keyed left-outer join per ad, then the click rate per campaign in the join's windows."""
+    join = KeyedWindowedMergeOperator(
+        TimeWindows(10_000), LeftOuterJoin(clicked_per_impression, result_type="struct<campaign:string,clicked:boolean>"),
+        key="user", timestamp="ts", watermark=bounded_disorder(DELAY), left=InputOptions(), right=InputOptions())
+    ctr = KeyedWindowedOperator(None, Mean(), key=campaign_of, value=was_clicked, key_type="string",
+                                value_type="double", on_bad_element="dead_letter")
+    chain = join.then(ctr)
+    rng = random.Random(5)
+    lefts = [[{"user": f"ad{b}{i}", "amount": rng.choice([1, 2]), "ts": BASE + 6_000 * b + rng.randint(0, 5_000)}
+              for i in range(6)] for b in range(5)]
+    rights = [[{"user": r["user"], "page": "click", "ts": r["ts"] + rng.randint(0, 2_000)}
+               for r in rows if rng.random() < 0.5] for rows in lefts]
+    runner = run_local_merge_like_spark(chain, lefts, rights, DELAY)
+    expected = local_panes(runner)
+    assert expected
+    assert spark_panes(run_spark_merge(spark, chain, lefts, rights, tmp_path)) == expected
+
+
+def clicked_per_impression(impression, click):
+    return {"campaign": f"c{impression['amount']}", "clicked": click is not None}
+
+
+def campaign_of(pane):
+    return pane.value[0]["campaign"]
+
+
+def was_clicked(pane):
+    return 1.0 if any(pair["clicked"] for pair in pane.value) else 0.0
+
+
+def test_a_chained_pipeline_file_runs_on_spark_as_run_local_does(spark, tmp_path):
+    """examples/pipelines/session_summary.yaml: `run` (one Spark query for both operators) writes what
+    `run --local` writes."""
+    import io
+    import json
+    import shutil
+
+    from windowed_operator.pipeline import load_pipeline
+    from windowed_operator.pipeline.local_run import run_pipeline_locally
+    from windowed_operator.spark.pipeline_run import run_pipeline
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "pipelines"
+    generator = load_module(examples / "run.py")
+    sunk = {}
+    for how in ("local", "spark"):
+        root = tmp_path / how
+        root.mkdir()
+        text = (examples / "session_summary.yaml").read_text()
+        (root / "pipeline.yaml").write_text(text.replace("console: {}", "files: {path: out, format: json}"))
+        generator.generate("session_summary", 300, root=root)
+        pipeline = load_pipeline(root / "pipeline.yaml")
+        if how == "local":
+            run_pipeline_locally(pipeline, out=io.StringIO())
+        else:
+            run_pipeline(pipeline, spark=spark, workdir=tmp_path / "work", out=io.StringIO())
+        sunk[how] = sorted(json.dumps(json.loads(line), sort_keys=True) for f in (root / "out").glob("part-*.json")
+                           for line in f.read_text().splitlines())
+        shutil.rmtree(root / "data")
+    assert len(sunk["local"]) > 3 and sunk["spark"] == sunk["local"]
+
+
+def load_module(path: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pipelines_run_for_chain_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

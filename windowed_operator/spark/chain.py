@@ -1,0 +1,191 @@
+"""Chained operators on Spark: an operator's panes feed the next operator in the same streaming query.
+
+``op.apply(df)`` returns its panes and keeps, beside them, the processor's own rows (times in epoch
+ms, pane rows only, each tagged with the step of its batch that made it: ``group_batch.Phase``).
+``op2.apply(panes)`` (or ``op.then(op2).apply(df)``) groups those rows by ``op2``'s key and runs
+``op2`` on them as the local chain runs it (``windowed_operator.chain.ChainRunner``):
+
+- each row becomes the pane the local chain hands over (``chain.pane_from_row``: a retraction
+  carries the output it undoes, so an invertible downstream folds it out) and goes through the
+  downstream's own reader: its key, value and timestamp extractors (callables included), its
+  windows (inherited from the pane without a window option), its bad-element rule;
+- panes released by the upstream's watermark are taken at the downstream's watermark before this
+  batch's, then the downstream's watermark advances, then the panes the upstream's elements made:
+  an ON_TIME pane is never late downstream merely for being emitted at the watermark that fired it
+  (Beam holds the output watermark for it; Spark has one watermark per batch, so the order of steps
+  does it);
+- Spark's watermark reaches every stateful operator of the query unchanged (measured: a second
+  transformWithState sees the first's input watermark in each batch), so the downstream's watermark
+  is the upstream's, as in the local chain; a downstream with its own watermark policy is refused.
+
+Where the key changes, Spark shuffles the panes by the new key: a key column of the panes is
+grouped directly; a callable key is computed from each pane in a Python pass over the panes (its
+Spark type given by the operator's ``key_type``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional, Union
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+from ..chain import check_consumable, pane_from_row
+from ..elements import BadElementError
+from ..operator import OperatorBase, WindowingOptions
+from ..panes import OUTPUT_COLUMNS
+from ..watermarks import UpstreamWatermark
+from .clock import FileClock, SparkBatchClock
+from .errors import SparkOperatorError
+from .plan import PHASE_COLUMN, SparkPlan
+from .processor import ROUTE_COLUMN
+
+_FEED = "_windowed_operator_feed"
+#: What a pane's attributes are called among the processor's columns (``index`` is ``pane_index``).
+_PANE_COLUMN_OF = {**{name: name for name in OUTPUT_COLUMNS}, "index": "pane_index"}
+
+
+@dataclass(frozen=True)
+class Feed:
+    """What a downstream operator needs of an upstream one's output."""
+
+    frame: DataFrame  # the processor's pane rows: times in epoch ms, PHASE_COLUMN
+    operator: WindowingOptions
+    end_of_input_watermark: int
+
+
+def attach_feed(panes: DataFrame, feed: Feed) -> DataFrame:
+    # (set in __dict__ and read from it: a Spark Connect DataFrame answers any other attribute
+    # name with a column)
+    panes.__dict__[_FEED] = feed
+    return panes
+
+
+def feed_of(df: Any) -> Optional[Feed]:
+    return getattr(df, "__dict__", {}).get(_FEED)
+
+
+def pane_rows(out: DataFrame, plan: SparkPlan) -> DataFrame:
+    """The processor's pane rows (no late-data or dead-letter rows), as the next stage reads them."""
+    if plan.side_outputs:
+        out = out.where(F.col("record_type") == "pane")
+    columns = [c for c in OUTPUT_COLUMNS if plan.keyed or c != "key"]
+    return out.select(*columns, PHASE_COLUMN)
+
+
+class RouteKeys:
+    """Adds the downstream's key of each upstream pane (a callable's result; null where it fails:
+    the downstream's reader then rejects that row with the reason)."""
+
+    def __init__(self, operator: OperatorBase, upstream: WindowingOptions) -> None:
+        self.reader = operator.build_reader()
+        self.upstream = upstream
+
+    def _key(self, row: dict) -> Any:
+        try:
+            return self.reader.key_of(pane_from_row(row, self.upstream))
+        except BadElementError:
+            return None
+
+    def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for frame in frames:
+            keys = [self._key(row) for row in frame.to_dict("records")]
+            yield frame.assign(**{ROUTE_COLUMN: pd.Series(keys, dtype=object, index=frame.index)})
+
+
+def _route(op: OperatorBase, feed: Feed, key_type: Optional[str]) -> tuple[DataFrame, Optional[str], Optional[str],
+                                                                                Optional[str]]:
+    """The rows grouped by the downstream's key: (frame, group column, key type, what the state is keyed by)."""
+    frame = feed.frame
+    if not op.keyed:
+        return frame, None, None, None
+    key = op.key
+    if key is None:
+        if not feed.operator.keyed:
+            raise SparkOperatorError(f"{op.label()} is keyed but has no key, and its input {feed.operator.label()} is not "
+                             "keyed: give it key= (a pane attribute such as 'value', or a callable on the pane)")
+        key = "key"
+    if isinstance(key, str):
+        column = _PANE_COLUMN_OF.get(key)
+        if column is None or column not in frame.columns:
+            raise SparkOperatorError(f"{op.label()}: key {key!r} is not an attribute of the panes it reads (they have "
+                             f"{', '.join(c for c in _PANE_COLUMN_OF if _PANE_COLUMN_OF[c] in frame.columns)}); "
+                             "use a callable on the pane for anything else")
+        return frame, column, key_type or frame.schema[column].dataType.simpleString(), f"pane {key}"
+    if key_type is None:
+        raise SparkOperatorError(f"{op.label()}: its key is a callable, whose Spark type cannot be known before it runs: "
+                         "give the operator key_type='<DDL type>' (e.g. key_type='string')")
+    schema = StructType([*frame.schema.fields, StructField(ROUTE_COLUMN, _parse_datatype_string(key_type))])
+    routed = frame.mapInPandas(RouteKeys(op, feed.operator), schema)
+    return routed, ROUTE_COLUMN, key_type, f"callable {getattr(key, '__qualname__', repr(key))}"
+
+
+def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
+    """The DDL type of what the downstream folds, when it reads a pane attribute (None for a callable)."""
+    value = op.value
+    if callable(value):
+        return None
+    if value is None and op.keyed and op.key is not None:  # the reader folds the whole pane (as locally)
+        return StructType([f for f in frame.schema.fields if f.name != PHASE_COLUMN]).simpleString()
+    column = _PANE_COLUMN_OF.get(value or "value")
+    if column is None or column not in frame.columns:
+        raise SparkOperatorError(f"{op.label()}: value {value!r} is not an attribute of the panes it reads; use a callable "
+                         "on the pane for anything else")
+    data_type = frame.schema[column].dataType
+    field = op.accumulation.input_field()
+    if field is not None and value is None:
+        if not isinstance(data_type, StructType) or field not in data_type.fieldNames():
+            raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} reads field {field!r} of the upstream's "
+                             f"values, which are {data_type.simpleString()}")
+        data_type = data_type[field].dataType
+    return data_type.simpleString()
+
+
+def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str] = None, time_mode: str = "auto",
+                       clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
+                       drop_counter: Any = None, state_encoding: str = "json") -> DataFrame:
+    """``op`` over the panes of the operator behind ``feed``: see the module's docstring."""
+    from .runner import check_state_encoding, choose_time_mode, resolve_key_groups, run_processor
+
+    check_state_encoding(state_encoding)
+    check_consumable(feed.operator, op)
+    if not isinstance(op.watermark, UpstreamWatermark):
+        raise SparkOperatorError(
+            f"{op.label()} reads the panes of {feed.operator.label()} and follows its watermark: give it no "
+            f"watermark policy (it has {op.watermark.kind}); the upstream's policy decides the chain's watermark")
+    frame, group_column, key_type, state_key = _route(op, feed, op.key_type)
+    input_type = _input_type(op, feed.frame)
+    if input_type is not None and (op.value is None or isinstance(op.value, str)):
+        refusal = op.accumulation.input_type_refusal(input_type)
+        if refusal is not None:
+            raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} cannot fold the upstream's "
+                                     f"{op.value or 'value'} ({input_type}); {refusal}")
+    resolved_value_type = (value_type or op.value_type
+                           or (op.accumulation.output_type(input_type) if input_type is not None else None))
+    if resolved_value_type is None:
+        what = f"over {input_type}" if input_type is not None else "of a callable's values"
+        raise SparkOperatorError(f"{op.label()}: cannot map the output of {type(op.accumulation).__name__} {what} "
+                                 "to a Spark type; give the operator value_type='<DDL type>'")
+    plan = SparkPlan(
+        operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
+        key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
+        clock=clock or SparkBatchClock(), key_column=group_column, time_column="timestamp",
+        key_groups=resolve_key_groups(key_groups), state_key=state_key, drop_counter=drop_counter,
+        state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
+        upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark)
+    return run_processor(frame, plan, group_column)
+
+
+def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **options: Any) -> DataFrame:
+    """The last operator's panes: the first applied to ``df`` (and ``others``: a merge's right input)
+    with ``options``, each next one to the panes before it."""
+    out = operators[0].apply(df, *others, **options)
+    passed = {k: v for k, v in options.items() if k in ("time_mode", "clock", "key_groups", "state_encoding")}
+    for op in operators[1:]:
+        out = op.apply(out, **passed)
+    return out
+
+
+__all__ = ["Feed", "attach_feed", "feed_of", "pane_rows", "apply_fed_operator", "apply_chain"]
