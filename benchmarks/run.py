@@ -18,6 +18,9 @@ delay) is run through:
   micro-batch is what a latency-minded user feels);
 - the Apache Beam Python DirectRunner on a sample (200,000 events; its start-up timed apart; skipped
   when ``apache_beam`` is not installed, or run from ``--beam-python``'s interpreter);
+- a chain (Nexmark q5's shape): counts per key in hopping 10 s / 2 s windows, then the largest count
+  per window; native Spark chains two windowed aggregations, ours two operators in one query (and
+  the first alone, to show what the second stage costs);
 - per-record sliding windows in the core as the window grows (elements per window 1K -> 1M).
 A warm-up query pair runs first, outside the timings.  Every Spark case runs ``--runs`` times (3),
 round by round with its native peer first (native, ours..., native, ours...: benchmarks/timing.py),
@@ -164,6 +167,30 @@ def ours(spark, data_dir: Path, work: Path, kind: str, trigger: str, key_groups:
     return run
 
 
+def native_hot_items(spark, data_dir: Path, work: Path) -> Run:
+    """Nexmark q5's shape natively: a count per key and hopping window, then the largest count per
+    window (Spark 4 chains windowed aggregations in append mode, the second grouped by window_time)."""
+    from pyspark.sql import functions as F
+
+    df = source(spark, data_dir).withWatermark("ts", f"{DELAY_MS} milliseconds")
+    counts = df.groupBy(F.window("ts", "10 seconds", "2 seconds"), "key").count()
+    out = counts.groupBy(F.window_time("window").alias("window_time")).agg(F.max("count").alias("top"))
+    return run_query(spark, out, work, "native-hot-items")
+
+
+def ours_hot_items(spark, data_dir: Path, work: Path, key_groups: int | None, chained: bool = True) -> Run:
+    """The same with our operators: a hopping count per key, then (``chained``) a windowless Max
+    that keeps each count's window, in the same query."""
+    from accumulations import Count, Max
+    from windowed_operator import KeyedWindowedOperator, TimeWindows, WindowedOperator, bounded_disorder
+
+    counts = KeyedWindowedOperator(TimeWindows(10_000).slide_by(2_000), Count(), key="key", timestamp="ts_ms",
+                                   watermark=bounded_disorder(DELAY_MS))
+    operators = counts.then(WindowedOperator(None, Max())) if chained else counts
+    out = operators.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups)
+    return run_query(spark, out, work, f"ours-hot-items-{chained}")
+
+
 def beam_direct(df: pd.DataFrame, sample: int) -> dict | None:
     """Beam Python DirectRunner, tumbling 10 s sum with early firings every 100 elements, on a sample;
     its start-up (the same pipeline on 10 elements) is timed on its own and reported apart."""
@@ -225,10 +252,15 @@ GROUPS: dict[str, list[str]] = {
                  "ours tumbling 10s retracting", "ours tumbling 10s no pre-aggregation", "ours tumbling 10s plain path"],
     "hopping": ["native hopping 60s/1s", "ours hopping 60s/1s default"],
     "sessions": ["native sessions 30s", "ours sessions 30s default"],
+    "chain": ["native chain hot items", "ours chain hot items", "ours chain first stage only"],
 }
 
 
 def spark_case(spark, data_dir: Path, work: Path, name: str, key_groups: int | None) -> Callable[[], Run]:
+    if name == "native chain hot items":
+        return lambda: native_hot_items(spark, data_dir, work)
+    if name.startswith("ours chain"):
+        return lambda: ours_hot_items(spark, data_dir, work, key_groups, chained=name.endswith("hot items"))
     kind = name.split()[1]
     if name.startswith("native"):
         return lambda: native(spark, data_dir, work, kind)

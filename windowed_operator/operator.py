@@ -139,7 +139,7 @@ class OperatorBase(WindowingOptions):
               value_type: Optional[str] = None, time_mode: str = "auto", clock: Any = None,
               key_groups: Optional[int] = None, vectorized: bool = True, schema: Any = None,
               drop_counter: Any = None, preaggregate: bool = True, end_of_input: Optional[str] = None,
-              state_encoding: str = "json") -> DataFrame:
+              state_encoding: str = "json", spark_event_time: bool = False) -> DataFrame:
         """The streaming DataFrame of this operator's panes over the streaming DataFrame ``df``.
 
         ``key``/``timestamp`` override the operator's columns; ``value_type`` (DDL) types the value
@@ -147,13 +147,15 @@ class OperatorBase(WindowingOptions):
         names a boolean column whose true rows end the input; ``schema`` declares the input's schema
         without analysing ``df`` (Spark Declarative Pipelines); ``key_groups``, ``vectorized``,
         ``preaggregate``, ``time_mode``, ``clock``, ``drop_counter`` and ``state_encoding`` tune the
-        Spark runner: each is described at ``windowed_operator.spark.runner.apply_operator``."""
+        Spark runner; ``spark_event_time`` adds an ``event_time`` column declared as the output's
+        event-time column, so native Spark windows and joins can follow: each is described at
+        ``windowed_operator.spark.runner.apply_operator``."""
         from .spark import apply_operator
 
         return apply_operator(self, df, key=key, timestamp=timestamp, value_type=value_type, time_mode=time_mode,
                               clock=clock, key_groups=key_groups, vectorized=vectorized, schema=schema,
                               drop_counter=drop_counter, preaggregate=preaggregate, end_of_input=end_of_input,
-                              state_encoding=state_encoding)
+                              state_encoding=state_encoding, spark_event_time=spark_event_time)
 
 
 class WindowedOperator(OperatorBase):

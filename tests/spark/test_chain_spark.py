@@ -14,8 +14,11 @@ from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator
                                WindowedOperator, bounded_disorder)
 from windowed_operator.merge_operator import InputOptions
 
+from windowed_operator.spark import END_OF_INPUT
+from windowed_operator.time import MIN_TIMESTAMP
+
 from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, run_local_like_spark, run_local_merge_like_spark,
-                      run_spark, run_spark_merge, spark_panes, write_batches)
+                      run_spark, run_spark_merge, spark_panes, spark_watermarks, write_batches)
 from .test_equivalence import DELAY, make_batches
 from .test_restart_and_errors import _file_sink, _read_sink
 
@@ -169,3 +172,64 @@ def load_module(path: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# -- native Spark after the operator ----------------------------------------------------------------
+def _native_totals_sink(store: dict):
+    def collect(batch_df, batch_id):
+        rows = batch_df.selectExpr("unix_millis(window.start) as start", "total").collect()
+        store[batch_id] = [(r.start, r.total) for r in rows]
+    return collect
+
+
+def test_a_native_window_aggregation_after_the_operator_totals_its_final_panes(spark, tmp_path):
+    """spark_event_time=True declares the panes' event time: a native 20 s window sum in append mode,
+    in the same query, totals the operator's 10 s panes (final per window, no lateness)."""
+    from pyspark.sql import functions as F
+
+    op = first_stage(TimeWindows(10_000), lateness=0)
+    batches = make_batches(3, n_batches=8)
+    write_batches(tmp_path / "in", batches)
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
+    panes = op.apply(df, end_of_input=END_COLUMN, spark_event_time=True)
+    native = (panes.where("event_time is not null").groupBy(F.window("event_time", "20 seconds"))
+              .agg(F.sum("value").alias("total")))
+    store: dict = {}
+    (native.writeStream.outputMode("append").foreachBatch(_native_totals_sink(store))
+     .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
+     .awaitTermination())
+    expected: dict[int, int] = {}
+    for pane in run_local_like_spark(op, batches, DELAY).outputs:
+        start = pane.window_start - pane.window_start % 20_000
+        expected[start] = expected.get(start, 0) + pane.value
+    got = [row for rows in store.values() for row in rows]
+    assert len(expected) > 2 and sorted(got) == sorted(expected.items())
+
+
+def test_panes_behind_the_previous_watermark_carry_no_event_time(spark, tmp_path):
+    """Spark fails a query whose stateful operator emits an event-time row at or behind the previous
+    batch's watermark, so such panes (LATE panes of a window fired in an earlier batch, and their
+    retractions) have a null event_time (documented); every other pane's is its timestamp's last
+    microsecond, which is never at the previous watermark."""
+    op = first_stage(TimeWindows(10_000), EARLY_LATE.accumulating_and_retracting_fired_panes())
+    batches = [*make_batches(7, n_batches=4),
+               [{"user": "b", "amount": 1, "ts": BASE + 10_000}],  # late when its window fires: same batch
+               [{"user": "b", "amount": 2, "ts": BASE + 10_500}]]  # late after the batch that fired it
+    store = run_spark(spark, op, batches, tmp_path, spark_event_time=True)
+    watermarks = [w["in"] for w in spark_watermarks({"in": batches}, DELAY)]  # batch i runs at watermarks[i]
+
+    def previous_watermark(batch_id: int) -> int:
+        return watermarks[batch_id - 1] if 0 < batch_id <= len(watermarks) else \
+            END_OF_INPUT - DELAY if batch_id else MIN_TIMESTAMP
+
+    kinds = set()
+    for batch_id, rows in store.items():
+        for r in rows:
+            behind = r["ts_ms"] < previous_watermark(batch_id)
+            kinds.add((r["timing"], behind))
+            if behind:
+                assert r["event_time"] is None, r
+            else:
+                assert r["event_time"] is not None, r
+                assert r["event_time"].timestamp() * 1000 == pytest.approx(r["ts_ms"] + 0.999, abs=1e-3), r
+    assert {("EARLY", False), ("ON_TIME", False), ("LATE", False), ("LATE", True)} <= kinds

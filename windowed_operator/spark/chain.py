@@ -104,19 +104,20 @@ def _route(op: OperatorBase, feed: Feed, key_type: Optional[str]) -> tuple[DataF
     key = op.key
     if key is None:
         if not feed.operator.keyed:
-            raise SparkOperatorError(f"{op.label()} is keyed but has no key, and its input {feed.operator.label()} is not "
-                             "keyed: give it key= (a pane attribute such as 'value', or a callable on the pane)")
+            raise SparkOperatorError(
+                f"{op.label()} is keyed but has no key, and its input {feed.operator.label()} is not keyed: give "
+                "it key= (a pane attribute such as 'value', or a callable on the pane)")
         key = "key"
     if isinstance(key, str):
         column = _PANE_COLUMN_OF.get(key)
         if column is None or column not in frame.columns:
-            raise SparkOperatorError(f"{op.label()}: key {key!r} is not an attribute of the panes it reads (they have "
-                             f"{', '.join(c for c in _PANE_COLUMN_OF if _PANE_COLUMN_OF[c] in frame.columns)}); "
-                             "use a callable on the pane for anything else")
+            attributes = ", ".join(c for c in _PANE_COLUMN_OF if _PANE_COLUMN_OF[c] in frame.columns)
+            raise SparkOperatorError(f"{op.label()}: key {key!r} is not an attribute of the panes it reads (they "
+                                     f"have {attributes}); use a callable on the pane for anything else")
         return frame, column, key_type or frame.schema[column].dataType.simpleString(), f"pane {key}"
     if key_type is None:
-        raise SparkOperatorError(f"{op.label()}: its key is a callable, whose Spark type cannot be known before it runs: "
-                         "give the operator key_type='<DDL type>' (e.g. key_type='string')")
+        raise SparkOperatorError(f"{op.label()}: its key is a callable, whose Spark type cannot be known before it "
+                                 "runs: give the operator key_type='<DDL type>' (e.g. key_type='string')")
     schema = StructType([*frame.schema.fields, StructField(ROUTE_COLUMN, _parse_datatype_string(key_type))])
     routed = frame.mapInPandas(RouteKeys(op, feed.operator), schema)
     return routed, ROUTE_COLUMN, key_type, f"callable {getattr(key, '__qualname__', repr(key))}"
@@ -131,21 +132,22 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
         return StructType([f for f in frame.schema.fields if f.name != PHASE_COLUMN]).simpleString()
     column = _PANE_COLUMN_OF.get(value or "value")
     if column is None or column not in frame.columns:
-        raise SparkOperatorError(f"{op.label()}: value {value!r} is not an attribute of the panes it reads; use a callable "
-                         "on the pane for anything else")
+        raise SparkOperatorError(f"{op.label()}: value {value!r} is not an attribute of the panes it reads; use a "
+                                 "callable on the pane for anything else")
     data_type = frame.schema[column].dataType
     field = op.accumulation.input_field()
     if field is not None and value is None:
         if not isinstance(data_type, StructType) or field not in data_type.fieldNames():
-            raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} reads field {field!r} of the upstream's "
-                             f"values, which are {data_type.simpleString()}")
+            raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} reads field {field!r} of the "
+                                     f"upstream's values, which are {data_type.simpleString()}")
         data_type = data_type[field].dataType
     return data_type.simpleString()
 
 
 def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str] = None, time_mode: str = "auto",
                        clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
-                       drop_counter: Any = None, state_encoding: str = "json") -> DataFrame:
+                       drop_counter: Any = None, state_encoding: str = "json",
+                       spark_event_time: bool = False) -> DataFrame:
     """``op`` over the panes of the operator behind ``feed``: see the module's docstring."""
     from .runner import check_state_encoding, choose_time_mode, resolve_key_groups, run_processor
 
@@ -174,18 +176,24 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         clock=clock or SparkBatchClock(), key_column=group_column, time_column="timestamp",
         key_groups=resolve_key_groups(key_groups), state_key=state_key, drop_counter=drop_counter,
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
-        upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark)
+        upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
+        event_time_output=spark_event_time)
     return run_processor(frame, plan, group_column)
 
 
 def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **options: Any) -> DataFrame:
     """The last operator's panes: the first applied to ``df`` (and ``others``: a merge's right input)
-    with ``options``, each next one to the panes before it."""
-    out = operators[0].apply(df, *others, **options)
+    with ``options``, each next one to the panes before it; ``spark_event_time`` goes to the last
+    stage only (the chain's output is what native Spark reads)."""
+    event_time = {"spark_event_time": options.pop("spark_event_time", False)}
     passed = {k: v for k, v in options.items() if k in ("time_mode", "clock", "key_groups", "state_encoding")}
-    for op in operators[1:]:
+    *inner, last = operators
+    if not inner:
+        return last.apply(df, *others, **options, **event_time)
+    out = inner[0].apply(df, *others, **options)
+    for op in inner[1:]:
         out = op.apply(out, **passed)
-    return out
+    return last.apply(out, **passed, **event_time)
 
 
 __all__ = ["Feed", "attach_feed", "feed_of", "pane_rows", "apply_fed_operator", "apply_chain"]

@@ -90,7 +90,7 @@ def _expect(text: str, token: str) -> str:
 
 
 def transform_with_state(df: Any, group_column: str, processor: Any, output_schema: StructType, time_mode: str,
-                         columns: list[str]) -> Any:
+                         columns: list[str], event_time_column: str = "") -> Any:
     """``df.groupBy(group_column).transformWithStateInPandas(...)`` on Spark Connect, analysis-free."""
     from pyspark.sql.connect import plan
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
@@ -105,6 +105,6 @@ def transform_with_state(df: Any, group_column: str, processor: Any, output_sche
     return ConnectDataFrame(
         plan.TransformWithStateInPandas(
             child=df._plan, grouping_cols=[col(group_column)], function=udf_obj, output_schema=output_schema,
-            output_mode="Append", time_mode=time_mode, event_time_col_name="", cols=columns,
+            output_mode="Append", time_mode=time_mode, event_time_col_name=event_time_column, cols=columns,
             initial_state_plan=None, initial_state_grouping_cols=None),
         session=df._session)

@@ -63,7 +63,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                          value_type: Optional[str] = None, time_mode: str = "auto",
                          clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                          drop_counter: Any = None, end_of_input: Optional[str] = None,
-                         state_encoding: str = "json") -> DataFrame:
+                         state_encoding: str = "json", spark_event_time: bool = False) -> DataFrame:
     """The streaming DataFrame of panes of a merge operator over two streaming DataFrames.
 
     Columns as for one-input operators (``key`` for keyed merges).  ``key``/``timestamp`` name the
@@ -116,7 +116,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
         time_column=MERGE_TIME_COLUMN, key_groups=resolve_key_groups(key_groups),
-        drop_counter=drop_counter, state_encoding=state_encoding,
+        drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
         state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None)
     assert set(PAYLOAD_COLUMNS) == set(SIDES)
     return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None)

@@ -158,9 +158,9 @@ class SparkPlan:
         """The event-time column: a pane's timestamp as its last microsecond (as Spark's
         ``window_time`` is a window's), so a pane stamped at the previous batch's watermark ``behind``
         is not behind it by Spark's rule (a row at or before the watermark is late); null where Spark
-        would refuse the row (stamped before ``behind``: LATE panes, their retractions), beyond the
-        end of event time here (``END_OF_INPUT``: the global window's panes) or for rows that are no
-        pane (late data, dead letters, count rows)."""
+        would refuse the row (stamped before ``behind``: a window's LATE panes after the batch that
+        fired it on time, and their retractions), beyond the end of event time here (``END_OF_INPUT``:
+        the global window's panes) or for rows that are no pane (late data, dead letters, counts)."""
         stamps = pd.to_numeric(pd.Series(timestamps, dtype=object), errors="coerce").to_numpy(dtype=float)
         kept = ~np.isnan(stamps)
         kept[kept] = (stamps[kept] >= behind) & (stamps[kept] < END_OF_INPUT)

@@ -17,8 +17,8 @@ from .clock import FileClock, SparkBatchClock
 from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
 from .errors import SparkOperatorError
 from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
-from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, LATE_COUNT_COLUMN, PHASE_COLUMN, SparkPlan, array_values,
-                   vector_value_column)
+from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COLUMN, LATE_COUNT_COLUMN,
+                   PHASE_COLUMN, SparkPlan, array_values, vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
@@ -230,13 +230,15 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     if _GROUP_COLUMN not in columns:
         columns.append(_GROUP_COLUMN)
     plan = dataclasses.replace(plan, input_columns=tuple(columns))
+    event_time_column = EVENT_TIME_COLUMN if plan.event_time_output else ""
     if is_connect(projected):  # build the plan without analysis requests (Spark Declarative Pipelines)
         out = transform_with_state(projected, _GROUP_COLUMN, WindowedStatefulProcessor(plan),
-                                   parse_ddl_schema(plan.processor_schema()), plan.time_mode, columns)
+                                   parse_ddl_schema(plan.processor_schema()), plan.time_mode, columns,
+                                   event_time_column)
     else:
         out = projected.groupBy(_GROUP_COLUMN).transformWithStateInPandas(
             statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
-            outputMode="Append", timeMode=plan.time_mode)
+            outputMode="Append", timeMode=plan.time_mode, eventTimeColumnName=event_time_column)
     out = observe_drops(out, plan)
     feed = Feed(frame=pane_rows(out, plan), operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark)
     columns: list[Column] = []
@@ -249,6 +251,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     if plan.side_outputs:
         columns += [F.col("record_type"), F.col("reason"), F.col("element"),
                     F.timestamp_millis("element_timestamp").alias("element_timestamp")]
+    if plan.event_time_output:
+        columns.append(F.col(EVENT_TIME_COLUMN))
     return attach_feed(out.select(*columns), feed)
 
 
@@ -257,7 +261,8 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                    clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                    vectorized: bool = True, schema: Union[str, StructType, None] = None,
                    drop_counter: Any = None, preaggregate: bool = True,
-                   end_of_input: Optional[str] = None, state_encoding: str = "json") -> DataFrame:
+                   end_of_input: Optional[str] = None, state_encoding: str = "json",
+                   spark_event_time: bool = False) -> DataFrame:
     """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
 
     ``key_groups``: how many state values the keys are hashed into (default ``DEFAULT_KEY_GROUPS``,
@@ -280,6 +285,13 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     not matter, under an upstream watermark it must carry ``END_OF_INPUT`` in the watermarked
     column.  Without it no row ends the input, and no event time does: times at or after
     ``END_OF_INPUT`` (2255-03-14) are bad elements, and do not move a bounded-disorder watermark.
+    ``spark_event_time=True`` adds an ``event_time`` column (timestamp) declared as the output's
+    event-time column (``eventTimeColumnName``), so that a native windowed aggregation or
+    stream-stream join can follow in the same query under Spark's watermark: a pane's timestamp plus
+    999 microseconds, null where Spark would call the row late (a pane stamped behind the previous
+    batch's watermark: a window's LATE panes after the batch that fired it on time) and on the global
+    window's panes; filter ``event_time IS NOT NULL`` (and on ``timing``/``is_retraction`` as the
+    consumer needs) before the native operator.
 
     Output columns: ``key`` (keyed operators), ``window_start``, ``window_end`` (timestamps),
     ``value`` (typed by the accumulation), ``timing``, ``pane_index``, ``is_first``, ``is_last``,
@@ -296,7 +308,8 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                 "apply() (its key and value come from the operator's options, its time is the pane's, and its "
                 "input ends when the upstream's does)")
         return apply_fed_operator(op, feed, value_type=value_type, time_mode=time_mode, clock=clock,
-                                  key_groups=key_groups, drop_counter=drop_counter, state_encoding=state_encoding)
+                                  key_groups=key_groups, drop_counter=drop_counter, state_encoding=state_encoding,
+                                  spark_event_time=spark_event_time)
     check_state_encoding(state_encoding)
     declared = declared_schema(schema)
     require_streaming(df, trusted=declared is not None)
@@ -357,7 +370,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), key_column=key_col, time_column=ts_col, value_column=value_column,
         vectorized=vectorized and use_arrays, key_groups=resolve_key_groups(key_groups), state_key=key_col,
-        drop_counter=drop_counter, state_encoding=state_encoding,
+        drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
         integral_columns=(ts_col, *(f.name for f in shape.fields if isinstance(f.dataType, IntegralType))),
         columnar=columnar)
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
