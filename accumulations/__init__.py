@@ -1,10 +1,10 @@
 """The Accumulation protocol and the standard library of accumulations."""
 from .base import Accumulation, FieldAccumulation
-from .collections import ToList, TopN
+from .collections import AllMax, ToList, TopN
 from .generic import Combine, Reduce
 from .merge import Cogroup, FullOuterJoin, InnerJoin, LeftOuterJoin, MergeAccumulation
 from .numeric import Count, Max, Mean, Min, Sum
 
-__all__ = ["Accumulation", "FieldAccumulation", "Sum", "Count", "Min", "Max", "Mean", "TopN", "ToList",
+__all__ = ["Accumulation", "FieldAccumulation", "Sum", "Count", "Min", "Max", "Mean", "TopN", "AllMax", "ToList",
            "Reduce", "Combine", "MergeAccumulation", "InnerJoin", "LeftOuterJoin", "FullOuterJoin",
            "Cogroup"]

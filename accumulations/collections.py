@@ -1,4 +1,4 @@
-"""Accumulations whose output is a collection: ToList and TopN."""
+"""Accumulations whose output is a collection: ToList, TopN and AllMax."""
 from __future__ import annotations
 
 import heapq
@@ -52,6 +52,42 @@ class TopN(Accumulation[Any, list, list]):
 
     def merge(self, a1: list, a2: list) -> list:
         return heapq.nlargest(self.n, a1 + a2, key=self._rank)
+
+    def get_output(self, accumulated: list) -> list:
+        return list(accumulated)
+
+    def output_type(self, input_type: str) -> Optional[str]:
+        return f"array<{input_type}>"
+
+
+class AllMax(Accumulation[Any, list, list]):
+    """Every input ranked largest (by ``field`` or ``key``), all of them on a tie, in arrival order:
+    Nexmark's "hot items" and "highest bid" keep every auction or bid tied for the top, where
+    ``TopN(1)`` would pick one arbitrarily."""
+
+    field: Optional[str] = None
+    key: Optional[Callable[[Any], Any]] = None
+
+    def _rank(self, value: Any) -> Any:
+        if self.key is not None:
+            return self.key(value)
+        if self.field is not None:
+            return value[self.field] if isinstance(value, dict) else getattr(value, self.field)
+        return value
+
+    def default_accumulated_value(self) -> list:
+        return []
+
+    def accumulate(self, accumulated: list, value: Any) -> list:
+        return self.merge(accumulated, [value])
+
+    def merge(self, a1: list, a2: list) -> list:
+        if not a1 or not a2:
+            return [*a1, *a2]
+        top1, top2 = self._rank(a1[0]), self._rank(a2[0])
+        if top1 == top2:
+            return [*a1, *a2]
+        return list(a1) if top1 > top2 else list(a2)
 
     def get_output(self, accumulated: list) -> list:
         return list(accumulated)

@@ -2,7 +2,7 @@
 import pytest
 from pydantic import ValidationError
 
-from accumulations import Combine, Count, Max, Mean, Min, Reduce, Sum, ToList, TopN
+from accumulations import AllMax, Combine, Count, Max, Mean, Min, Reduce, Sum, ToList, TopN
 
 
 def fold(acc, values):
@@ -22,6 +22,10 @@ def fold(acc, values):
     (TopN(2), [5, 1, 7, 3], [7, 5]),
     (TopN(1, field="score"), [{"score": 1}, {"score": 9}], [{"score": 9}]),
     (ToList(), [1, 2, 3], [1, 2, 3]),
+    (AllMax(), [3, 7, 1, 7], [7, 7]),
+    (AllMax(field="num"), [{"a": 1, "num": 2}, {"a": 2, "num": 5}, {"a": 3, "num": 5}, {"a": 4, "num": 4}],
+     [{"a": 2, "num": 5}, {"a": 3, "num": 5}]),
+    (AllMax(key=lambda bid: bid[1]), [("x", 1)], [("x", 1)]),
     (Reduce(lambda a, b: a * b), [2, 3, 4], 24),
     (Combine(set, lambda s, x: s | {x}, lambda a, b: a | b, len), [1, 2, 2, 3], 3),
 ])
@@ -60,3 +64,11 @@ def test_topn_rejects_zero():
     with pytest.raises(ValidationError) as info:
         TopN(0)
     assert info.value.errors()[0]["loc"] == ("n",)
+
+
+def test_allmax_keeps_every_tie_in_arrival_order():
+    acc = AllMax(field="price")
+    bids = [{"id": i, "price": p} for i, p in enumerate([5, 9, 2, 9, 9, 1])]
+    assert [b["id"] for b in acc.get_output(fold(acc, bids))] == [1, 3, 4]
+    assert acc.get_output(acc.default_accumulated_value()) == []
+    assert acc.output_type("struct<id:bigint,price:bigint>") == "array<struct<id:bigint,price:bigint>>"

@@ -117,3 +117,17 @@ def test_without_pyspark_spark_commands_say_how_to_get_it(tmp_path, monkeypatch,
     assert cli.main(["run", str(path)]) == 1
     assert "running on Spark needs pyspark: pip install 'windowed-operator[spark]'" in capsys.readouterr().err
     assert cli.main(["run", str(path), "--local"]) == 0  # the local runner needs no Spark
+
+
+def test_global_window_panes_show_null_bounds_as_spark_does():
+    """A sink row of the global window: its bounds and end-of-time timestamp are null, as on Spark
+    (Python's datetime ends at year 9999; Beam's global window at +292,000 years)."""
+    from accumulations import Sum
+    from windowed_operator import GlobalWindow, KeyedWindowedOperator
+    from windowed_operator.pipeline.local_io import pane_row
+    from windowed_operator.testing import TestStream, TimestampedValue
+
+    op = KeyedWindowedOperator(GlobalWindow(), Sum())
+    pane, = op.run_local(TestStream().add_elements(TimestampedValue(("a", 2), 1_000)).advance_watermark_to_infinity())
+    row = pane_row(pane, keyed=True, side_outputs=False)
+    assert (row["window_start"], row["window_end"], row["timestamp"], row["value"]) == (None, None, None, 2)

@@ -15,7 +15,19 @@ MAX_TIMESTAMP: int = 9_223_372_036_854_775
 #: Beam ends the global window one day before the end of time, so that its expiry timer can still fire.
 END_OF_GLOBAL_WINDOW: int = MAX_TIMESTAMP - 86_400_000
 
+#: The times a Python ``datetime`` (and so a collected Spark timestamp) can hold: years 1 to 9999.
+#: Spark stores the bounds above, but cannot hand them to Python (measured: collecting a global
+#: window's pane fails with a long overflow), so output times outside are shown as null.
+MIN_SHOWN_TIME: int = -62_135_596_800_000
+MAX_SHOWN_TIME: int = 253_402_300_799_999
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def shown_time(ms: Optional[int]) -> Optional[int]:
+    """An output time as rows show it: None beyond what a timestamp can hold (the global window's
+    bounds and the timestamp of its end-of-time pane)."""
+    return ms if ms is not None and MIN_SHOWN_TIME <= ms <= MAX_SHOWN_TIME else None
 
 
 class TimestampError(ValueError):

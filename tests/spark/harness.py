@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from windowed_operator.chain import Chain, ChainRunner
 from windowed_operator.spark import END_OF_INPUT, FileClock
-from windowed_operator.time import MIN_TIMESTAMP
+from windowed_operator.time import MIN_TIMESTAMP, shown_time
 from windowed_operator.watermarks import UpstreamWatermark
 
 SCHEMA = "user string, amount bigint, ts bigint"
@@ -167,8 +167,9 @@ def _local_runner(op, processing_time: int):
 
 
 def local_panes(runner) -> Counter:
-    return Counter((r.key, r.window_start, r.window_end, _hashable(r.value), r.timing.value, r.index, r.is_first, r.is_last,
-                    r.is_retraction, r.timestamp) for r in runner.outputs)
+    """The local runner's panes with their times as Spark's rows show them (``time.shown_time``)."""
+    return Counter((r.key, shown_time(r.window_start), shown_time(r.window_end), _hashable(r.value), r.timing.value,
+                    r.index, r.is_first, r.is_last, r.is_retraction, shown_time(r.timestamp)) for r in runner.outputs)
 
 
 # -- two inputs ------------------------------------------------------------------------------------

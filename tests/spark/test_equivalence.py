@@ -11,7 +11,8 @@ from triggers import TriggerOption
 from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows, SlidingWindows,
                                TimeWindows, WindowedOperator, bounded_disorder)
 
-from .harness import BASE, local_panes, run_local_like_spark, run_spark, spark_panes
+from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, run_local_like_spark, run_spark, spark_panes,
+                      write_batches)
 
 pytestmark = pytest.mark.spark
 
@@ -108,6 +109,18 @@ def test_the_global_window_fires_at_the_end_of_input(spark, tmp_path):
         totals[row["user"]] += row["amount"]
     assert {p[0]: p[3] for p in expected} == dict(totals) and all(p[4] == "ON_TIME" for p in expected)
     assert spark_panes(run_spark(spark, op, batches, tmp_path)) == expected
+
+
+def test_global_window_panes_can_be_collected_to_python(spark, tmp_path):
+    """Beam's global-window bounds (+-292,000 years) fit Spark's timestamps but not Python's: they and
+    the end-of-time pane's timestamp are shown as null, so collect() and toPandas() work."""
+    op = operator(GlobalWindow(), TriggerOption.default(), lateness=0)
+    write_batches(tmp_path / "in", make_batches(4, n_batches=2, per_batch=3))
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
+    (op.apply(df, end_of_input=END_COLUMN).writeStream.format("memory").queryName("global_panes")
+     .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start().awaitTermination())
+    rows = spark.sql("select * from global_panes").collect()
+    assert rows and all(r.window_start is None and r.window_end is None and r.timestamp is None for r in rows)
 
 
 def test_processing_time_triggers_with_a_controlled_clock(spark, tmp_path):

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..elements import element_json
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord
 from .ddl import parse_columns
+from ..time import shown_time
 
 _INTEGRAL = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}
 _FLOATING = {"float", "real", "double"}
@@ -132,7 +133,8 @@ def read_file(path: Path, fmt: str, schema: str, options: dict[str, str]) -> lis
 # -- sinks ---------------------------------------------------------------------------------------
 
 def _time(ms: Optional[int]) -> Optional[dt.datetime]:
-    return None if ms is None else dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=ms)
+    shown = shown_time(ms)
+    return None if shown is None else dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=shown)
 
 
 def _row(keyed: bool, pane: tuple, side: Optional[tuple]) -> dict:

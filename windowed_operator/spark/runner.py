@@ -11,7 +11,7 @@ from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, Timest
 from ..columnar import columnar_form
 from ..columnar_records import supports_columnar_path
 from ..operator import OperatorBase, WindowingOptions
-from ..time import event_time_in_range, latest_event_time
+from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, event_time_in_range, latest_event_time
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
 from .clock import FileClock, SparkBatchClock
 from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
@@ -215,6 +215,12 @@ def observe_drops(out: DataFrame, plan: SparkPlan) -> DataFrame:
     return observed.where(late.isNull()).drop(*COUNT_COLUMNS)
 
 
+def shown_timestamp(column: str) -> Column:
+    """An epoch-ms column as a timestamp, null beyond what Python can hold (``time.shown_time``)."""
+    ms = F.col(column)
+    return F.when(ms.between(MIN_SHOWN_TIME, MAX_SHOWN_TIME), F.timestamp_millis(ms)).alias(column)
+
+
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                   columns: Optional[list[str]] = None) -> DataFrame:
     """Group by key group, run the processor, convert times to timestamps.
@@ -244,13 +250,11 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     columns: list[Column] = []
     if plan.keyed:
         columns.append(F.col("key"))
-    columns += [F.timestamp_millis("window_start").alias("window_start"),
-                F.timestamp_millis("window_end").alias("window_end"), F.col("value"), F.col("timing"),
+    columns += [shown_timestamp("window_start"), shown_timestamp("window_end"), F.col("value"), F.col("timing"),
                 F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
-                F.timestamp_millis("timestamp").alias("timestamp")]
+                shown_timestamp("timestamp")]
     if plan.side_outputs:
-        columns += [F.col("record_type"), F.col("reason"), F.col("element"),
-                    F.timestamp_millis("element_timestamp").alias("element_timestamp")]
+        columns += [F.col("record_type"), F.col("reason"), F.col("element"), shown_timestamp("element_timestamp")]
     if plan.event_time_output:
         columns.append(F.col(EVENT_TIME_COLUMN))
     return attach_feed(out.select(*columns), feed)

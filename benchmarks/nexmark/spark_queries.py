@@ -1,0 +1,130 @@
+"""The Nexmark queries on Spark: ours (the operators of ``queries.py`` applied to streaming
+DataFrames) and native PySpark where Spark can express the query (append mode: each window's final
+result once the watermark passes it)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from pyspark import cloudpickle
+
+from . import queries
+from .generator import SPARK_SCHEMA
+from .queries import AUCTION_COLUMNS, BID_COLUMNS, PERSON_COLUMNS, Pane, QueryConfig, operator
+
+# the queries' callables run on Spark's Python workers, which cannot import this package
+cloudpickle.register_pickle_by_value(queries)
+
+#: The marker column of the event files' last row (``generator.write_files(end_marker=True)``).
+END_COLUMN = "end_of_input"
+#: Queries native Spark can express (q12 fires on processing time; q11's early firings are not
+#: expressible, its final counts are: native ``session_window``).
+NATIVE = ("q5", "q5r", "q7", "q8", "q11")
+#: Queries whose operators run in Spark's processing-time mode: timers are always pending there, so
+#: such a query needs a processing-time trigger (``availableNow`` would never end).
+PROCESSING_TIME = ("q12",)
+
+
+def source(spark: Any, directory: Path, fmt: str = "parquet") -> Any:
+    reader = spark.readStream.schema(f"{SPARK_SCHEMA}, {END_COLUMN} boolean").option("maxFilesPerTrigger", 1)
+    return reader.parquet(str(directory)) if fmt == "parquet" else reader.json(str(directory))
+
+
+def _kind(df: Any, column: str, columns: list[str]) -> Any:
+    from pyspark.sql import functions as F
+
+    return df.where(F.col(column).isNotNull() | F.col(END_COLUMN)).select(*columns, END_COLUMN)
+
+
+def ours(query: str, config: QueryConfig, events: Any, **options: Any) -> Any:
+    """Our panes of ``query`` over the streaming DataFrame of all events."""
+    op = operator(query, config)
+    if query == "q8":
+        return op.apply(_kind(events, "name", PERSON_COLUMNS), _kind(events, "itemName", AUCTION_COLUMNS),
+                        end_of_input=END_COLUMN, **options)
+    return op.apply(_kind(events, "auction", BID_COLUMNS), end_of_input=END_COLUMN, **options)
+
+
+def native(query: str, config: QueryConfig, events: Any) -> Optional[Any]:
+    """Native Spark's final results of ``query`` (append mode), or None where Spark cannot express it."""
+    from pyspark.sql import functions as F
+
+    delay = f"{config.max_disorder_ms} milliseconds"
+    # The watermark is taken over every row (the end-of-input row included) before keeping a kind;
+    # a filter that names only other columns would be pushed below withWatermark (Spark's optimizer
+    # does) and hide the end-of-input row from it, so each filter names the event-time column too.
+    timed = events.withColumn("t", F.timestamp_millis("dateTime")).withWatermark("t", delay)
+    bids = timed.where(_kept("auction", "t"))
+    size, period = f"{config.window_ms} milliseconds", f"{config.period_ms} milliseconds"
+    if query == "q5":
+        counts = bids.groupBy(F.window("t", size, period), "auction").agg(F.count("*").alias("num"))
+        per_window = counts.groupBy(F.window_time("window").alias("wt")).agg(
+            F.max("num").alias("top"), F.collect_list(F.struct("auction", "num")).alias("counts"))
+        # window_time is the window's end - 1 us: its start in ms is that, truncated, + 1 - size
+        return per_window.select((F.unix_millis("wt") + 1 - config.window_ms).alias("start"),
+                                 F.filter("counts", lambda c: c["num"] == F.col("top")).alias("hot"))
+    if query == "q5r":
+        return bids.groupBy(F.window("t", size, period)).agg(F.count("*").alias("num")).select(
+            F.unix_millis("window.start").alias("start"), "num")
+    if query == "q7":
+        return bids.groupBy(F.window("t", size)).agg(
+            F.max("price").alias("top"), F.collect_list(F.struct(*BID_COLUMNS)).alias("bids")).select(
+            F.unix_millis("window.start").alias("start"),
+            F.filter("bids", lambda b: b["price"] == F.col("top")).alias("highest"))
+    if query == "q8":
+        persons = timed.where(_kept("name", "t")).select(
+            F.window("t", size).alias("pw"), F.col("id"), F.col("name"))
+        auctions = (events.withColumn("at", F.timestamp_millis("dateTime")).withWatermark("at", delay)
+                    .where(_kept("itemName", "at"))
+                    .select(F.window("at", size).alias("aw"), F.col("seller"), F.col("reserve")))
+        joined = persons.join(auctions, (F.col("pw") == F.col("aw")) & (F.col("id") == F.col("seller")))
+        return joined.select(F.unix_millis("pw.start").alias("start"), "id", "name", "reserve")
+    if query == "q11":
+        sessions = bids.groupBy(F.session_window("t", f"{config.session_gap_ms} milliseconds"), "bidder").agg(
+            F.count("*").alias("num"))
+        return sessions.select("bidder", F.unix_millis("session_window.start").alias("start"),
+                               F.unix_millis("session_window.end").alias("end"), "num")
+    return None
+
+
+def _kept(column: str, event_time: str) -> Any:
+    """``column IS NOT NULL`` as one predicate that also names the event-time column (see ``native``)."""
+    from pyspark.sql import functions as F
+
+    return F.when(F.col(event_time).isNotNull(), F.col(column).isNotNull()).otherwise(F.lit(False))
+
+
+def ours_panes(rows: list[dict], query: str) -> list[Pane]:
+    """Our output rows (``window_start``/``window_end`` as epoch ms; null for the global window) as panes."""
+    return [Pane(r.get("key"), _ms(r["ws"]), _ms(r["we"]), _plain(r["value"]), bool(r["is_retraction"]))
+            for r in rows if r.get("record_type", "pane") == "pane"]
+
+
+def _ms(value: Any) -> Optional[int]:
+    return None if value is None else int(value)
+
+
+def native_result(query: str, rows: list[Any]) -> set:
+    """Native Spark's final results in the shape of ``queries.model``'s."""
+    from .queries import _multiset
+
+    if query == "q5":
+        return {(int(r["start"]), int(c["auction"]), int(c["num"])) for r in rows for c in r["hot"]}
+    if query == "q5r":
+        return {(int(r["start"]), int(r["num"])) for r in rows}
+    if query == "q7":
+        return {(int(r["start"]), int(b["auction"]), int(b["bidder"]), int(b["price"]), int(b["dateTime"]))
+                for r in rows for b in r["highest"]}
+    if query == "q8":
+        return _multiset((int(r["start"]), int(r["id"]), r["name"], int(r["reserve"])) for r in rows)
+    if query == "q11":
+        return {(int(r["bidder"]), int(r["start"]), int(r["end"]), int(r["num"])) for r in rows}
+    raise ValueError(f"native Spark cannot express {query}")
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "asDict"):
+        return {k: _plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
