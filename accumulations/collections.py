@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Optional
 
 from pydantic import Field
 
@@ -29,13 +29,14 @@ class ToList(FieldAccumulation[list, list]):
         return f"array<{input_type}>"
 
 
-class TopN(Accumulation[Any, list, list]):
-    """The ``n`` largest inputs (by ``field`` or ``key``), largest first."""
+class _Ranked:
+    """What TopN and AllMax share: inputs ranked by ``field`` or ``key``, kept as a list that merges.
+    (A plain mixin: the classes declare their own fields, so that their field order, and with it the
+    repr a checkpoint's fingerprint stores, stays as it was.)"""
 
-    _positional: ClassVar[tuple[str, ...]] = ("n",)
-    n: int = Field(gt=0, description="how many values to keep")
-    field: Optional[str] = None
-    key: Optional[Callable[[Any], Any]] = None
+    if TYPE_CHECKING:
+        field: Optional[str]
+        key: Optional[Callable[[Any], Any]]
 
     def _rank(self, value: Any) -> Any:
         if self.key is not None:
@@ -48,10 +49,7 @@ class TopN(Accumulation[Any, list, list]):
         return []
 
     def accumulate(self, accumulated: list, value: Any) -> list:
-        return self.merge(accumulated, [value])
-
-    def merge(self, a1: list, a2: list) -> list:
-        return heapq.nlargest(self.n, a1 + a2, key=self._rank)
+        return self.merge(accumulated, [value])  # type: ignore[attr-defined]
 
     def get_output(self, accumulated: list) -> list:
         return list(accumulated)
@@ -60,26 +58,25 @@ class TopN(Accumulation[Any, list, list]):
         return f"array<{input_type}>"
 
 
-class AllMax(Accumulation[Any, list, list]):
+class TopN(_Ranked, Accumulation[Any, list, list]):
+    """The ``n`` largest inputs (by ``field`` or ``key``), largest first."""
+
+    _positional: ClassVar[tuple[str, ...]] = ("n",)
+    n: int = Field(gt=0, description="how many values to keep")
+    field: Optional[str] = None
+    key: Optional[Callable[[Any], Any]] = None
+
+    def merge(self, a1: list, a2: list) -> list:
+        return heapq.nlargest(self.n, a1 + a2, key=self._rank)
+
+
+class AllMax(_Ranked, Accumulation[Any, list, list]):
     """Every input ranked largest (by ``field`` or ``key``), all of them on a tie, in arrival order:
     Nexmark's "hot items" and "highest bid" keep every auction or bid tied for the top, where
     ``TopN(1)`` would pick one arbitrarily."""
 
     field: Optional[str] = None
     key: Optional[Callable[[Any], Any]] = None
-
-    def _rank(self, value: Any) -> Any:
-        if self.key is not None:
-            return self.key(value)
-        if self.field is not None:
-            return value[self.field] if isinstance(value, dict) else getattr(value, self.field)
-        return value
-
-    def default_accumulated_value(self) -> list:
-        return []
-
-    def accumulate(self, accumulated: list, value: Any) -> list:
-        return self.merge(accumulated, [value])
 
     def merge(self, a1: list, a2: list) -> list:
         if not a1 or not a2:
@@ -88,9 +85,3 @@ class AllMax(Accumulation[Any, list, list]):
         if top1 == top2:
             return [*a1, *a2]
         return list(a1) if top1 > top2 else list(a2)
-
-    def get_output(self, accumulated: list) -> list:
-        return list(accumulated)
-
-    def output_type(self, input_type: str) -> Optional[str]:
-        return f"array<{input_type}>"

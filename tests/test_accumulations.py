@@ -72,3 +72,9 @@ def test_allmax_keeps_every_tie_in_arrival_order():
     assert [b["id"] for b in acc.get_output(fold(acc, bids))] == [1, 3, 4]
     assert acc.get_output(acc.default_accumulated_value()) == []
     assert acc.output_type("struct<id:bigint,price:bigint>") == "array<struct<id:bigint,price:bigint>>"
+
+
+def test_topn_repr_is_unchanged_since_checkpoints_store_it():
+    """A checkpoint's fingerprint holds the accumulation's repr: a new field order would refuse every
+    stored TopN checkpoint as changed."""
+    assert repr(TopN(2)) == "TopN(n=2, field=None, key=None)"

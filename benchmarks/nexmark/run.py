@@ -1,0 +1,208 @@
+"""Nexmark on Spark: our operators and native PySpark on one generated stream, checked for
+correctness, with throughput figures.
+
+    python benchmarks/nexmark/run.py                              # 2M events, every query, 3 runs
+    python benchmarks/nexmark/run.py --events 200000 --queries q5,q7 --runs 1   # a quick look
+
+One stream (``--events``, the Nexmark proportions, 10,000 events per second of event time, up to
+2 s of disorder) is written as parquet, ``--files`` micro-batches, plus an end-of-input row. Per
+query: a warm-up, then ``--runs`` rounds of native, ours (interleaved, each on a fresh checkpoint);
+events per second of wall time for the whole query (median and spread), ours / native per round,
+output rows, the state rows Spark reports after the run and the p50/p99 micro-batch duration. Each
+run's final results are checked against the brute-force model (pandas, over all events), ours and
+native's alike (native q11 by Spark's own session rule, which merges sessions one gap apart).
+q12 runs on processing time, so with a processing-time trigger, stopped when the input is done.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # benchmarks/: timing.py and this package
+
+from nexmark import queries as Q  # noqa: E402
+from nexmark import spark_queries as S  # noqa: E402
+from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
+from timing import interleaved, percentile, ratios, spread  # noqa: E402
+
+
+@dataclass
+class Run:
+    seconds: float
+    rows: list
+    progress: list
+
+
+def run_query(out: Any, checkpoint: Path, files: int, processing_time: bool) -> Run:
+    rows: list = []
+
+    def collect(batch_df: Any, batch_id: int) -> None:
+        columns = [c for c in batch_df.columns if c not in ("window_start", "window_end", "timestamp")]
+        if "window_start" in batch_df.columns:
+            batch_df = batch_df.selectExpr(*columns, "unix_millis(window_start) as ws",
+                                           "unix_millis(window_end) as we")
+        rows.extend(r.asDict(recursive=True) for r in batch_df.collect())
+
+    writer = out.writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
+    start = time.perf_counter()
+    if not processing_time:
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+    else:
+        query = writer.trigger(processingTime="100 milliseconds").start()
+        try:
+            while True:
+                progress = query.lastProgress
+                end = progress and progress["sources"] and progress["sources"][0]["endOffset"]
+                if end and json.loads(end if isinstance(end, str) else json.dumps(end))["logOffset"] >= files - 1:
+                    break
+                time.sleep(0.05)
+            done = query.lastProgress["batchId"]
+            while query.lastProgress["batchId"] < done + 2:
+                time.sleep(0.05)
+        finally:
+            query.stop()
+    seconds = time.perf_counter() - start
+    progress = [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
+    return Run(seconds, rows, progress)
+
+
+def batch_durations(run: Run) -> tuple[float, float]:
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in run.progress if p.get("numInputRows", 0) > 0]
+    return percentile(durations, 50), percentile(durations, 99)
+
+
+def state_rows(run: Run) -> int:
+    last = [op.get("numRowsTotal", 0) for p in run.progress[-1:] for op in p.get("stateOperators", [])]
+    return sum(last)
+
+
+BEAM_QUERIES = ("q5", "q7", "q8", "q11")
+
+
+def beam_result(query: str, outputs: list[dict]) -> set:
+    """Beam's outputs (each with its window's bounds) in the shape of ``queries.model``'s."""
+    if query == "q5":
+        return {(o["start"], o["value"]["auction_id"], o["value"]["num"]) for o in outputs}
+    if query == "q7":
+        return {(o["start"], o["value"]["auction"], o["value"]["bidder"], o["value"]["price"],
+                 o["value"]["date_time"]) for o in outputs}
+    if query == "q8":
+        return Q._multiset((o["start"], o["value"]["id"], o["value"]["name"], o["value"]["reserve"])
+                           for o in outputs)
+    panes = [Q.Pane(o["value"]["bidder_id"], o["start"], o["end"], o["value"]["bid_count"], False) for o in outputs]
+    return Q.final_result("q11", panes)
+
+
+def run_beam(python: str, events: Any, sample: int, config: Q.QueryConfig, query: str, work: Path) -> dict:
+    """Beam Python's query on the first ``sample`` events (in another interpreter, which has
+    apache_beam), checked against the model on the same events."""
+    import subprocess
+
+    from nexmark.generator import Events
+
+    first = Events(*(f[f.event_id < sample] for f in (events.persons, events.auctions, events.bids)),
+                   config=events.config)
+    sample_dir = work / f"beam-sample-{sample}"
+    if not sample_dir.exists():
+        write_files(first, sample_dir, sample, fmt="json")
+    answer = subprocess.run(
+        [python, str(HERE / "beam_queries.py"), "--input", str(sample_dir / "events-00000.json"), "--query", query,
+         "--window-sec", str(config.window_ms // 1000), "--period-sec", str(config.period_ms // 1000),
+         "--early-count", str(config.early_count), "--delay-sec", str(2 * config.lateness_ms // 1000)],
+        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ""})
+    figures = json.loads(answer.stdout.strip().splitlines()[-1])
+    expected = Q.model(query, first.persons, first.auctions, first.bids, config)
+    return {"seconds": figures["seconds"], "startup_s": figures["startup_s"],
+            "correct": beam_result(query, figures["outputs"]) == expected, "rows": len(figures["outputs"])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Nexmark on Spark: ours, native, checked")
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--files", type=int, default=10, help="micro-batches the stream is written as")
+    parser.add_argument("--queries", default=",".join(Q.QUERIES))
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--beam-python", help="a Python with apache_beam: runs Beam's own queries on a sample")
+    parser.add_argument("--beam-sample", type=int, default=100_000, help="events Beam's queries read")
+    args = parser.parse_args(argv)
+    queries = [q for q in args.queries.split(",") if q]
+    unknown = [q for q in queries if q not in Q.QUERIES]
+    if unknown:
+        parser.error(f"unknown queries {unknown}: pick from {', '.join(Q.QUERIES)}")
+
+    from windowed_operator.spark import local_session
+
+    stream = NexmarkConfig(events=args.events)
+    config = Q.QueryConfig(max_disorder_ms=stream.max_disorder_ms)
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"stream: {args.events:,} events (seed {stream.seed}, {stream.rate:,}/s of event time, "
+          f"{stream.max_disorder_ms} ms disorder), {args.files} micro-batches, local[2]; {args.runs} runs per "
+          "query, native and ours interleaved, after a warm-up", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="nexmark-"))
+    events = generate(stream)
+    files = write_files(events, work / "events", -(-args.events // args.files), fmt="parquet", end_marker=True)
+    spark = local_session(app_name="nexmark", shuffle_partitions=2, spark_log=str(work / "spark.log"),
+                          extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000"})
+    warm = work / "warm"
+    write_files(generate(NexmarkConfig(events=2_000)), warm, 1_000, fmt="parquet", end_marker=True)
+    run_query(S.ours("q7", config, S.source(spark, warm)), work / "warm-ours", 4, False)
+    run_query(S.native("q7", config, S.source(spark, warm)), work / "warm-native", 4, False)
+
+    print(f"\n{'query':<6}{'side':<8}{'events/s (median, spread)':>34}{'ours/native':>22}{'rows out':>10}"
+          f"{'state rows':>12}{'p50 / p99 batch s':>20}  correct")
+    for query in queries:
+        expected = Q.model(query, events.persons, events.auctions, events.bids, config)
+        native_expected = (Q.model(query, events.persons, events.auctions, events.bids, config,
+                                   touching_sessions_merge=True) if query == "q11" else expected)
+        last: dict[str, Run] = {}
+        correct: dict[str, bool] = {}
+
+        def case(side: str) -> Callable[[], float]:
+            def run() -> float:
+                df = S.source(spark, work / "events")
+                out = S.ours(query, config, df) if side == "ours" else S.native(query, config, df)
+                done = run_query(out, work / f"ckpt-{query}-{side}-{time.monotonic_ns()}", files,
+                                 side == "ours" and query in S.PROCESSING_TIME)
+                result = (Q.final_result(query, S.ours_panes(done.rows, query)) if side == "ours"
+                          else S.native_result(query, done.rows))
+                correct[side] = correct.get(side, True) and result == (expected if side == "ours" else native_expected)
+                last[side] = done
+                return done.seconds
+            return run
+
+        sides = (["native"] if query in S.NATIVE else []) + ["ours"]
+        timings = interleaved([(side, case(side)) for side in sides], args.runs)
+        for side in sides:
+            figure = spread([args.events / t for t in timings[side]])
+            versus = ratios(timings["ours"], timings["native"]).text() + "x" if side == "ours" and "native" in timings \
+                else ""
+            p50, p99 = batch_durations(last[side])
+            print(f"{query:<6}{side:<8}{figure.text(0):>34}{versus:>22}{len(last[side].rows):>10,}"
+                  f"{state_rows(last[side]):>12,}{f'{p50:.2f} / {p99:.2f}':>20}  "
+                  f"{'yes' if correct[side] else 'NO'}", flush=True)
+        if args.beam_python and query in BEAM_QUERIES:
+            beam = run_beam(args.beam_python, events, min(args.beam_sample, args.events), config, query, work)
+            rate = min(args.beam_sample, args.events) / beam["seconds"]
+            ours_rate = spread([args.events / t for t in timings["ours"]]).median
+            print(f"{query:<6}{'beam':<8}{rate:>34,.0f}{'':>22}{beam['rows']:>10,}{'':>12}{'':>20}  "
+                  f"{'yes' if beam['correct'] else 'NO'}   ours/beam {ours_rate / rate:.1f}x "
+                  f"(DirectRunner, {min(args.beam_sample, args.events):,}-event sample, start-up "
+                  f"{beam['startup_s']:.1f} s apart)", flush=True)
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
