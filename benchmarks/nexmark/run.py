@@ -23,7 +23,6 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,53 +35,12 @@ from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 from timing import interleaved, percentile, ratios, spread  # noqa: E402
 
 
-@dataclass
-class Run:
-    seconds: float
-    rows: list
-    progress: list
-
-
-def run_query(out: Any, checkpoint: Path, files: int, processing_time: bool) -> Run:
-    rows: list = []
-
-    def collect(batch_df: Any, batch_id: int) -> None:
-        columns = [c for c in batch_df.columns if c not in ("window_start", "window_end", "timestamp")]
-        if "window_start" in batch_df.columns:
-            batch_df = batch_df.selectExpr(*columns, "unix_millis(window_start) as ws",
-                                           "unix_millis(window_end) as we")
-        rows.extend(r.asDict(recursive=True) for r in batch_df.collect())
-
-    writer = out.writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
-    start = time.perf_counter()
-    if not processing_time:
-        query = writer.trigger(availableNow=True).start()
-        query.awaitTermination()
-    else:
-        query = writer.trigger(processingTime="100 milliseconds").start()
-        try:
-            while True:
-                progress = query.lastProgress
-                end = progress and progress["sources"] and progress["sources"][0]["endOffset"]
-                if end and json.loads(end if isinstance(end, str) else json.dumps(end))["logOffset"] >= files - 1:
-                    break
-                time.sleep(0.05)
-            done = query.lastProgress["batchId"]
-            while query.lastProgress["batchId"] < done + 2:
-                time.sleep(0.05)
-        finally:
-            query.stop()
-    seconds = time.perf_counter() - start
-    progress = [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
-    return Run(seconds, rows, progress)
-
-
-def batch_durations(run: Run) -> tuple[float, float]:
+def batch_durations(run: S.Run) -> tuple[float, float]:
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in run.progress if p.get("numInputRows", 0) > 0]
     return percentile(durations, 50), percentile(durations, 99)
 
 
-def state_rows(run: Run) -> int:
+def state_rows(run: S.Run) -> int:
     last = [op.get("numRowsTotal", 0) for p in run.progress[-1:] for op in p.get("stateOperators", [])]
     return sum(last)
 
@@ -156,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                           extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000"})
     warm = work / "warm"
     write_files(generate(NexmarkConfig(events=2_000)), warm, 1_000, fmt="parquet", end_marker=True)
-    run_query(S.ours("q7", config, S.source(spark, warm)), work / "warm-ours", 4, False)
-    run_query(S.native("q7", config, S.source(spark, warm)), work / "warm-native", 4, False)
+    S.run_to_end(S.ours("q7", config, S.source(spark, warm)), work / "warm-ours")
+    S.run_to_end(S.native("q7", config, S.source(spark, warm)), work / "warm-native")
 
     print(f"\n{'query':<6}{'side':<8}{'events/s (median, spread)':>34}{'ours/native':>22}{'rows out':>10}"
           f"{'state rows':>12}{'p50 / p99 batch s':>20}  correct")
@@ -165,15 +123,15 @@ def main(argv: list[str] | None = None) -> int:
         expected = Q.model(query, events.persons, events.auctions, events.bids, config)
         native_expected = (Q.model(query, events.persons, events.auctions, events.bids, config,
                                    touching_sessions_merge=True) if query == "q11" else expected)
-        last: dict[str, Run] = {}
+        last: dict[str, S.Run] = {}
         correct: dict[str, bool] = {}
 
         def case(side: str) -> Callable[[], float]:
             def run() -> float:
                 df = S.source(spark, work / "events")
                 out = S.ours(query, config, df) if side == "ours" else S.native(query, config, df)
-                done = run_query(out, work / f"ckpt-{query}-{side}-{time.monotonic_ns()}", files,
-                                 side == "ours" and query in S.PROCESSING_TIME)
+                done = S.run_to_end(out, work / f"ckpt-{query}-{side}-{time.monotonic_ns()}",
+                                    files if side == "ours" and query in S.PROCESSING_TIME else 0)
                 result = (Q.final_result(query, S.ours_panes(done.rows, query)) if side == "ours"
                           else S.native_result(query, done.rows))
                 correct[side] = correct.get(side, True) and result == (expected if side == "ours" else native_expected)

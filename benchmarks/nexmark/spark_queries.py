@@ -3,6 +3,9 @@ DataFrames) and native PySpark where Spark can express the query (append mode: e
 result once the watermark passes it)."""
 from __future__ import annotations
 
+import json
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -128,3 +131,58 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
+
+
+@dataclass
+class Run:
+    seconds: float
+    #: Every output row, times as epoch ms (``ws``/``we`` for the window).
+    rows: list
+    #: Each micro-batch's progress as a dict, in order.
+    progress: list
+
+
+def run_to_end(out: Any, checkpoint: Path, files: int = 0, timeout: float = 600.0) -> Run:
+    """The query ``out`` to the end of its input, collecting its rows: ``availableNow``, or, given
+    ``files`` (a query in processing-time mode, where Spark always has timers pending and
+    availableNow would not end), a processing-time trigger stopped once the last of the ``files``
+    and two batches after it are done."""
+    rows: list = []
+
+    def collect(batch_df: Any, batch_id: int) -> None:
+        columns = [c for c in batch_df.columns if c not in ("window_start", "window_end", "timestamp")]
+        if "window_start" in batch_df.columns:
+            batch_df = batch_df.selectExpr(*columns, "unix_millis(window_start) as ws", "unix_millis(window_end) as we")
+        rows.extend(r.asDict(recursive=True) for r in batch_df.collect())
+
+    writer = out.writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
+    start = time.perf_counter()
+    if not files:
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+    else:
+        query = writer.trigger(processingTime="100 milliseconds").start()
+        try:
+            _wait(lambda: _files_read(query) >= files - 1, timeout)
+            done = query.lastProgress["batchId"]
+            _wait(lambda: query.lastProgress["batchId"] >= done + 2, timeout)
+        finally:
+            query.stop()
+    seconds = time.perf_counter() - start
+    progress = [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
+    return Run(seconds, rows, progress)
+
+
+def _files_read(query: Any) -> int:
+    """The index of the last file the query has read (-1 before any)."""
+    progress = query.lastProgress
+    end = progress and progress["sources"] and progress["sources"][0]["endOffset"]
+    return json.loads(end if isinstance(end, str) else json.dumps(end))["logOffset"] if end else -1
+
+
+def _wait(condition: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the Spark query made no progress in time")
+        time.sleep(0.05)

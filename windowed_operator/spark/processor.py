@@ -36,8 +36,7 @@ from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark
 from .group_store import SparkGroupStore
-from .plan import SparkPlan
-from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN
+from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 
 STATE_NAME = "windowed_operator_state"
@@ -321,8 +320,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
         for record in frame.to_dict("records"):
             record.pop(GROUP_COLUMN, None)
-            record.pop(PHASE_COLUMN, None)
-            record.pop(ROUTE_COLUMN, None)
+            record.pop(ROUTE_COLUMN, None)  # (a fed stage's phase column is popped by _upstream_work)
             try:
                 read = self.reader.read(record, MIN_TIMESTAMP, self.now)
             except BadElementError as exc:

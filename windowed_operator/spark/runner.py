@@ -26,11 +26,18 @@ _WATERMARK_HELPER = "__wo_event_time"
 _GROUP_COLUMN = GROUP_COLUMN
 
 
-def _has_event_time_watermark(df: DataFrame) -> bool:
+def _logical_plan(df: DataFrame) -> Optional[str]:
+    """The DataFrame's logical plan as text, or None on Spark Connect (no _jdf, and no analysis
+    request is wanted): checks that read it then trust the caller."""
     try:
-        return "EventTimeWatermark" in df._jdf.queryExecution().logical().toString()
-    except Exception:  # Spark Connect has no _jdf: trust the caller
-        return True
+        return df._jdf.queryExecution().logical().toString()
+    except Exception:
+        return None
+
+
+def _has_event_time_watermark(df: DataFrame) -> bool:
+    plan = _logical_plan(df)
+    return plan is None or "EventTimeWatermark" in plan
 
 
 def _event_time_ms(df: DataFrame, column: str, schema: Optional[StructType] = None) -> Column:
@@ -60,11 +67,8 @@ def refuse_derived_panes(df: DataFrame, op: WindowingOptions) -> None:
     """Rows derived from an operator's panes (filtered, selected...) have lost what a chained stage
     needs (the step of the batch that made each pane, times in ms): refused, rather than read as
     raw rows whose watermark Spark has already moved past."""
-    try:
-        plan = df._jdf.queryExecution().logical().toString()
-    except Exception:  # Spark Connect: nothing to inspect without an analysis request
-        return
-    if PHASE_COLUMN in plan:
+    plan = _logical_plan(df)
+    if plan is not None and PHASE_COLUMN in plan:
         raise SparkOperatorError(
             f"{op.label()} is applied to rows derived from a stateful operator's output: apply it to the operator's "
             "panes themselves (op2.apply(op1.apply(df)) or op1.then(op2).apply(df)), and filter after it")
