@@ -88,6 +88,11 @@ class Accumulation(ParameterModel, Generic[I, A, O]):
         equal to folding them one by one from ``default_accumulated_value``; Python scalars out."""
         raise NotImplementedError(f"{type(self).__name__} has no vectorized form")
 
+    def folds_rows(self) -> bool:
+        """Whether ``fold_array`` also takes whole inputs as ``accumulations.rows.Rows`` (columns of
+        rows), for accumulations that keep inputs rather than a field of them."""
+        return False
+
     def fold_segments(self, values: Any, starts: Any) -> list:
         """``fold_array`` of each segment ``values[starts[i]:starts[i + 1]]`` (the last runs to the
         end); numeric accumulations override it with one ``ufunc.reduceat`` call."""

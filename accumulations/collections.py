@@ -4,9 +4,11 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Optional
 
+import numpy as np
 from pydantic import Field
 
 from .base import Accumulation, FieldAccumulation
+from .rows import Rows
 
 
 class ToList(FieldAccumulation[list, list]):
@@ -57,6 +59,40 @@ class _Ranked:
     def output_type(self, input_type: str) -> Optional[str]:
         return f"array<{input_type}>"
 
+    # -- the array path: a batch of inputs (a numpy column, or whole rows as ``Rows``) -------------
+    def folds_rows(self) -> bool:
+        return True
+
+    def fold_array(self, values: Any) -> list:
+        """The fold of ``values`` in order: ranked as one numpy column where the ranking field is a
+        column of numbers without NaN (dicts built only for the rows kept), else input by input."""
+        if len(values) == 0:
+            return []
+        ranks = self._array_ranks(values)
+        if ranks is None:
+            inputs = values.records() if isinstance(values, Rows) else values.tolist()
+            return self.accumulate_all([], inputs)  # type: ignore[attr-defined]
+        kept = self._kept_positions(ranks)
+        return values.records(kept) if isinstance(values, Rows) else values[kept].tolist()
+
+    def _array_ranks(self, values: Any) -> Optional[np.ndarray]:
+        if self.key is not None:
+            return None
+        if isinstance(values, Rows):
+            if self.field is None:
+                return None
+            ranks = values.column(self.field)
+        elif self.field is None:
+            ranks = values
+        else:
+            return None
+        if ranks.dtype.kind not in "iuf" or (ranks.dtype.kind == "f" and np.isnan(ranks).any()):
+            return None  # (NaN does not order: the fold input by input says what it does)
+        return ranks
+
+    def _kept_positions(self, ranks: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
 
 class TopN(_Ranked, Accumulation[Any, list, list]):
     """The ``n`` largest inputs (by ``field`` or ``key``), largest first."""
@@ -68,6 +104,11 @@ class TopN(_Ranked, Accumulation[Any, list, list]):
 
     def merge(self, a1: list, a2: list) -> list:
         return heapq.nlargest(self.n, a1 + a2, key=self._rank)
+
+    def _kept_positions(self, ranks: np.ndarray) -> np.ndarray:
+        # largest first; among equal ranks the earlier input first (as heapq.nlargest keeps them)
+        ascending = np.lexsort((np.arange(len(ranks))[::-1], ranks))  # ties: the later input first
+        return ascending[::-1][:self.n]
 
 
 class AllMax(_Ranked, Accumulation[Any, list, list]):
@@ -85,3 +126,6 @@ class AllMax(_Ranked, Accumulation[Any, list, list]):
         if top1 == top2:
             return [*a1, *a2]
         return list(a1) if top1 > top2 else list(a2)
+
+    def _kept_positions(self, ranks: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(ranks == ranks.max())

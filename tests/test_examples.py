@@ -139,3 +139,21 @@ def test_session_summary_chain_averages_the_sessions_latest_counts(tmp_path):
     got = {p.window_start: p.value for p in runners["clicks_per_session"].outputs}  # the last pane per window
     assert got.keys() == expected.keys()
     assert all(abs(got[w] - expected[w]) < 1e-9 for w in expected)
+
+
+def test_a_pipeline_examples_spark_mode_runs_the_readme_cli_command(monkeypatch, capsys):
+    """``run.py NAME --spark`` writes the data, then runs ``windowed-operator run FILE`` on local
+    Spark (the README commands test runs that command on Spark, on the same pipeline)."""
+    import subprocess
+    import sys
+
+    calls = []
+    monkeypatch.setattr(subprocess, "call", lambda command: calls.append(command) or 0)
+    spec = importlib.util.spec_from_file_location("pipelines_run", EXAMPLES / "pipelines" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["clickstream_sessions", "--spark", "--scale", "200"]) == 0
+    assert calls == [[sys.executable, "-m", "windowed_operator.cli", "run",
+                      str(EXAMPLES / "pipelines" / "clickstream_sessions.yaml"), "--master", "local[2]"]]
+    assert any((EXAMPLES / "pipelines" / "data" / "clickstream_sessions" / "clicks").iterdir())
+    assert "clickstream_sessions on Spark:" in capsys.readouterr().out

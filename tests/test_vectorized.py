@@ -7,7 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accumulations import Count, Max, Mean, Min, Sum
+from accumulations import AllMax, Count, Max, Mean, Min, Sum, TopN
+from accumulations.rows import Rows
 from triggers import AfterCount, Repeatedly, TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimestampCombiner, TimeWindows
 from windowed_operator.state import KeyState
@@ -64,3 +65,53 @@ def test_vectorized_path_equals_plain_path(steps, window, acc, trigger, lateness
     assert process_batch_arrays(fast_core, "k", fast_state, np.zeros(0, dtype=np.int64), None, final, now,
                                 lambda i: None).outputs == plain_core.process_batch("k", plain_state, [], final,
                                                                                      now).outputs
+
+
+RANKED = {"all_max": AllMax(field="price"), "top_2": TopN(2, field="price"), "all_max_of_values": AllMax()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=streams, window=st.sampled_from(sorted(WINDOWS)), acc=st.sampled_from(sorted(RANKED)),
+       trigger=st.sampled_from(sorted(TRIGGERS)), prices=st.lists(st.integers(0, 3), min_size=60, max_size=60))
+def test_rows_kept_by_rank_equal_the_plain_path(steps, window, acc, trigger, prices):
+    """AllMax and TopN fold whole rows (``Rows``) or a column on the array path: the same rows kept,
+    ties in input order, as element by element (few distinct prices: many ties)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        op = KeyedWindowedOperator(WINDOWS[window], RANKED[acc], trigger=TRIGGERS[trigger])
+    plain_core, fast_core = op.build_core(), op.build_core()
+    assert supports_vectorized(fast_core)
+    plain_state, fast_state = KeyState(), KeyState()
+    watermark, now, counter = -100, 0, 0
+    for stamps, mark, tick in steps:
+        watermark = max(watermark, mark)
+        now += tick
+        ids = list(range(counter, counter + len(stamps)))
+        counter += len(stamps)
+        price = [prices[i % len(prices)] for i in ids]
+        if acc == "all_max_of_values":
+            plain_values: list = price
+            fast_values: object = np.array(price, dtype=np.int64)
+        else:
+            plain_values = [{"id": i, "price": p, "note": f"bid {i}"} for i, p in zip(ids, price)]
+            fast_values = Rows({"id": np.array(ids, dtype=np.int64), "price": np.array(price, dtype=np.int64),
+                                "note": np.array([f"bid {i}" for i in ids], dtype=object)}, len(ids))
+        plain = plain_core.process_batch("k", plain_state, [(ts, v, None) for ts, v in zip(stamps, plain_values)],
+                                         watermark, now)
+        fast = process_batch_arrays(fast_core, "k", fast_state, np.array(stamps, dtype=np.int64), fast_values,
+                                    watermark, now, lambda i: plain_values[i])
+        assert fast.outputs == plain.outputs
+        assert fast_state == plain_state
+
+
+def test_rows_index_as_numpy_columns_do():
+    rows = Rows({"a": np.arange(5), "b": np.array(list("vwxyz"), dtype=object)})
+    assert len(rows) == 5 and len(rows[1:3]) == 2 and len(rows[np.array([4, 0])]) == 2
+    assert rows[np.array([4, 0])].records() == [{"a": 4, "b": "z"}, {"a": 0, "b": "v"}]
+    assert type(rows.records()[0]["a"]) is int  # Python values, as pandas' to_dict gives
+    try:
+        rows.column("price")
+    except KeyError as exc:
+        assert "price" in str(exc) and "a, b" in str(exc)
+    else:
+        raise AssertionError("a missing field must name itself")

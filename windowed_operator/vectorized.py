@@ -37,7 +37,7 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     if n == 0:
         return emission
     starts, ends, index = core.window_option.assign_array(timestamps)
-    order = np.lexsort((ends, starts))
+    order = np.lexsort((index, ends, starts))  # each window's elements in input order (what keeps rows keeps it)
     starts, ends, index = starts[order], ends[order], index[order]
     first = np.concatenate(([0], np.flatnonzero((np.diff(starts) != 0) | (np.diff(ends) != 0)) + 1))
     counts = np.diff(np.append(first, len(index))).tolist()

@@ -70,7 +70,7 @@ def clicks(scale: int, rng: random.Random) -> dict:
             arrival = t + (rng.randrange(90_000, 180_000) if rng.random() < 0.03 else rng.randrange(0, 8_000))
             rows.append({"user": f"user-{user:02d}", "page": rng.choice(["home", "search", "item", "cart", "buy"]),
                          "ts": t, "arrival": arrival})
-    return {"clicks": (by_arrival(rows, 30_000), "json")}
+    return {"clicks": (by_arrival(rows, 120_000), "json")}
 
 
 def readings(scale: int, rng: random.Random) -> dict:

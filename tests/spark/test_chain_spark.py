@@ -153,7 +153,7 @@ def test_a_chained_pipeline_file_runs_on_spark_as_run_local_does(spark, tmp_path
         root.mkdir()
         text = (examples / "session_summary.yaml").read_text()
         (root / "pipeline.yaml").write_text(text.replace("console: {}", "files: {path: out, format: json}"))
-        generator.generate("session_summary", 300, root=root)
+        generator.generate("session_summary", 600, root=root)
         pipeline = load_pipeline(root / "pipeline.yaml")
         if how == "local":
             run_pipeline_locally(pipeline, out=io.StringIO())

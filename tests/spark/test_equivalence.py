@@ -6,7 +6,7 @@ import pytest
 
 from collections import Counter
 
-from accumulations import Sum, ToList
+from accumulations import AllMax, Sum, ToList
 from triggers import TriggerOption
 from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows, SlidingWindows,
                                TimeWindows, WindowedOperator, bounded_disorder)
@@ -142,6 +142,26 @@ def test_non_keyed_operator_with_a_list_output(spark, tmp_path):
     got = spark_panes(run_spark(spark, op, batches, tmp_path))
     normalise = lambda c: sorted((p[1], p[2], tuple(sorted(p[3]))) for p in c.elements())  # noqa: E731
     assert normalise(got) == normalise(expected)
+
+
+def test_rows_kept_whole_on_the_array_path_equal_the_element_path(spark, tmp_path):
+    """AllMax keeps whole rows: the array path ranks a column of the batch's rows (``Rows``) and keeps
+    ties in the element path's order; hopping windows, early and late count firings, a late row."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        op = KeyedWindowedOperator(TimeWindows(10_000).slide_by(2_000), AllMax(field="amount"),
+                                   trigger=EARLY_LATE_COUNTS.accumulating_fired_panes(), allowed_lateness=4_000,
+                                   key="user", timestamp="ts", watermark=bounded_disorder(DELAY))
+    batches = make_batches(9, n_batches=4, per_batch=12)
+    for i, batch in enumerate(batches):  # few distinct amounts: ties
+        for row in batch:
+            row["amount"] = row["amount"] % 3
+    batches[3].append({"user": "b", "amount": 2, "ts": BASE + 17_500})
+    fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=4, vectorized=True)
+    plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False)
+    rows = lambda store: sorted(repr(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
+    assert rows(fast) == rows(plain)
+    assert any(len(r["value"]) > 1 for b in fast.values() for r in b), "the stream should have ties"
 
 
 @pytest.mark.parametrize("window,trigger", [("tumbling", "early-late"), ("hopping", "early-late"),

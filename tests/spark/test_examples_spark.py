@@ -17,14 +17,6 @@ def test_ad_click_join_chain_on_spark_equals_local_runner():
     assert "Stage " not in result.stderr and "Python worker" not in result.stderr + result.stdout
 
 
-def test_a_pipeline_example_runs_on_spark_with_its_readme_command():
-    result = subprocess.run([sys.executable, str(EXAMPLES / "pipelines" / "run.py"), "clickstream_sessions", "--spark",
-                             "--scale", "200"], capture_output=True, text=True, timeout=400)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    assert "ON_TIME" in result.stdout and "clickstream_sessions on Spark:" in result.stdout
-    assert "Stage " not in result.stderr and "Python worker" not in result.stderr + result.stdout
-
-
 def test_spark_declarative_pipelines_define_a_streaming_table_with_the_operator(tmp_path):
     result = subprocess.run([sys.executable, str(EXAMPLES / "sdp" / "run.py"), "--workdir", str(tmp_path / "sdp")],
                             capture_output=True, text=True, timeout=400)

@@ -36,6 +36,9 @@ SIDE_COLUMN = "__wo_side"
 MERGE_KEY_COLUMN = "__wo_key"
 MERGE_TIME_COLUMN = "__wo_ts"
 PAYLOAD_COLUMNS = {"left": "__wo_left", "right": "__wo_right"}
+#: ``SparkPlan.value_column`` when the accumulation folds whole rows on the array path
+#: (``Accumulation.folds_rows``: AllMax, TopN), not one column of them.
+WHOLE_ROWS = "*"
 
 
 class SideDispatchReader:
@@ -251,6 +254,8 @@ def array_values(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
         return False, None
     own = operator.value
     field = accumulation.input_field()
+    if own is None and field is None and accumulation.folds_rows():
+        return True, WHOLE_ROWS
     if own is None and field is None:
         return isinstance(accumulation, Count), None
     if isinstance(own, str) and field is None:

@@ -20,6 +20,8 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, StatefulProcessor, StatefulProcessorHandle,
                                                       TimerValues)
 
+from accumulations.rows import Rows
+
 from ..core import CoreElement, Emission
 from ..elements import BadElementError, is_null, rejected_row_error
 from ..fingerprint import IncompatibleRestartError, state_fingerprint
@@ -36,7 +38,7 @@ from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark
 from .group_store import SparkGroupStore
-from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN, SparkPlan
+from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 
 STATE_NAME = "windowed_operator_state"
@@ -247,7 +249,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         """Rows the array paths take: a key, a time in range and a value (the rest go to the reader).
         Times are checked against the batch's own time (``now``), as the watermark helper column is."""
         plan = self.plan
-        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c is not None]
+        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c not in (None, WHOLE_ROWS)]
         clean = frame[needed].notna().all(axis=1).to_numpy()
         times = frame[plan.time_column].to_numpy()
         latest = latest_event_time(self.now, plan.operator.max_future_skew)
@@ -273,14 +275,14 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if not len(frame):
             return rest
         ts_all = frame[plan.time_column].to_numpy(dtype=np.int64)
-        values_all = frame[plan.value_column].to_numpy() if plan.value_column is not None else None
+        values_all = self._array_values(frame)
         if plan.key_column is not None:
             codes, uniques = factorize(self._keys(frame))
             keys: list[Hashable] = uniques.tolist()
-            order = np.argsort(codes, kind="stable")
+            order = np.lexsort((ts_all, codes))  # by key, then time (the element path's order: _record_work)
             bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [len(order)]))
         else:
-            keys, order, bounds = [None], np.arange(len(frame)), np.array([0, len(frame)])
+            keys, order, bounds = [None], np.argsort(ts_all, kind="stable"), np.array([0, len(frame)])
         for i, key in enumerate(keys):
             rows = order[bounds[i]:bounds[i + 1]]
             values = values_all[rows] if values_all is not None else None
@@ -297,6 +299,14 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
             work.append((key, run))
         return rest
+
+    def _array_values(self, frame: pd.DataFrame) -> Any:
+        """What the array path folds: one column, the whole rows (as the element path reads them: every
+        input column but the processor's own) or nothing (Count)."""
+        column = self.plan.value_column
+        if column == WHOLE_ROWS:
+            return Rows.of_frame(frame, [c for c in frame.columns if c not in (GROUP_COLUMN, ROUTE_COLUMN)])
+        return frame[column].to_numpy() if column is not None else None
 
     def _upstream_work(self, frame: pd.DataFrame, meta: dict, watermark: int, processing_time: int,
                        batch: GroupBatch, bad: list[DroppedElement]) -> None:
