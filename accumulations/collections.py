@@ -93,6 +93,28 @@ class _Ranked:
     def _kept_positions(self, ranks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def _kept_per_group(self) -> int:
+        """How many of a group's largest ranks can be kept (ties at the last one included)."""
+        raise NotImplementedError
+
+    def candidates(self, ranks: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """Which inputs can be kept by the fold of any set of inputs that holds their whole group
+        (``groups``: integer codes; ``ranks``: numbers without NaN): those ranked among their group's
+        top ``_kept_per_group``, ties included. A window that is a union of groups (panes) keeps only
+        such inputs, so the others can be left out before the fold (Spark's pre-selection)."""
+        if len(ranks) == 0:
+            return np.zeros(0, dtype=bool)
+        order = np.lexsort((ranks, groups))  # by group, ranks ascending
+        sorted_groups = groups[order]
+        ends = np.append(np.flatnonzero(np.diff(sorted_groups)) + 1, len(order))  # one past each group's last
+        starts = np.concatenate(([0], ends[:-1]))
+        threshold_at = np.maximum(ends - self._kept_per_group(), starts)
+        thresholds = ranks[order][threshold_at]
+        group_index = np.repeat(np.arange(len(ends)), ends - starts)
+        keep = np.empty(len(ranks), dtype=bool)
+        keep[order] = ranks[order] >= thresholds[group_index]
+        return keep
+
 
 class TopN(_Ranked, Accumulation[Any, list, list]):
     """The ``n`` largest inputs (by ``field`` or ``key``), largest first."""
@@ -109,6 +131,9 @@ class TopN(_Ranked, Accumulation[Any, list, list]):
         # largest first; among equal ranks the earlier input first (as heapq.nlargest keeps them)
         ascending = np.lexsort((np.arange(len(ranks))[::-1], ranks))  # ties: the later input first
         return ascending[::-1][:self.n]
+
+    def _kept_per_group(self) -> int:
+        return self.n
 
 
 class AllMax(_Ranked, Accumulation[Any, list, list]):
@@ -129,3 +154,6 @@ class AllMax(_Ranked, Accumulation[Any, list, list]):
 
     def _kept_positions(self, ranks: np.ndarray) -> np.ndarray:
         return np.flatnonzero(ranks == ranks.max())
+
+    def _kept_per_group(self) -> int:
+        return 1

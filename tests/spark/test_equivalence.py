@@ -231,6 +231,30 @@ def test_preaggregated_partials_equal_the_plain_path(spark, tmp_path, window, ac
     assert "MapInArrow" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
 
 
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "non-keyed"])
+def test_preselected_rows_equal_the_plain_path(spark, tmp_path, keyed):
+    """Pre-selection (AllMax: only each (key, pane)'s top rows cross the shuffle, ``preselect.py``)
+    against the element path: same panes, late ones included, and the same late rows dropped (two
+    late rows of one pane: one is left out before the operator, the other counts for both)."""
+    op = operator(TimeWindows(10_000).slide_by(2_000), TriggerOption.default().accumulating_fired_panes(),
+                  lateness=4_000, acc=AllMax(field="amount"), keyed=keyed)
+    batches = make_batches(11, n_batches=5, per_batch=14)
+    batches[3] += [{"user": "a", "amount": 100, "ts": BASE - 30_000}, {"user": "a", "amount": 7, "ts": BASE - 29_999}]
+    batches[4].append({"user": "b", "amount": 50, "ts": BASE + 17_500})  # within lateness for some windows
+    pre_drops, plain_drops = spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0)
+    fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=4, drop_counter=pre_drops)
+    plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False,
+                      drop_counter=plain_drops)
+    rows = lambda store: sorted(repr(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
+    assert rows(fast) == rows(plain)
+    assert any(r["timing"] == "LATE" for b in fast.values() for r in b)
+    assert pre_drops.value == plain_drops.value >= 2
+    (tmp_path / "plan").mkdir()
+    stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
+    assert "MapInArrow" in op.apply(stream)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+
+
 def test_windows_before_1970_fire_and_hold_back_no_other_key(spark, tmp_path):
     """Spark's watermark never goes below 1970 and its timers below 0 never fire once later ones exist:
     a key with a window before 1970 fires it once the watermark passes 1970, and keys hashed into

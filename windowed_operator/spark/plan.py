@@ -86,6 +86,8 @@ class SparkPlan:
     columnar: bool = False
     #: Rows arrive folded per (key, pane) by ``preaggregate.PreAggregation`` (columnar path only).
     preaggregated: bool = False
+    #: Rows arrive pre-selected per (key, pane), each weighted by the rows it stands for (``preselect``).
+    preselected: bool = False
     #: The partials' aggregate columns, in ``ColumnarForm.partial_aggregates`` order.
     partial_columns: tuple[str, ...] = ()
     #: Keys are hashed into this many groups; each group is one state value and one timer.

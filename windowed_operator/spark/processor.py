@@ -40,6 +40,7 @@ from ..watermarks import FixedLagWatermark
 from .group_store import SparkGroupStore
 from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
+from .preselect import WEIGHT_COLUMN
 
 STATE_NAME = "windowed_operator_state"
 GROUP_COLUMN = "__wo_group"
@@ -113,6 +114,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             yield from self._run_columnar(frame, timer_values, fired_timer)
             return
         group = self._group(self.codec)
+        self.unseen_drops = 0  # dropped rows a pre-selected row stood for (see _vectorized_work)
         meta = group.meta
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
@@ -133,8 +135,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
         phased = run_group_steps(self.core, group, batch, watermark, processing_time)
         group.commit(next_due(self.core))
         dropped = [item for part in phased.by_phase for item in part.dropped]
-        if dropped and self.plan.drop_counter is not None:
-            self.plan.drop_counter.add(len(dropped))
+        n_dropped = len(dropped) + self.unseen_drops
+        if n_dropped and self.plan.drop_counter is not None:
+            self.plan.drop_counter.add(n_dropped)
         self._schedule_group(group, spark_now, watermark)
         group.save(wm=watermark, **({"pt": processing_time} if self.plan.upstream is not None else {}))
         late = self.plan.side_outputs and self.plan.operator.late_data_output
@@ -142,7 +145,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             rejected = bad if phase is Phase.ELEMENTS and self.plan.side_outputs else []
             if emission.outputs or rejected or (late and emission.dropped):
                 yield self._frame(self.plan.rows(emission, rejected, phase), behind, typed=False)
-        yield from self._counts(len(dropped), len(bad))
+        yield from self._counts(n_dropped, len(bad))
 
     def _run_columnar(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
                       fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
@@ -283,13 +286,17 @@ class WindowedStatefulProcessor(StatefulProcessor):
             bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [len(order)]))
         else:
             keys, order, bounds = [None], np.argsort(ts_all, kind="stable"), np.array([0, len(frame)])
+        weights = frame[WEIGHT_COLUMN].to_numpy() if plan.preselected else None
         for i, key in enumerate(keys):
             rows = order[bounds[i]:bounds[i + 1]]
             values = values_all[rows] if values_all is not None else None
 
             def element_of(j: int, rows: np.ndarray = rows) -> Any:
+                # (called once per dropped element: a pre-selected row counts the rows it stands for)
                 record = frame.iloc[int(rows[j])].to_dict()
                 record.pop(GROUP_COLUMN, None)
+                if weights is not None:
+                    self.unseen_drops += int(record.pop(WEIGHT_COLUMN)) - 1
                 return record
 
             def run(k: Any, state: KeyState, rows: np.ndarray = rows, values: Any = values,
@@ -305,7 +312,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         input column but the processor's own) or nothing (Count)."""
         column = self.plan.value_column
         if column == WHOLE_ROWS:
-            return Rows.of_frame(frame, [c for c in frame.columns if c not in (GROUP_COLUMN, ROUTE_COLUMN)])
+            own = (GROUP_COLUMN, ROUTE_COLUMN, WEIGHT_COLUMN)
+            return Rows.of_frame(frame, [c for c in frame.columns if c not in own])
         return frame[column].to_numpy() if column is not None else None
 
     def _upstream_work(self, frame: pd.DataFrame, meta: dict, watermark: int, processing_time: int,
@@ -331,6 +339,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         for record in frame.to_dict("records"):
             record.pop(GROUP_COLUMN, None)
             record.pop(ROUTE_COLUMN, None)  # (a fed stage's phase column is popped by _upstream_work)
+            record.pop(WEIGHT_COLUMN, None)  # (pre-selected rows are all clean: they take the array path)
             try:
                 read = self.reader.read(record, MIN_TIMESTAMP, self.now)
             except BadElementError as exc:

@@ -6,7 +6,7 @@ from typing import Any, Optional, Union
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import IntegralType, LongType, StructField, StructType, TimestampNTZType, TimestampType
 
 from ..columnar import columnar_form
 from ..columnar_records import supports_columnar_path
@@ -18,8 +18,9 @@ from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
 from .errors import SparkOperatorError
 from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
 from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COLUMN, LATE_COUNT_COLUMN,
-                   PHASE_COLUMN, SparkPlan, array_values, vector_value_column)
+                   PHASE_COLUMN, WHOLE_ROWS, SparkPlan, array_values, vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
+from .preselect import WEIGHT_COLUMN, PreSelection, preselectable
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
 _WATERMARK_HELPER = "__wo_event_time"
@@ -392,4 +393,26 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         projected = projected.select(*folding.input_columns).mapInArrow(folding, folding.schema())
         columns = [name for name, _ in folding.fields()]
         plan = dataclasses.replace(plan, preaggregated=True, partial_columns=tuple(folding.aggregate_columns()))
+    elif preaggregate and plan.vectorized and plan.value_column == WHOLE_ROWS and _preselects(core_op, shape):
+        selection = PreSelection(layout=core_op.window.pane_layout(), accumulation=core_op.core_accumulation(),
+                                 key_column=key_col, time_column=ts_col, reader=plan.record_reader())
+        # (the projection's schema from the declared one, without analysing it: see ``schema``)
+        schema = StructType([StructField(f.name, LongType() if f.name == ts_col else f.dataType, f.nullable)
+                             for f in shape.fields] + [StructField(WEIGHT_COLUMN, LongType(), False)])
+        projected = projected.select(*[f.name for f in shape.fields])
+        projected = projected.mapInArrow(selection, schema)
+        columns = [f.name for f in schema.fields]
+        plan = dataclasses.replace(plan, preselected=True)
     return run_processor(projected, plan, key_col, columns)
+
+
+def _preselects(op: WindowingOptions, shape: StructType) -> bool:
+    """Whether rows can be pre-selected (``preselect``): an accumulation that keeps the top rows by a
+    numeric column, a trigger that does not count elements, windows with a pane layout, and no
+    element kept aside (late data, dead letters) and no skew check (the scan stage has no batch time)."""
+    accumulation = op.core_accumulation()
+    field = getattr(accumulation, "field", None)
+    rank_type = shape[field].dataType.simpleString() if field in shape.fieldNames() else None
+    return (op.trigger.kind == "default" and op.window.pane_layout() is not None and not op.late_data_output
+            and op.on_bad_element == "raise" and op.max_future_skew is None
+            and preselectable(accumulation, rank_type))
