@@ -115,3 +115,40 @@ def test_rows_index_as_numpy_columns_do():
         assert "price" in str(exc) and "a, b" in str(exc)
     else:
         raise AssertionError("a missing field must name itself")
+
+
+INHERITED = [(0, 10), (10, 20), (5, 15), (-10, 0), (20, 40)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=streams, acc=st.sampled_from(sorted(ACCS)), trigger=st.sampled_from(sorted(TRIGGERS)),
+       lateness=st.sampled_from([0, 7]), picks=st.lists(st.integers(0, len(INHERITED) - 1), min_size=40, max_size=40))
+def test_inherited_windows_on_the_array_path_equal_the_plain_path(steps, acc, trigger, lateness, picks):
+    """A chained stage without a window option keeps each upstream pane's window: the array path
+    takes those windows as given (``process_arrays(windows=...)``) and equals the element path."""
+    from windowed_operator.windows.base import Window
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        op = KeyedWindowedOperator(None, ACCS[acc], trigger=TRIGGERS[trigger], allowed_lateness=lateness)
+    plain_core, fast_core = op.build_core(), op.build_core()
+    assert supports_vectorized(fast_core) and fast_core.kind == "inherited"
+    plain_state, fast_state = KeyState(), KeyState()
+    watermark, now, counter = -100, 0, 0
+    for stamps, mark, tick in steps:
+        watermark = max(watermark, mark)
+        now += tick
+        ids = list(range(counter, counter + len(stamps)))
+        counter += len(stamps)
+        windows = [INHERITED[picks[i % len(picks)]] for i in ids]
+        stamps = [start + (ts % (end - start)) for ts, (start, end) in zip(stamps, windows)]  # inside their window
+        plain = plain_core.process_batch("k", plain_state, [(ts, v, Window(*w)) for ts, v, w in zip(stamps, ids, windows)],
+                                         watermark, now)
+        fast = process_batch_arrays(fast_core, "k", fast_state, np.array(stamps, dtype=np.int64),
+                                    np.array(ids, dtype=np.int64), watermark, now, lambda i: ids[i],
+                                    (np.array([w[0] for w in windows], dtype=np.int64),
+                                     np.array([w[1] for w in windows], dtype=np.int64)))
+        assert fast.outputs == plain.outputs
+        assert [(d.reason, d.element, d.timestamp) for d in fast.dropped] == \
+            [(d.reason, d.element, d.timestamp) for d in plain.dropped]
+        assert fast_state == plain_state

@@ -22,21 +22,30 @@ from .windows.base import Window
 
 
 def supports_vectorized(core: WindowedCore) -> bool:
-    """Windows assigned by timestamp alone and an accumulation with ``fold_array``."""
-    return core.kind == "assigned" and core.accumulation.supports_fold_array()
+    """Windows assigned by timestamp alone, or inherited (each element's window given: a chained
+    stage without a window option), and an accumulation with ``fold_array``."""
+    return core.kind in ("assigned", "inherited") and core.accumulation.supports_fold_array()
+
+
+Windows = tuple[np.ndarray, np.ndarray]
 
 
 def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState, timestamps: np.ndarray,
                    values: Optional[np.ndarray], watermark: int, processing_time: int,
-                   element_of: Callable[[int], Any]) -> Emission:
+                   element_of: Callable[[int], Any], windows: Optional[Windows] = None) -> Emission:
     """``core.process_elements`` for arrays: ``values`` holds what the accumulation folds (None for
     accumulations that read nothing, such as Count); ``element_of(i)`` rebuilds element i for the
-    late-data output, only for dropped elements."""
+    late-data output, only for dropped elements; ``windows`` (starts, ends) gives each element's
+    window where the core inherits windows instead of assigning them."""
     emission = Emission()
     n = len(timestamps)
     if n == 0:
         return emission
-    starts, ends, index = core.window_option.assign_array(timestamps)
+    if core.kind == "inherited":
+        assert windows is not None, "an operator that inherits windows needs each element's window"
+        starts, ends, index = windows[0], windows[1], np.arange(n, dtype=np.int64)
+    else:
+        starts, ends, index = core.window_option.assign_array(timestamps)
     order = np.lexsort((index, ends, starts))  # each window's elements in input order (what keeps rows keeps it)
     starts, ends, index = starts[order], ends[order], index[order]
     first = np.concatenate(([0], np.flatnonzero((np.diff(starts) != 0) | (np.diff(ends) != 0)) + 1))
@@ -96,11 +105,11 @@ def _held_extremes(ufunc: np.ufunc, stamps: np.ndarray, first: np.ndarray, none:
 
 def process_batch_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState, timestamps: np.ndarray,
                          values: Optional[np.ndarray], watermark: int, processing_time: int,
-                         element_of: Callable[[int], Any]) -> Emission:
+                         element_of: Callable[[int], Any], windows: Optional[Windows] = None) -> Emission:
     """``core.process_batch`` with the elements as arrays (the same order of steps)."""
     return core.run_batch(key, state, watermark, processing_time, len(timestamps) > 0,
                           lambda: process_arrays(core, key, state, timestamps, values, watermark, processing_time,
-                                                 element_of))
+                                                 element_of, windows))
 
 
 __all__ = ["supports_vectorized", "process_arrays", "process_batch_arrays"]

@@ -158,11 +158,12 @@ def test_a_chained_pipeline_file_runs_on_spark_as_run_local_does(spark, tmp_path
         if how == "local":
             run_pipeline_locally(pipeline, out=io.StringIO())
         else:
-            run_pipeline(pipeline, spark=spark, workdir=tmp_path / "work", out=io.StringIO())
+            totals = run_pipeline(pipeline, spark=spark, workdir=tmp_path / "work", out=io.StringIO())
         sunk[how] = sorted(json.dumps(json.loads(line), sort_keys=True) for f in (root / "out").glob("part-*.json")
                            for line in f.read_text().splitlines())
         shutil.rmtree(root / "data")
     assert len(sunk["local"]) > 3 and sunk["spark"] == sunk["local"]
+    assert [t.panes for t in totals.values()] == [len(sunk["spark"])]  # the summary's panes, not the sessions' too
 
 
 def load_module(path: Path):

@@ -24,6 +24,17 @@ def test_batch_figures_come_from_the_operators_observed_metrics_not_the_sink():
                                          "1 bad rows, watermark 2026-01-01 00:04:19.435 (1.2 s)")
 
 
+def test_a_chains_panes_out_are_its_output_operators_and_its_drops_every_stages():
+    """In a chain the first stage's panes feed the second, not the sink: the line counts the output
+    operator's panes; late and bad rows of every stage add up."""
+    progress = {"name": "summary", "batchId": 1, "numInputRows": 10,
+                "observedMetrics": {"windowed_operator sessions": {"late_rows_dropped": 2, "bad_rows": 0, "panes": 371},
+                                    "windowed_operator summary": {"late_rows_dropped": 1, "bad_rows": 1, "panes": 22}}}
+    batch = batch_progress(progress, {"summary": "windowed_operator summary"})
+    assert (batch.panes, batch.late_rows_dropped, batch.bad_rows) == (22, 3, 1)
+    assert batch_progress(progress, {"other query": "windowed_operator sessions"}).panes == 393
+
+
 @pytest.mark.parametrize("ms, text", [(None, "none yet"), (0, "none yet"), (1, "1970-01-01 00:00:00.001"),
                                       (1_767_225_859_435, "2026-01-01 00:04:19.435"),
                                       (END_OF_INPUT - 10_000, "end of input"), (END_OF_INPUT, "end of input")])

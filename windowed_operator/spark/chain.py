@@ -54,6 +54,8 @@ class Feed:
     frame: DataFrame  # the processor's pane rows: times in epoch ms, PHASE_COLUMN
     operator: WindowingOptions
     end_of_input_watermark: int
+    #: The operator's name among the query's observed metrics (``runner.observation_name``).
+    observation: str = ""
 
 
 def attach_feed(panes: DataFrame, feed: Feed) -> DataFrame:
@@ -147,8 +149,9 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
 def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str] = None, time_mode: str = "auto",
                        clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                        drop_counter: Any = None, state_encoding: str = "json",
-                       spark_event_time: bool = False) -> DataFrame:
+                       spark_event_time: bool = False, vectorized: bool = True) -> DataFrame:
     """``op`` over the panes of the operator behind ``feed``: see the module's docstring."""
+    from ..vectorized import supports_vectorized
     from .runner import check_state_encoding, choose_time_mode, resolve_key_groups, run_processor
 
     check_state_encoding(state_encoding)
@@ -177,7 +180,7 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         key_groups=resolve_key_groups(key_groups), state_key=state_key, drop_counter=drop_counter,
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
-        event_time_output=spark_event_time)
+        event_time_output=spark_event_time, vectorized=vectorized and supports_vectorized(op.build_core()))
     return run_processor(frame, plan, group_column)
 
 
@@ -186,7 +189,8 @@ def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **optio
     with ``options``, each next one to the panes before it; ``spark_event_time`` goes to the last
     stage only (the chain's output is what native Spark reads)."""
     event_time = {"spark_event_time": options.pop("spark_event_time", False)}
-    passed = {k: v for k, v in options.items() if k in ("time_mode", "clock", "key_groups", "state_encoding")}
+    passed = {k: v for k, v in options.items()
+              if k in ("time_mode", "clock", "key_groups", "state_encoding", "vectorized")}
     *inner, last = operators
     if not inner:
         return last.apply(df, *others, **options, **event_time)

@@ -65,6 +65,18 @@ def sink_query_names(pipeline: Pipeline) -> list[str]:
             for i, sink in enumerate(pipeline.sinks)]
 
 
+def output_operators(pipeline: Pipeline, frames: dict[str, DataFrame]) -> dict[str, str]:
+    """Each sink query's output operator (its observation name): the one whose panes it counts."""
+    from .chain import feed_of
+
+    found = {}
+    for sink, name in zip(pipeline.sinks, sink_query_names(pipeline)):
+        feed = feed_of(frames[sink.input])
+        if feed is not None and feed.observation:
+            found[name] = feed.observation
+    return found
+
+
 def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     queries = []
     for i, (sink, name) in enumerate(zip(pipeline.sinks, sink_query_names(pipeline))):
@@ -113,7 +125,7 @@ def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, ma
         ship_library(spark)  # a session of the caller's on a cluster: its executors need the library too
     workdir = workdir or Path(tempfile.mkdtemp(prefix="wo-pipeline-"))
     frames = build_frames(spark, pipeline, workdir)
-    printer = ProgressPrinter(out, names=sink_query_names(pipeline))
+    printer = ProgressPrinter(out, names=sink_query_names(pipeline), output_operators=output_operators(pipeline, frames))
     spark.streams.addListener(printer)
     try:
         queries = start_sinks(pipeline, frames)

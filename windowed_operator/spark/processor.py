@@ -330,8 +330,47 @@ class WindowedStatefulProcessor(StatefulProcessor):
                                     (Phase.PROCESSING_TIME, watermark, before_pt, batch.timed),
                                     (Phase.ELEMENTS, watermark, processing_time, batch.work)):
             rows = frame[phases == phase]
-            if len(rows):
+            if len(rows) and not self._fed_array_work(rows, wm, pt, work):
                 self._record_work(rows, wm, pt, work, bad)
+
+    def _fed_array_work(self, frame: pd.DataFrame, watermark: int, processing_time: int, work: list) -> bool:
+        """One step's upstream panes on the array path, key by key (False: the element path takes
+        them all). Each row is read as the element path reads it (``UpstreamPaneReader``: the pane,
+        its key, value and window); what is saved is the per-element window bookkeeping and trigger
+        calls: values are folded per window at once (``vectorized.process_arrays``). Steps holding a
+        retraction, or a row the reader rejects, go the element path (which folds retractions out
+        and rejects rows with the reason)."""
+        if not self.plan.vectorized or frame["is_retraction"].any():
+            return False
+        reads = []
+        for record in frame.to_dict("records"):
+            record.pop(GROUP_COLUMN, None)
+            record.pop(ROUTE_COLUMN, None)
+            try:
+                reads.append(self.reader.read(record, MIN_TIMESTAMP, self.now))
+            except BadElementError:
+                return False
+        n = len(reads)
+        stamps = np.fromiter((r.timestamp for r in reads), dtype=np.int64, count=n)
+        values = _value_array([r.value for r in reads])
+        windows = None
+        if self.core.kind == "inherited":
+            windows = (np.fromiter((r.window.start for r in reads), dtype=np.int64, count=n),
+                       np.fromiter((r.window.end for r in reads), dtype=np.int64, count=n))
+        codes, uniques = factorize(np.array([r.key for r in reads] + [None], dtype=object)[:n])
+        order = np.lexsort((stamps, codes))  # by key, then time (the element path's order: _record_work)
+        bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [n]))
+        for i, key in enumerate(uniques.tolist()):
+            rows = order[bounds[i]:bounds[i + 1]]
+
+            def run(k: Any, state: KeyState, rows: np.ndarray = rows) -> Emission:
+                return process_batch_arrays(
+                    self.core, k, state, stamps[rows], values[rows], watermark, processing_time,
+                    lambda j: values[rows[j]],  # (what the element path's drops carry: the value read)
+                    None if windows is None else (windows[0][rows], windows[1][rows]))
+
+            work.append((key, run))
+        return True
 
     def _record_work(self, frame: pd.DataFrame, watermark: int, processing_time: int, work: list,
                      bad: list[DroppedElement]) -> None:
@@ -399,3 +438,16 @@ class WindowedStatefulProcessor(StatefulProcessor):
             self.handle.registerTimer(wanted)
         meta["timer"] = wanted
 
+
+
+def _value_array(values: list) -> np.ndarray:
+    """Values read from the rows as one array: numbers as a numeric array (numpy folds them),
+    anything else as Python objects, one per row."""
+    if values and all(type(v) in (int, float) for v in values):
+        array = np.asarray(values)
+        if array.dtype.kind in "if":
+            return array
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        out[i] = value
+    return out

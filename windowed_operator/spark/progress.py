@@ -49,17 +49,25 @@ def _watermark_ms(text: Optional[str]) -> Optional[int]:
     return round(moment.timestamp() * 1000)
 
 
-def batch_progress(progress: Any) -> BatchProgress:
-    """A completed batch's figures from a ``StreamingQueryProgress`` or its dict/JSON form."""
+def batch_progress(progress: Any, output_operators: Optional[Mapping[str, str]] = None) -> BatchProgress:
+    """A completed batch's figures from a ``StreamingQueryProgress`` or its dict/JSON form.
+
+    Late and bad rows are summed over the query's windowed operators; panes are those of the
+    operator whose panes the query writes (``output_operators``: query name -> its observation
+    name, for chains: the earlier stages' panes feed the next stage, not the sink), else summed."""
     data: Mapping[str, Any] = progress if isinstance(progress, Mapping) else json.loads(progress.json)
-    observed = [metrics for name, metrics in (data.get("observedMetrics") or {}).items()
-                if name.startswith(OBSERVATION_PREFIX)]
+    query = data.get("name") or str(data.get("id"))
+    observations = {name: metrics for name, metrics in (data.get("observedMetrics") or {}).items()
+                    if name.startswith(OBSERVATION_PREFIX)}
+    observed = list(observations.values())
 
-    def total(field: str) -> int:  # a metric is a Row in a progress object, a dict in its JSON form
-        return sum(int((m.asDict() if hasattr(m, "asDict") else m).get(field) or 0) for m in observed)
+    def total(field: str, among: list = observed) -> int:  # a metric is a Row in a progress object, a dict in JSON
+        return sum(int((m.asDict() if hasattr(m, "asDict") else m).get(field) or 0) for m in among)
 
-    return BatchProgress(query=data.get("name") or str(data.get("id")), batch_id=int(data["batchId"]),
-                         input_rows=int(data.get("numInputRows") or 0), panes=total("panes"),
+    output = (output_operators or {}).get(query)
+    panes = total("panes", [observations[output]]) if output in observations else total("panes")
+    return BatchProgress(query=query, batch_id=int(data["batchId"]),
+                         input_rows=int(data.get("numInputRows") or 0), panes=panes,
                          late_rows_dropped=total("late_rows_dropped"), bad_rows=total("bad_rows"),
                          watermark_ms=_watermark_ms((data.get("eventTime") or {}).get("watermark")),
                          duration_ms=int((data.get("durationMs") or {}).get("triggerExecution") or 0))
@@ -90,8 +98,9 @@ class ProgressPrinter(StreamingQueryListener):
     event has arrived (events reach listeners asynchronously, after the query may have stopped)."""
 
     def __init__(self, out: TextIO, names: Optional[Iterable[str]] = None,
-                 prefix: Callable[[], str] = lambda: "") -> None:
+                 prefix: Callable[[], str] = lambda: "", output_operators: Optional[Mapping[str, str]] = None) -> None:
         self.out = out
+        self.output_operators = dict(output_operators or {})  # see batch_progress
         self.names = set(names) if names is not None else None
         self.prefix = prefix
         self.totals: dict[str, Totals] = {}
@@ -107,7 +116,7 @@ class ProgressPrinter(StreamingQueryListener):
 
     def onQueryProgress(self, event: Any) -> None:
         try:
-            batch = batch_progress(event.progress)
+            batch = batch_progress(event.progress, self.output_operators)
         except Exception as exc:  # noqa: BLE001 - Spark would log it where nobody looks
             print(f"(progress of a batch could not be read: {type(exc).__name__}: {exc})", file=self.out, flush=True)
             return

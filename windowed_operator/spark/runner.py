@@ -209,11 +209,11 @@ def observation_name(op: WindowingOptions) -> str:
     return base if op.name or not seen else f"{base} #{seen + 1}"
 
 
-def observe_drops(out: DataFrame, plan: SparkPlan) -> DataFrame:
-    """Sum the processor's count rows into observed metrics, per micro-batch, then drop them: late
-    elements dropped and bad elements show in the query's progress, late-data output or not."""
+def observe_drops(out: DataFrame, plan: SparkPlan, name: str) -> DataFrame:
+    """Sum the processor's count rows into observed metrics (``name``), per micro-batch, then drop
+    them: late elements dropped and bad elements show in the query's progress, late-data output or not."""
     late, bad = F.col(LATE_COUNT_COLUMN), F.col(BAD_COUNT_COLUMN)
-    observed = out.observe(observation_name(plan.operator),
+    observed = out.observe(name,
                            F.coalesce(F.sum(late), F.lit(0)).alias("late_rows_dropped"),
                            F.coalesce(F.sum(bad), F.lit(0)).alias("bad_rows"),
                            F.count(F.when(late.isNull() & F.col("window_start").isNotNull(), 1)).alias("panes"))
@@ -250,8 +250,10 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
         out = projected.groupBy(_GROUP_COLUMN).transformWithStateInPandas(
             statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
             outputMode="Append", timeMode=plan.time_mode, eventTimeColumnName=event_time_column)
-    out = observe_drops(out, plan)
-    feed = Feed(frame=pane_rows(out, plan), operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark)
+    observation = observation_name(plan.operator)
+    out = observe_drops(out, plan, observation)
+    feed = Feed(frame=pane_rows(out, plan), operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark,
+                observation=observation)
     columns: list[Column] = []
     if plan.keyed:
         columns.append(F.col("key"))
@@ -318,7 +320,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                 "input ends when the upstream's does)")
         return apply_fed_operator(op, feed, value_type=value_type, time_mode=time_mode, clock=clock,
                                   key_groups=key_groups, drop_counter=drop_counter, state_encoding=state_encoding,
-                                  spark_event_time=spark_event_time)
+                                  spark_event_time=spark_event_time, vectorized=vectorized)
     check_state_encoding(state_encoding)
     declared = declared_schema(schema)
     require_streaming(df, trusted=declared is not None)
