@@ -86,13 +86,14 @@ def _select(column: Any, rows: np.ndarray) -> Any:
 
 def supports_columnar_sessions(window: Any, accumulation: Accumulation, trigger: TriggerOption,
                                timestamp_combiner: Any) -> bool:
-    """Fixed-gap sessions, Beam's default trigger (any accumulation mode), a built-in numeric
+    """Fixed-gap sessions (a gap per element takes the element path), Beam's default trigger (any accumulation mode), a built-in numeric
     accumulation (discarding min/max excepted: their accumulator has no array identity), and panes
     stamped with the end of the window."""
     from .panes import TimestampCombiner
 
     form = columnar_form(accumulation)
-    return (isinstance(window, SessionWindows) and trigger.kind == "default" and not trigger.only_updated_panes
+    return (isinstance(window, SessionWindows) and not window.dynamic and trigger.kind == "default"
+            and not trigger.only_updated_panes
             and form is not None and not (trigger.discarding and form.kind in ("min", "max"))
             and timestamp_combiner == TimestampCombiner.END_OF_WINDOW)
 

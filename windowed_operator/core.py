@@ -151,8 +151,9 @@ class WindowedCore:
         then add each element to its merged session.  Returns the sessions to consider firing."""
         assert isinstance(self.window_option, MergingWindowOption)
         live: list[tuple[int, Any, Window]] = []
-        for ts, value, _ in elements:
-            proto = self.window_option.assign(ts)[0]
+        for ts, value, read_window in elements:
+            # (the reader's proto-session when the gap is the element's; ``assign`` otherwise)
+            proto = read_window if read_window is not None else self.window_option.assign(ts)[0]
             if self.is_expired(proto, watermark):
                 emission.dropped.append(DroppedElement(DropReason.EXPIRED, value, key, ts, watermark))
             else:

@@ -6,7 +6,8 @@ send every other row here for its reason.  A bad element is never dropped silent
 ``BadElementError`` or, when the operator asks for it, goes to the dead-letter output with its
 reason.  Bad: a missing or null key (keyed operators) or an unhashable one; a missing, null or
 unreadable timestamp, or one at or after ``END_OF_INPUT`` (2255-03-14); a missing, null or NaN
-value in the field the accumulation reads.
+value in the field the accumulation reads; a session gap read from the element (``SessionWindows(
+gap=...)``) that is missing, null, not a duration or not positive.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import numpy as np
 from .panes import DropReason, PaneRecord, RetractedValue
 from .time import END_OF_INPUT, MIN_TIMESTAMP, TimestampError, event_time_in_range, latest_event_time, to_millis
 from .windows.base import Window
+from .windows.session_windows import GapError, SessionWindows, read_gap
 
 Extractor = Union[str, Callable[[Any], Any], None]
 
@@ -128,7 +130,7 @@ class ElementReader:
 
     def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor, value: Extractor,
                  inherit_windows: bool, payload: Optional[str] = None, value_field: Optional[str] = None,
-                 max_future_skew: Optional[int] = None) -> None:
+                 max_future_skew: Optional[int] = None, gap: Extractor = None) -> None:
         #: A field holding the element proper, when key and time sit beside it (Spark's merge rows).
         self.payload = payload
         self.keyed = keyed
@@ -140,6 +142,8 @@ class ElementReader:
         self.value_field = value_field
         #: Elements more than this far ahead of processing time are bad (None: no limit but END_OF_INPUT).
         self.max_future_skew = max_future_skew
+        #: Each element's session gap (``SessionWindows(gap=...)``): read into its proto-session, the window slot.
+        self.gap = gap
 
     def read(self, element: Any, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
         """``now``: the processing time against which ``max_future_skew`` is checked."""
@@ -157,6 +161,8 @@ class ElementReader:
             value = self._value(element, payload)
             ts = self._timestamp(element, payload, ts, default_timestamp, now)
             window = self._window(element, payload) if self.inherit_windows else None
+            if self.gap is not None:
+                window = SessionWindows.proto_session(ts, self._gap(element, payload))
         except BadElementError as exc:
             exc.key = key
             raise
@@ -243,6 +249,22 @@ class ElementReader:
             return _in_range(element, to_millis(raw), now, self.max_future_skew)
         except TimestampError as exc:
             raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
+
+    def _gap(self, element: Any, payload: Any) -> int:
+        if callable(self.gap):
+            try:
+                raw = self.gap(payload)
+            except Exception as exc:  # the user's extractor failed on this element
+                raise BadElementError(DropReason.INVALID_GAP, element, f"gap extractor raised {exc!r}") from None
+        else:
+            raw = _field(payload, self.gap)
+            if raw is _MISSING:
+                raise BadElementError(DropReason.INVALID_GAP, element, f"no gap field {self.gap!r}")
+        try:
+            return read_gap(raw)
+        except GapError as exc:
+            name = f" (field {self.gap!r})" if isinstance(self.gap, str) else ""
+            raise BadElementError(DropReason.INVALID_GAP, element, f"{exc}{name}") from None
 
     def _window(self, element: Any, payload: Any) -> Window:
         start, end = _field(payload, "window_start"), _field(payload, "window_end")

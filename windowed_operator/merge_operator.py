@@ -19,6 +19,7 @@ from .config import Config, Duration
 from .elements import ElementReader, ReadElement
 from .operator import Extractor, WindowingOptions
 from .panes import PaneRecord
+from .windows.session_windows import element_gap
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame  # the Spark runner's type; pyspark is imported there only
@@ -74,7 +75,7 @@ class MergeOperatorBase(WindowingOptions):
             keyed=self.keyed, key=key if key is not None else self.side_extractor(side, "key"),
             timestamp=timestamp if timestamp is not None else self.side_extractor(side, "timestamp"),
             value=self.side_extractor(side, "value"), inherit_windows=self.window is None, payload=payload,
-            max_future_skew=self.max_future_skew))
+            max_future_skew=self.max_future_skew, gap=element_gap(self.window)))
 
     def local_runner(self, processing_time: Any = 0) -> "MergeRunner":
         from .merge_runner import MergeRunner

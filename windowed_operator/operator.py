@@ -23,6 +23,7 @@ from .testing import TestStream
 from .watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
 from .windows.base import WindowOption
 from .windows.inherited import InheritedWindows
+from .windows.session_windows import element_gap
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame  # the Spark runner's type; pyspark is imported there only
@@ -123,7 +124,8 @@ class OperatorBase(WindowingOptions):
     def build_reader(self) -> ElementReader:
         return ElementReader(keyed=self.keyed, key=getattr(self, "key", None), timestamp=self.timestamp,
                              value=self.value, inherit_windows=self.window is None,
-                             value_field=self.accumulation.input_field(), max_future_skew=self.max_future_skew)
+                             value_field=self.accumulation.input_field(), max_future_skew=self.max_future_skew,
+                             gap=element_gap(self.window))
 
     # -- running ------------------------------------------------------------------------------
     def local_runner(self, processing_time: Any = 0) -> "LocalRunner":

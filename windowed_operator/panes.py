@@ -35,6 +35,7 @@ class DropReason(str, Enum):
     INVALID_KEY = "invalid_key"
     MISSING_WINDOW = "missing_window"
     INVALID_VALUE = "invalid_value"
+    INVALID_GAP = "invalid_gap"  # a session gap read from the element that is null, not a duration or not positive
 
 
 #: The columns of an operator's output rows on Spark and in ``run --local``'s sinks, in order

@@ -98,7 +98,16 @@ class Hopping(Spec):
 
 
 class Sessions(Spec):
-    gap: Duration = Field(gt=0)
+    """``gap``: one gap for every element (``10s``); ``gap_field``: the column holding each element's
+    gap (milliseconds, an interval, or a text such as ``10s``)."""
+
+    gap: Optional[Duration] = Field(default=None, gt=0)
+    gap_field: Optional[str] = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> "Sessions":
+        _exactly_one(self, "session gap")
+        return self
 
 
 class Sliding(Spec):
@@ -138,6 +147,8 @@ class WindowSpec(Spec):
         if self.hopping:
             return TimeWindows(self.hopping.size, self.hopping.offset).slide_by(self.hopping.slide)
         if self.sessions:
+            if self.sessions.gap_field is not None:
+                return SessionWindows(gap=self.sessions.gap_field)
             return SessionWindows(self.sessions.gap)
         if self.sliding:
             return SlidingWindows(self.sliding.size)
@@ -512,6 +523,8 @@ class Pipeline(Spec):
                     reads.append((("operators", i, side, what) if own else ("operators", i, what), column))
                 if op.input is not None and op.value is None:
                     reads.append((("operators", i, "accumulation"), op.accumulation.field()))
+                if op.window is not None and op.window.sessions is not None:
+                    reads.append((("operators", i, "window", "sessions", "gap_field"), op.window.sessions.gap_field))
                 for loc, column in reads:
                     if column is not None and column not in columns:
                         errors.append((loc, f"column {column!r} is not in {input_name!r} "

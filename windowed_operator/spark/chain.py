@@ -37,6 +37,7 @@ from ..elements import BadElementError
 from ..operator import OperatorBase, WindowingOptions
 from ..panes import OUTPUT_COLUMNS
 from ..watermarks import UpstreamWatermark
+from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .errors import SparkOperatorError
 from .plan import PHASE_COLUMN, SparkPlan
@@ -156,6 +157,11 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
 
     check_state_encoding(state_encoding)
     check_consumable(feed.operator, op)
+    gap = element_gap(op.window)
+    if gap is not None and not isinstance(gap, str) and not callable(gap):
+        raise SparkOperatorError(
+            f"{op.label()} reads the panes of {feed.operator.label()}: its session gap must be a field of the pane "
+            f"(gap='value') or a callable on it; a column expression ({gap}) needs the raw rows")
     if not isinstance(op.watermark, UpstreamWatermark):
         raise SparkOperatorError(
             f"{op.label()} reads the panes of {feed.operator.label()} and follows its watermark: give it no "

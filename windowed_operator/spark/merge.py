@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from accumulations.merge import LEFT, RIGHT, SIDES
 
 from ..merge_operator import MergeOperatorBase
+from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .chain import feed_of
 from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SparkPlan
@@ -78,6 +79,9 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                 f"{op.label()}: its {side} input is an operator's panes; a merge operator takes raw inputs (a chain "
                 "starts with the merge: merge.then(op), as in the local runner)")
         refuse_derived_panes(df, op)
+    if element_gap(op.window) is not None:
+        raise SparkOperatorError(f"{op.label()}: sessions with a gap per element are not supported by merge operators "
+                                 "on Spark yet (the local runner runs them); give a fixed gap")
     if op.window is None:
         raise SparkOperatorError(f"{op.label()} has no window option: a merge operator takes raw inputs, which "
                                  "carry no windows to keep; give it a window option")

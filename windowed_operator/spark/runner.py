@@ -13,6 +13,7 @@ from ..columnar_records import supports_columnar_path
 from ..operator import OperatorBase, WindowingOptions
 from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, event_time_in_range, latest_event_time
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
+from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
 from .errors import SparkOperatorError
@@ -336,6 +337,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
             "to that operator's output (op2.apply(op1.apply(df)), or op1.then(op2).apply(df)); on other rows give "
             "it a window option")
 
+    op, df, columns = with_gap_column(op, df, columns, analyse=declared is None)
     event_ms = _event_time_ms(df, ts_col, shape)
     mode = choose_time_mode(op, time_mode)
     marker = end_of_input_marker(df, end_of_input, columns)
@@ -346,7 +348,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     projected = drop_end_of_input(df.withColumn(ts_col, event_ms), ts_col, has_helper, marker, end_of_input)
     if end_of_input is not None:
         shape = StructType([f for f in shape.fields if f.name != end_of_input])
-        columns = [f.name for f in shape.fields]
+        columns = [name for name in columns if name != end_of_input]
 
     value_field = op.value if isinstance(op.value, str) else op.accumulation.input_field()
     if value_field is not None and value_field not in columns:
@@ -406,6 +408,36 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         columns = [f.name for f in schema.fields]
         plan = dataclasses.replace(plan, preselected=True)
     return run_processor(projected, plan, key_col, columns)
+
+
+#: The column a gap expression of ``SessionWindows(gap=<Column>)`` is computed into.
+GAP_COLUMN = "__wo_gap"
+
+
+def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
+                    analyse: bool = True) -> tuple[OperatorBase, DataFrame, list[str]]:
+    """Sessions whose gap is each row's: a named column must exist; a column expression is computed
+    into ``GAP_COLUMN``, which the operator then reads (a callable reads each row as a dict).
+    ``analyse=False`` (a declared schema): the expression is trusted to resolve."""
+    gap = element_gap(op.window)
+    if gap is None or callable(gap):
+        return op, df, columns
+    if isinstance(gap, str):
+        if gap not in columns:
+            raise SparkOperatorError(f"{op.label()}: session gap column {gap!r} is not in the DataFrame "
+                                     f"(columns: {columns})")
+        return op, df, columns
+    if not isinstance(gap, Column):
+        raise SparkOperatorError(f"{op.label()}: session gap {gap!r} is not a column name, a Column or a callable")
+    try:
+        df = df.withColumn(GAP_COLUMN, gap)
+        if analyse:
+            df.schema  # (Spark Connect analyses only when asked)
+    except Exception as exc:  # an expression over columns the DataFrame lacks, or of an unknown function
+        raise SparkOperatorError(f"{op.label()}: session gap expression {gap} does not resolve on the DataFrame: "
+                                 f"{str(exc).splitlines()[0]}") from None
+    op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
+    return op, df, [*columns, GAP_COLUMN]
 
 
 def _preselects(op: WindowingOptions, shape: StructType) -> bool:
