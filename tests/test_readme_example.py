@@ -20,3 +20,11 @@ def test_merge_example_prints_what_the_readme_says(capsys):
     exec(compile(code, "README", "exec"), {})
     expected = re.search(r"# (\[\(.*\)\])\n", code).group(1)
     assert capsys.readouterr().out.strip() == expected
+
+
+def test_gap_and_sketch_example_prints_what_the_readme_says(capsys):
+    text = README.read_text()
+    code = re.search(r"## Distinct counts and quantiles.*?```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "README", "exec"), {})
+    expected = [line[2:] for line in code.splitlines() if line.startswith("# [")]
+    assert capsys.readouterr().out.splitlines() == expected

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Callable, Literal, Optional, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from accumulations import (Cogroup, Count, FullOuterJoin, InnerJoin, LeftOuterJoin, Max, Mean, Min, Sum, ToList,
-                           TopN)
+from accumulations import (ApproxCountDistinct, ApproxPercentile, Cogroup, Count, CountDistinct, FullOuterJoin,
+                           InnerJoin, LeftOuterJoin, Max, Mean, Min, Quantiles, Sum, ToList, TopN)
 from accumulations.base import Accumulation
 from accumulations.merge import MergeAccumulation
 from triggers.option import TriggerOption
@@ -167,6 +167,24 @@ class TopNArgs(Spec):
     field: Optional[str] = None
 
 
+class ApproxCountDistinctArgs(Spec):
+    field: Optional[str] = None
+    lg_k: int = Field(default=12, ge=4, le=21)
+    hll_type: Literal["HLL_4", "HLL_6", "HLL_8"] = "HLL_8"
+
+
+class QuantilesArgs(Spec):
+    field: Optional[str] = None
+    fractions: list[float] = Field(default=[0.5, 0.9, 0.99], min_length=1)
+    k: int = Field(default=200, ge=8, le=65535)
+
+
+class PercentileArgs(Spec):
+    field: Optional[str] = None
+    percentile: float = Field(default=0.5, ge=0, le=1)
+    k: int = Field(default=200, ge=8, le=65535)
+
+
 class JoinArgs(Spec):
     join: Optional[str] = Field(default=None, description="dotted path of join(left, right); needs --allow-code or --allow-module")
     result_type: Optional[str] = None
@@ -185,6 +203,10 @@ class AccumulationSpec(Spec):
     mean: Optional[FieldArgs] = None
     to_list: Optional[FieldArgs] = None
     top_n: Optional[TopNArgs] = None
+    count_distinct: Optional[FieldArgs] = None
+    approx_count_distinct: Optional[ApproxCountDistinctArgs] = None
+    quantiles: Optional[QuantilesArgs] = None
+    approx_percentile: Optional[PercentileArgs] = None
     inner_join: Optional[JoinArgs] = None
     left_outer_join: Optional[JoinArgs] = None
     full_outer_join: Optional[JoinArgs] = None
@@ -203,7 +225,8 @@ class AccumulationSpec(Spec):
 
     def field(self) -> Optional[str]:
         """The field a one-input accumulation reads from each element (None: the whole element)."""
-        for name in ("sum", "min", "max", "mean", "to_list", "top_n"):
+        for name in ("sum", "min", "max", "mean", "to_list", "top_n", "count_distinct", "approx_count_distinct",
+                     "quantiles", "approx_percentile"):
             args = getattr(self, name)
             if args is not None:
                 return args.field
@@ -216,11 +239,13 @@ class AccumulationSpec(Spec):
         return paths + ([self.code.path] if self.code is not None else [])
 
     def build(self) -> Union[Accumulation, MergeAccumulation]:
-        simple = {"sum": Sum, "min": Min, "max": Max, "mean": Mean, "to_list": ToList}
+        simple = {"sum": Sum, "min": Min, "max": Max, "mean": Mean, "to_list": ToList, "count_distinct": CountDistinct,
+                  "approx_count_distinct": ApproxCountDistinct, "quantiles": Quantiles,
+                  "approx_percentile": ApproxPercentile}
         for name, cls in simple.items():
             args = getattr(self, name)
             if args is not None:
-                return cls(field=args.field)
+                return cls(**args.model_dump())
         if self.count is not None:
             return Count()
         if self.top_n is not None:
