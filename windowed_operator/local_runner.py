@@ -50,16 +50,22 @@ class LocalRunner:
     def add_elements(self, *elements: Any) -> list[PaneRecord]:
         """One bundle.  Every element is read before any state changes, so a bad element that raises
         leaves the runner exactly as it was."""
-        return self._add_bundle([(_elements(elements), self.reader, self.tracker.observe_event_time)])
+        return self._add_bundle([(_elements(elements), self.reader, self.tracker.observe_event_time,
+                                  self.tracker.note_input)])
 
-    def _add_bundle(self, parts: list[tuple[tuple, Any, Callable[[int], None]]]) -> list[PaneRecord]:
-        """One bundle made of ``(elements, reader, observe)`` parts (a merge's bundle has one per input)."""
+    def _add_bundle(self, parts: list[tuple[tuple, Any, Callable[[int], None], Callable[[int], None]]]
+                    ) -> list[PaneRecord]:
+        """One bundle made of ``(elements, reader, observe, note_input)`` parts (a merge's bundle has
+        one per input): ``observe`` takes each element's event time, ``note_input`` the processing
+        time at which the input was not quiet (``watermarks.idle_advanced``)."""
         self.steps += 1
         watermark = self.tracker.current
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
         observers: dict[Optional[Hashable], list[tuple[Callable[[int], None], int]]] = {}
         bad: list[DroppedElement] = []
-        for elements, reader, observe in parts:
+        for elements, reader, observe, note_input in parts:
+            if elements:
+                note_input(self.processing_time)
             for element in elements:
                 try:
                     read = reader.read(element, watermark, self.processing_time)
@@ -84,7 +90,7 @@ class LocalRunner:
         return emitted
 
     def advance_watermark_to(self, watermark: Any) -> list[PaneRecord]:
-        self.tracker.observe_upstream(to_millis(watermark))
+        self.tracker.observe_upstream(to_millis(watermark), self.processing_time)
         return self._advance_watermark()
 
     def advance_watermark_to_infinity(self) -> list[PaneRecord]:

@@ -47,7 +47,10 @@ class MergeRunner(LocalRunner):
         def observe(ts: int) -> None:
             tracker.observe_event_time(side, ts, now)
 
-        return elements, self.readers[self._check(side)], observe
+        def note_input(processing_time: int) -> None:
+            tracker.note_input(side, processing_time)
+
+        return elements, self.readers[self._check(side)], observe, note_input
 
     def advance_watermark_to(self, side: str, watermark: Any) -> list[PaneRecord]:  # type: ignore[override]
         self.tracker.observe_upstream(self._check(side), to_millis(watermark), self.processing_time)

@@ -272,18 +272,27 @@ class WatermarkSpec(Spec):
     upstream: Optional[Duration] = Field(default=None, ge=0, description="withWatermark delay on the source")
     bounded_disorder: Optional[Duration] = Field(default=None, ge=0)
     fixed_lag: Optional[Duration] = Field(default=None, ge=0)
+    idle_timeout: Optional[Duration] = Field(
+        default=None, gt=0, description="with upstream or bounded_disorder: processing time without input after "
+                                        "which the watermark advances with processing time")
 
     @model_validator(mode="after")
     def _one(self) -> "WatermarkSpec":
-        _exactly_one(self, "watermark")
+        kinds = [name for name in ("upstream", "bounded_disorder", "fixed_lag") if getattr(self, name) is not None]
+        if len(kinds) != 1:
+            raise ValueError(f"give exactly one watermark (upstream, bounded_disorder, fixed_lag); got "
+                             f"{', '.join(kinds) or 'none'}")
+        if self.idle_timeout is not None and self.fixed_lag is not None:
+            raise ValueError("idle_timeout applies to event-time watermarks (upstream, bounded_disorder): a fixed_lag "
+                             "watermark already follows processing time")
         return self
 
     def build(self) -> Union[UpstreamWatermark, BoundedDisorderWatermark, FixedLagWatermark]:
         if self.bounded_disorder is not None:
-            return BoundedDisorderWatermark(max_disorder=self.bounded_disorder)
+            return BoundedDisorderWatermark(max_disorder=self.bounded_disorder, idle_timeout=self.idle_timeout)
         if self.fixed_lag is not None:
             return FixedLagWatermark(lag=self.fixed_lag)
-        return UpstreamWatermark()
+        return UpstreamWatermark(idle_timeout=self.idle_timeout)
 
 
 _END_OF_INPUT = ("a boolean column: a row where it is true is not data but ends the input (every window closes); "
