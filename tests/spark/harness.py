@@ -160,10 +160,15 @@ def run_local_like_spark(op, batches: list[list[dict]], delay: int, clock_times:
 def _local_runner(op, processing_time: int):
     """A local runner driven by the watermarks Spark computes (the first operator of a chain's)."""
     if isinstance(op, Chain):
-        first = op.operators[0].model_copy(update={"watermark": UpstreamWatermark()})
+        first = op.operators[0].model_copy(update={"watermark": _upstream_like(op.operators[0])})
         return ChainRunner([first.local_runner(processing_time),
                             *(stage.local_runner(processing_time) for stage in op.operators[1:])])
-    return op.model_copy(update={"watermark": UpstreamWatermark()}).local_runner(processing_time=processing_time)
+    return op.model_copy(update={"watermark": _upstream_like(op)}).local_runner(processing_time=processing_time)
+
+
+def _upstream_like(op) -> UpstreamWatermark:
+    """The watermark Spark computes, given to the local runner, with the operator's idle timeout."""
+    return UpstreamWatermark(idle_timeout=getattr(op.watermark, "idle_timeout", None))
 
 
 def local_panes(runner) -> Counter:

@@ -111,6 +111,8 @@ class SparkPlan:
     #: Input columns of integral Spark types: pandas turns such a column with a null into floats, and
     #: a dead letter's JSON must show its integers as integers.
     integral_columns: tuple[str, ...] = ()
+    #: Rows carry heartbeats (``heartbeat``): each group learns of every batch with input (idle timeouts).
+    heartbeats: bool = False
 
     @property
     def end_of_input_watermark(self) -> int:

@@ -36,7 +36,8 @@ from ..state_codec import KeyStateCodec
 from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
                     latest_event_time)
 from ..vectorized import process_batch_arrays
-from ..watermarks import FixedLagWatermark
+from ..watermarks import FixedLagWatermark, idle_advanced
+from .heartbeat import split_beats
 from .group_store import SparkGroupStore
 from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
@@ -115,6 +116,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             return
         group = self._group(self.codec)
         self.unseen_drops = 0  # dropped rows a pre-selected row stood for (see _vectorized_work)
+        frame, had_input = split_beats(frame) if self.plan.heartbeats else (frame, False)
         meta = group.meta
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
@@ -139,6 +141,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if n_dropped and self.plan.drop_counter is not None:
             self.plan.drop_counter.add(n_dropped)
         self._schedule_group(group, spark_now, watermark)
+        if had_input:
+            meta["input"] = processing_time  # (after this batch's watermark: input counts from the next)
         group.save(wm=watermark, **({"pt": processing_time} if self.plan.upstream is not None else {}))
         late = self.plan.side_outputs and self.plan.operator.late_data_output
         for phase, emission in zip(Phase, phased.by_phase):
@@ -154,11 +158,13 @@ class WindowedStatefulProcessor(StatefulProcessor):
         plan = self.plan
         assert self.columnar is not None
         group = self._group(self.records.codec)
+        frame, had_input = split_beats(frame) if plan.heartbeats else (frame, False)
         meta = group.meta
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
         spark_now = self.now = timer_values.getCurrentProcessingTimeInMs()
-        watermark = self._watermark(timer_values, meta, plan.clock.now(spark_now))
+        processing_time = plan.clock.now(spark_now)
+        watermark = self._watermark(timer_values, meta, processing_time)
         behind = meta.get("wm", watermark)
         keys = factorize(self._keys(frame))[1].tolist() if frame is not None and len(frame) else []
         if plan.key_column is not None:
@@ -182,6 +188,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)
         self._schedule_group(group, spark_now, watermark)
+        if had_input:
+            meta["input"] = processing_time
         group.save(wm=watermark)
         late = dropped if plan.operator.late_data_output else []
         for phase, made, side in ((Phase.WATERMARK, released, []), (Phase.ELEMENTS, panes, [*late, *bad])):
@@ -405,6 +413,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
             candidate = spark_wm if spark_wm > 0 else MIN_TIMESTAMP  # Spark reports 0 before any watermark
             if candidate >= self.plan.end_of_input_watermark:  # an end-of-input marker went through
                 candidate = MAX_TIMESTAMP
+            else:  # (meta "input": the last batch with input, from the heartbeats)
+                candidate = idle_advanced(candidate, meta.get("input"), getattr(policy, "idle_timeout", None),
+                                          processing_time)
         return max(meta.get("wm", MIN_TIMESTAMP), candidate)
 
     def _schedule_group(self, group: GroupState, spark_now: int, watermark: int) -> None:

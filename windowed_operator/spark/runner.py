@@ -21,6 +21,7 @@ from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
 from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COLUMN, LATE_COUNT_COLUMN,
                    PHASE_COLUMN, WHOLE_ROWS, SparkPlan, array_values, vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
+from .heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
 from .preselect import WEIGHT_COLUMN, PreSelection, preselectable
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
@@ -60,9 +61,16 @@ def choose_time_mode(op: WindowingOptions, requested: str = "auto") -> str:
         return requested
     if requested != "auto":
         raise SparkOperatorError(f"time_mode {requested!r} is not one of 'auto', 'EventTime', 'ProcessingTime'")
-    if op.trigger.to_trigger().uses_processing_time() or isinstance(op.watermark, FixedLagWatermark):
+    if (op.trigger.to_trigger().uses_processing_time() or isinstance(op.watermark, FixedLagWatermark)
+            or idle_timeout_of(op) is not None):
         return "ProcessingTime"
     return "EventTime"
+
+
+def idle_timeout_of(op: WindowingOptions) -> Optional[int]:
+    """The watermark's idle timeout (``watermarks.idle_advanced``): it needs processing time, so the
+    query runs in ProcessingTime mode, where a ``processingTime`` trigger runs batches without data."""
+    return getattr(op.watermark, "idle_timeout", None)
 
 
 def refuse_derived_panes(df: DataFrame, op: WindowingOptions) -> None:
@@ -234,10 +242,10 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     The key group is ``pmod(xxhash64(key), key_groups)``: a fixed function of the key, so a
     restarted query finds each key's state where it left it (do not change ``key_groups`` between
     runs of one checkpoint: the state's fingerprint refuses it)."""
-    if key_col is None:
-        projected = projected.withColumn(_GROUP_COLUMN, F.lit(0))
-    else:
-        projected = projected.withColumn(_GROUP_COLUMN, F.pmod(F.xxhash64(F.col(key_col)), F.lit(plan.key_groups)))
+    group = F.lit(0) if key_col is None else F.pmod(F.xxhash64(F.col(key_col)), F.lit(plan.key_groups))
+    if plan.heartbeats:  # a heartbeat row names its group (``heartbeat``)
+        group = F.coalesce(F.col(BEAT_COLUMN), group)
+    projected = projected.withColumn(_GROUP_COLUMN, group)
     columns = [*(columns if columns is not None else projected.columns)]
     if _GROUP_COLUMN not in columns:
         columns.append(_GROUP_COLUMN)
@@ -387,6 +395,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         integral_columns=(ts_col, *(f.name for f in shape.fields if isinstance(f.dataType, IntegralType))),
         columnar=columnar)
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
+    projected_schema: Optional[StructType] = None  # (known without analysis on the folding paths)
     # (pre-aggregation runs in the scan stage, which has no batch time to check max_future_skew against)
     if (preaggregate and plan.columnar and core_op.window.pane_layout() is not None and not plan.side_outputs
             and core_op.max_future_skew is None
@@ -396,6 +405,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                                  key_type=plan.key_type, value_type=value_spark_type, reader=plan.record_reader())
         projected = projected.select(*folding.input_columns).mapInArrow(folding, folding.schema())
         columns = [name for name, _ in folding.fields()]
+        projected_schema = parse_ddl_schema(folding.schema())
         plan = dataclasses.replace(plan, preaggregated=True, partial_columns=tuple(folding.aggregate_columns()))
     elif preaggregate and plan.vectorized and plan.value_column == WHOLE_ROWS and _preselects(core_op, shape):
         selection = PreSelection(layout=core_op.window.pane_layout(), accumulation=core_op.core_accumulation(),
@@ -407,7 +417,30 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         projected = projected.mapInArrow(selection, schema)
         columns = [f.name for f in schema.fields]
         plan = dataclasses.replace(plan, preselected=True)
+        projected_schema = schema
+    if idle_timeout_of(core_op) is not None:
+        if projected_schema is None:
+            projected_schema = _plain_schema(projected, declared, shape, ts_col, columns)
+        projected = projected.select(*columns).mapInArrow(Heartbeats(plan.key_groups if op.keyed else 1),
+                                                          with_beat_column(projected_schema))
+        columns = [*columns, BEAT_COLUMN]
+        plan = dataclasses.replace(plan, heartbeats=True)
     return run_processor(projected, plan, key_col, columns)
+
+
+def _plain_schema(projected: DataFrame, declared: Optional[StructType], shape: StructType, ts_col: str,
+                  columns: list[str]) -> StructType:
+    """The schema of the rows handed to the processor (``columns``): asked of the DataFrame, or built
+    from the declared one without analysis (event time as epoch ms)."""
+    if declared is None:
+        full = projected.schema
+        return StructType([full[name] for name in columns])
+    if GAP_COLUMN in columns:
+        raise SparkOperatorError("a session gap expression with a declared schema and an idle timeout: the gap's type "
+                                 "is not known without analysing the DataFrame; add the gap as a column of the input "
+                                 "and name it (SessionWindows(gap='<column>'))")
+    return StructType([StructField(name, LongType() if name == ts_col else shape[name].dataType, True)
+                       for name in columns])
 
 
 #: The column a gap expression of ``SessionWindows(gap=<Column>)`` is computed into.

@@ -1,0 +1,96 @@
+"""An idle timeout on Spark equals the local runner: batches with data, then batches without any (the
+clock moving on), in which the watermark advances with processing time and the last sessions close;
+then input resumes with a late row and an on-time one."""
+import json
+import os
+import warnings
+
+import pytest
+
+from accumulations import Count
+from triggers import TriggerOption
+from windowed_operator import KeyedWindowedOperator, SessionWindows, bounded_disorder
+from windowed_operator.spark import FileClock
+from windowed_operator.time import MIN_TIMESTAMP
+
+from .harness import BASE, MARKED_SCHEMA, _collector, _local_runner, _wait_for, _wait_for_file, local_panes, spark_panes
+from .test_equivalence import DELAY, EARLY_LATE_COUNTS
+
+pytestmark = pytest.mark.spark
+
+T = 1_000_000  # processing time of the first batch
+IDLE = 10_000
+STEPS = [  # (processing time, rows or None for a batch without data)
+    (T, [{"user": "a", "amount": 1, "ts": BASE}, {"user": "a", "amount": 1, "ts": BASE + 1_000},
+         {"user": "b", "amount": 1, "ts": BASE + 500}]),
+    (T + 1_000, [{"user": "a", "amount": 1, "ts": BASE + 3_000}, {"user": "b", "amount": 1, "ts": BASE + 6_000}]),
+    (T + 5_000, None),  # quiet, not for long enough
+    (T + 12_000, None),  # quiet since T + 11,000: watermark BASE + 3,000 + 1,000
+    (T + 16_000, None),  # BASE + 8,000: a's [BASE, BASE + 7 s) and b's first session close
+    (T + 17_000, [{"user": "a", "amount": 1, "ts": BASE + 2_000},  # behind the advanced watermark: LATE
+                  {"user": "c", "amount": 1, "ts": BASE + 20_000}]),
+    (T + 19_000, None),  # event time again: BASE + 17,000
+    (T + 40_000, None),  # quiet since T + 27,000: BASE + 30,000, c's session closes
+]
+
+
+def operator(trigger):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return KeyedWindowedOperator(SessionWindows(4_000), Count(), trigger=trigger, allowed_lateness=5_000,
+                                     key="user", timestamp="ts", watermark=bounded_disorder(DELAY, idle_timeout=IDLE))
+
+
+def run_local(op):
+    runner = _local_runner(op, STEPS[0][0])
+    watermark, max_ts = MIN_TIMESTAMP, None
+    for now, rows in STEPS:
+        if watermark > MIN_TIMESTAMP:
+            runner.advance_watermark_to(watermark)  # Spark's, from the batches before this one
+        runner.advance_processing_time(now - runner.processing_time)
+        if rows:
+            runner.add_elements(*rows)
+            max_ts = max([r["ts"] for r in rows] + ([max_ts] if max_ts is not None else []))
+            watermark = max(watermark, max_ts - DELAY)
+    return runner
+
+
+def run_spark(spark, op, workdir):
+    source, store = workdir / "in", {}
+    source.mkdir(parents=True)
+    clock = FileClock(str(workdir / "clock"))
+    clock.set(STEPS[0][0])
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    query = (op.apply(df, clock=clock).writeStream.foreachBatch(_collector(store))
+             .option("checkpointLocation", str(workdir / "checkpoint")).trigger(processingTime="100 milliseconds")
+             .start())
+    try:
+        files = 0
+        for now, rows in STEPS:
+            clock.set(now)
+            if rows:
+                path = source / f"batch-{files:05d}.json"
+                path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+                os.utime(path, (1_600_000_000 + files, 1_600_000_000 + files))
+                _wait_for_file(query, files)
+                files += 1
+            # two whole batches at this time (a batch running when the clock moved may straddle it)
+            done = query.lastProgress["batchId"] if query.lastProgress else -1
+            _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] >= done + 2)
+    finally:
+        query.stop()
+    return store
+
+
+@pytest.mark.parametrize("trigger", ["default", "early-late"])
+def test_quiet_streams_close_their_windows_on_spark_as_locally(spark, tmp_path, trigger):
+    option = TriggerOption.default() if trigger == "default" else \
+        EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes()
+    op = operator(option)
+    runner = run_local(op)
+    expected = local_panes(runner)
+    closed = {(p[0], p[1] - BASE, p[2] - BASE) for p in expected if p[4] in ("ON_TIME", "LATE")}
+    assert closed == {("a", 0, 7_000), ("b", 500, 4_500), ("b", 6_000, 10_000), ("c", 20_000, 24_000)}
+    assert any(p[0] == "a" and p[4] == "LATE" for p in expected)  # the row behind the advanced watermark
+    assert runner.watermark == BASE + 30_000
+    assert spark_panes(run_spark(spark, op, tmp_path)) == expected
