@@ -9,7 +9,7 @@ import pytest
 
 from accumulations import Count
 from triggers import TriggerOption
-from windowed_operator import KeyedWindowedOperator, SessionWindows, bounded_disorder
+from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
 from windowed_operator.spark import FileClock
 from windowed_operator.time import MIN_TIMESTAMP
 
@@ -34,10 +34,10 @@ STEPS = [  # (processing time, rows or None for a batch without data)
 ]
 
 
-def operator(trigger):
+def operator(trigger, window=SessionWindows(4_000)):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return KeyedWindowedOperator(SessionWindows(4_000), Count(), trigger=trigger, allowed_lateness=5_000,
+        return KeyedWindowedOperator(window, Count(), trigger=trigger, allowed_lateness=5_000,
                                      key="user", timestamp="ts", watermark=bounded_disorder(DELAY, idle_timeout=IDLE))
 
 
@@ -93,4 +93,13 @@ def test_quiet_streams_close_their_windows_on_spark_as_locally(spark, tmp_path, 
     assert closed == {("a", 0, 7_000), ("b", 500, 4_500), ("b", 6_000, 10_000), ("c", 20_000, 24_000)}
     assert any(p[0] == "a" and p[4] == "LATE" for p in expected)  # the row behind the advanced watermark
     assert runner.watermark == BASE + 30_000
+    assert spark_panes(run_spark(spark, op, tmp_path)) == expected
+
+
+def test_pre_aggregated_windows_close_on_quiet_streams_too(spark, tmp_path):
+    """Tumbling Count under the default trigger: partials folded before the shuffle, heartbeats after."""
+    op = operator(TriggerOption.default(), window=TimeWindows(5_000))
+    expected = local_panes(run_local(op))
+    assert {(p[1] - BASE, p[4]) for p in expected} >= {(0, "ON_TIME"), (0, "LATE"), (5_000, "ON_TIME"),
+                                                       (20_000, "ON_TIME")}
     assert spark_panes(run_spark(spark, op, tmp_path)) == expected
