@@ -170,12 +170,22 @@ class TwoInputWatermarkTracker:
     def is_idle(self, side: str, processing_time: int) -> bool:
         if side in self.marked_idle:
             return True
-        return self.idle_timeout is not None and processing_time - self.last_activity[side] >= self.idle_timeout
+        return input_is_idle(self.last_activity[side], self.idle_timeout, processing_time)
 
     def compute(self, processing_time: int) -> int:
         marks = {side: tracker.compute(processing_time) for side, tracker in self.sides.items()}
-        active = [mark for side, mark in marks.items() if not self.is_idle(side, processing_time)]
-        candidate = min(active) if active else max(marks.values())
+        candidate = two_input_watermark(marks, {side: self.is_idle(side, processing_time) for side in marks})
         if candidate > self.current:
             self.current = candidate
         return self.current
+
+
+def input_is_idle(last_activity: int, idle_timeout: Optional[int], processing_time: int) -> bool:
+    """A merge's input stops holding the watermark back after ``idle_timeout`` ms without elements."""
+    return idle_timeout is not None and processing_time - last_activity >= idle_timeout
+
+
+def two_input_watermark(marks: dict[str, int], idle: dict[str, bool]) -> int:
+    """The minimum over the inputs that are not idle; the largest when all are (Flink's valve)."""
+    active = [mark for side, mark in marks.items() if not idle[side]]
+    return min(active) if active else max(marks.values())

@@ -103,3 +103,79 @@ def test_pre_aggregated_windows_close_on_quiet_streams_too(spark, tmp_path):
     assert {(p[1] - BASE, p[4]) for p in expected} >= {(0, "ON_TIME"), (0, "LATE"), (5_000, "ON_TIME"),
                                                        (20_000, "ON_TIME")}
     assert spark_panes(run_spark(spark, op, tmp_path)) == expected
+
+
+# -- a merge whose right input goes silent, then resumes --------------------------------------------------
+MERGE_IDLE, QUIET = 10_000, 20_000
+MERGE_STEPS = [  # (processing time, left rows, right rows); None, None: a batch without data
+    (T, [{"user": "a", "amount": 1, "ts": BASE + 1_000}], [{"user": "a", "page": "p", "ts": BASE + 2_000}]),
+    (T + 1_000, [{"user": "a", "amount": 2, "ts": BASE + 6_000}], [{"user": "b", "page": "q", "ts": BASE + 3_000}]),
+    (T + 2_000, [{"user": "a", "amount": 3, "ts": BASE + 12_000}], []),  # the right input goes silent
+    (T + 6_000, [{"user": "b", "amount": 4, "ts": BASE + 16_000}], []),
+    (T + 12_000, [{"user": "a", "amount": 5, "ts": BASE + 21_000}], []),  # right idle: the left's 18 s rules
+    (T + 13_000, [], [{"user": "a", "page": "late", "ts": BASE + 14_000},  # behind: a LATE pane
+                      {"user": "b", "page": "r", "ts": BASE + 20_000}]),
+    (T + 40_000, None, None),  # both quiet: both idle, each advancing with processing time
+]
+
+
+def merge_operator():
+    from accumulations import Cogroup
+    from windowed_operator import KeyedWindowedMergeOperator
+    from windowed_operator.merge_operator import InputOptions
+
+    return KeyedWindowedMergeOperator(TimeWindows(5_000), Cogroup(), allowed_lateness=5_000, key="user",
+                                      timestamp="ts", idle_timeout=MERGE_IDLE,
+                                      watermark=bounded_disorder(DELAY, idle_timeout=QUIET),
+                                      left=InputOptions(value="amount"), right=InputOptions(value="page"))
+
+
+def run_local_merge(op):
+    runner = op.local_runner(processing_time=MERGE_STEPS[0][0])
+    for now, left, right in MERGE_STEPS:
+        runner.advance_processing_time(now - runner.processing_time)
+        if left or right:
+            runner.add_elements_from_both(left, right)
+    return runner
+
+
+def run_spark_merge(spark, op, workdir):
+    from .harness import MARKED_RIGHT_SCHEMA
+
+    store, clock = {}, FileClock(str(workdir / "clock"))
+    clock.set(MERGE_STEPS[0][0])
+    for side in ("left", "right"):
+        (workdir / side).mkdir(parents=True)
+    left = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "left"))
+    right = spark.readStream.schema(MARKED_RIGHT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "right"))
+    query = (op.apply(left, right, clock=clock).writeStream.foreachBatch(_collector(store))
+             .option("checkpointLocation", str(workdir / "checkpoint")).trigger(processingTime="100 milliseconds")
+             .start())
+    try:
+        files = 0
+        for now, left_rows, right_rows in MERGE_STEPS:
+            clock.set(now)
+            if left_rows is not None:
+                for side, rows in (("left", left_rows), ("right", right_rows)):
+                    path = workdir / side / f"batch-{files:05d}.json"
+                    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+                    os.utime(path, (1_600_000_000 + files, 1_600_000_000 + files))
+                _wait_for_file(query, files)
+                files += 1
+            done = query.lastProgress["batchId"] if query.lastProgress else -1
+            _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] >= done + 2)
+    finally:
+        query.stop()
+    return store
+
+
+def test_a_silent_input_of_a_merge_stops_holding_the_watermark_back_on_spark(spark, tmp_path):
+    from .test_merge_spark import local_rows, spark_rows
+
+    op = merge_operator()
+    runner = run_local_merge(op)
+    fired = {(p.window_start - BASE, p.timing.value) for p in runner.outputs}
+    assert {(0, "ON_TIME"), (5_000, "ON_TIME"), (10_000, "ON_TIME"), (10_000, "LATE"), (15_000, "ON_TIME"),
+            (20_000, "ON_TIME")} <= fired
+    assert runner.watermark == BASE + 26_000  # both idle: the largest of 18 s + 8 s and 17 s + 7 s
+    assert spark_rows(run_spark_merge(spark, op, tmp_path)) == local_rows(runner)

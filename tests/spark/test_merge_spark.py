@@ -6,7 +6,8 @@ import pytest
 
 from accumulations.merge import Cogroup, InnerJoin, LeftOuterJoin
 from triggers import TriggerOption
-from windowed_operator import KeyedWindowedMergeOperator, SessionWindows, TimeWindows, bounded_disorder
+from windowed_operator import (KeyedWindowedMergeOperator, SessionWindows, TimeWindows, UpstreamWatermark,
+                               bounded_disorder)
 from windowed_operator.merge_operator import InputOptions
 from windowed_operator.spark.runner import SparkOperatorError
 
@@ -113,7 +114,7 @@ def test_merge_errors_name_the_input_and_column(spark, tmp_path):
     with pytest.raises(SparkOperatorError, match="key columns differ in type: left 'user' is string, right 'amount' "
                                                  "is bigint"):
         op.apply(left, left, right_key="amount")
-    with pytest.raises(SparkOperatorError, match="idle_timeout=5000 ms"):
-        op.model_copy(update={"idle_timeout": 5000}).apply(left, right)
+    with pytest.raises(SparkOperatorError, match=r"idle timeouts on Spark need watermark=bounded_disorder\(...\)"):
+        op.model_copy(update={"idle_timeout": 5000, "watermark": UpstreamWatermark()}).apply(left, right)
     with pytest.raises(SparkOperatorError, match="cannot map the output of InnerJoin"):
         merge_op(TimeWindows(10_000), InnerJoin(lambda a, b: a), TriggerOption.default()).apply(left, right)

@@ -19,6 +19,8 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.types import IntegerType, StructField, StructType
 
+from ..time import event_time_in_range
+
 #: The key group a heartbeat row goes to (null on data rows).
 BEAT_COLUMN = "__wo_beat"
 
@@ -31,28 +33,72 @@ def with_beat_column(schema: StructType) -> StructType:
 
 @dataclass(frozen=True)
 class Heartbeats:
-    """The ``mapInArrow`` function: a partition's batches, then one heartbeat per key group if it had rows."""
+    """The ``mapInArrow`` function: a partition's batches, then, if it had rows, one heartbeat per
+    key group; for a merge (``side_column``), one per key group and input that had rows, carrying
+    the input's largest event time in range in ``time_column`` (each group keeps each input's
+    bounded-disorder watermark from them: Spark's own is one minimum over both)."""
 
     groups: int
+    side_column: Optional[str] = None
+    time_column: Optional[str] = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        schema: Optional[pa.Schema] = None
-        had_rows = False
+        schema: Optional[pa.Schema] = None  # every batch in it: all columns nullable (a heartbeat is nulls)
+        seen: dict[str, Optional[int]] = {}
         for batch in batches:
-            schema = batch.schema
-            had_rows = had_rows or batch.num_rows > 0
-            if batch.num_rows:
-                yield batch.append_column(BEAT_COLUMN, pa.nulls(batch.num_rows, pa.int32()))
-        if had_rows and schema is not None:
-            columns = [pa.nulls(self.groups, field.type) for field in schema]
-            yield pa.RecordBatch.from_arrays([*columns, pa.array(range(self.groups), pa.int32())],
-                                             names=[*schema.names, BEAT_COLUMN])
+            if schema is None:
+                schema = pa.schema([f.with_nullable(True) for f in batch.schema]
+                                   + [pa.field(BEAT_COLUMN, pa.int32(), True)])
+            if not batch.num_rows:
+                continue
+            self._note(batch, seen)
+            yield pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, pa.int32())], schema=schema)
+        if seen and schema is not None:
+            yield self._beats(schema, seen)
+
+    def _note(self, batch: pa.RecordBatch, seen: dict[str, Optional[int]]) -> None:
+        if self.side_column is None:
+            seen[""] = None
+            return
+        sides = batch.column(self.side_column).to_pylist()
+        times = batch.column(self.time_column).to_pylist()
+        for side, ts in zip(sides, times):
+            in_range = ts is not None and event_time_in_range(ts)
+            if side not in seen:
+                seen[side] = None
+            if in_range and (seen[side] is None or ts > seen[side]):
+                seen[side] = ts
+
+    def _beats(self, schema: pa.Schema, seen: dict[str, Optional[int]]) -> pa.RecordBatch:
+        n = self.groups * len(seen)
+        columns = []
+        for field in list(schema)[:-1]:  # (the last is the heartbeat column)
+            if field.name == self.side_column:
+                columns.append(pa.array([side for side in seen for _ in range(self.groups)], field.type))
+            elif field.name == self.time_column:
+                columns.append(pa.array([ts for ts in seen.values() for _ in range(self.groups)], field.type))
+            else:
+                columns.append(pa.nulls(n, field.type))
+        groups = pa.array([g for _ in seen for g in range(self.groups)], pa.int32())
+        return pa.RecordBatch.from_arrays([*columns, groups], schema=schema)
 
 
-def split_beats(frame: Optional[pd.DataFrame]) -> tuple[Optional[pd.DataFrame], bool]:
-    """A group's rows without its heartbeats, and whether the stream had input in this batch."""
+def split_beats(frame: Optional[pd.DataFrame], side_column: Optional[str] = None,
+                time_column: Optional[str] = None) -> tuple[Optional[pd.DataFrame], dict[str, Optional[int]]]:
+    """A group's rows without its heartbeats, and the inputs that had rows in this batch (for a
+    merge, each with its largest event time in range, or None; for one input, ``{"": None}``)."""
     if frame is None or BEAT_COLUMN not in frame.columns:
-        return frame, frame is not None and len(frame) > 0
-    beats = frame[BEAT_COLUMN].notna().to_numpy()
-    rows = frame.loc[~beats].drop(columns=BEAT_COLUMN).reset_index(drop=True)
-    return (rows if len(rows) else None), bool(beats.any())
+        return frame, {}
+    is_beat = frame[BEAT_COLUMN].notna().to_numpy()
+    rows = frame.loc[~is_beat].drop(columns=BEAT_COLUMN).reset_index(drop=True)
+    beats = frame.loc[is_beat]
+    seen: dict[str, Optional[int]] = {}
+    if side_column is None:
+        if len(beats):
+            seen[""] = None
+    else:
+        for side, ts in zip(beats[side_column].tolist(), beats[time_column].tolist()):
+            ts = None if ts is None or ts != ts else int(ts)  # (a column with nulls comes as floats)
+            before = seen.get(side)
+            seen[side] = ts if before is None else before if ts is None else max(before, ts)
+    return (rows if len(rows) else None), seen

@@ -5,10 +5,14 @@ event time in ms, side tag, the input's row as a struct) and the two are unioned
 ``groupBy(key).transformWithStateInPandas`` (SPARK_NOTES.md, "Two inputs").  Each input keeps its
 own watermark node, and Spark's global watermark is their minimum
 (``spark.sql.streaming.multipleWatermarkPolicy=min``, the default): the slower input holds firing
-back, as the core's ``TwoInputWatermarkTracker`` does in the local runner.
+back, as the core's ``TwoInputWatermarkTracker`` does in the local runner.  With an idle timeout
+(an input that stops holding the watermark back, or a quiet stream's advance) the processor keeps
+each input's bounded-disorder watermark itself, from heartbeats carrying each input's largest event
+time per batch (``heartbeat``), and Spark's minimum only tells when both inputs have ended.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional, Union
 
 from pyspark.sql import DataFrame
@@ -17,13 +21,15 @@ from pyspark.sql import functions as F
 from accumulations.merge import LEFT, RIGHT, SIDES
 
 from ..merge_operator import MergeOperatorBase
+from ..watermarks import BoundedDisorderWatermark
 from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .chain import feed_of
 from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SparkPlan
+from .heartbeat import Heartbeats, with_beat_column
 from .runner import (_WATERMARK_HELPER, SparkOperatorError, _event_time_ms, check_state_encoding, choose_time_mode,
-                     drop_end_of_input, end_of_input_marker, refuse_derived_panes, require_streaming, resolve_column,
-                     resolve_key_groups, run_processor, with_operator_watermark)
+                     drop_end_of_input, end_of_input_marker, idle_timeout_of, refuse_derived_panes, require_streaming,
+                     resolve_column, resolve_key_groups, run_processor, with_operator_watermark)
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
@@ -85,12 +91,12 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     if op.window is None:
         raise SparkOperatorError(f"{op.label()} has no window option: a merge operator takes raw inputs, which "
                                  "carry no windows to keep; give it a window option")
-    if op.idle_timeout is not None:
+    idle = op.idle_timeout is not None or idle_timeout_of(op) is not None
+    if idle and not isinstance(op.watermark, BoundedDisorderWatermark):
         raise SparkOperatorError(
-            f"idle_timeout={op.idle_timeout} ms is a local-runner option: on Spark the watermark of two inputs is "
-            "Spark's own minimum over them (it cannot skip an idle input per batch). For an input that should "
-            "not hold the watermark back, set spark.sql.streaming.multipleWatermarkPolicy=max before starting the "
-            "query (the faster input then drives the watermark), or give that input no watermark")
+            f"{op.label()}: idle timeouts on Spark need watermark=bounded_disorder(...): the operator then keeps each "
+            "input's watermark itself, from its rows; an upstream watermark on two inputs is Spark's own minimum "
+            f"over them, which cannot skip an idle input (the watermark is {op.watermark.kind})")
     if end_of_input is not None and end_of_input not in left.columns and end_of_input not in right.columns:
         raise SparkOperatorError(f"end_of_input column {end_of_input!r} is in neither input (left: {left.columns}, "
                                  f"right: {right.columns})")
@@ -123,4 +129,10 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
         state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None)
     assert set(PAYLOAD_COLUMNS) == set(SIDES)
-    return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None)
+    columns = None
+    if idle:  # each group learns each input's batches and largest event times (``heartbeat``)
+        union = union.mapInArrow(Heartbeats(plan.key_groups if op.keyed else 1, SIDE_COLUMN, MERGE_TIME_COLUMN),
+                                 with_beat_column(union.schema))
+        columns = union.columns
+        plan = dataclasses.replace(plan, heartbeats=True)
+    return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None, columns)

@@ -20,6 +20,7 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, StatefulProcessor, StatefulProcessorHandle,
                                                       TimerValues)
 
+from accumulations.merge import SIDES
 from accumulations.rows import Rows
 
 from ..core import CoreElement, Emission
@@ -36,10 +37,10 @@ from ..state_codec import KeyStateCodec
 from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
                     latest_event_time)
 from ..vectorized import process_batch_arrays
-from ..watermarks import FixedLagWatermark, idle_advanced
+from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
 from .heartbeat import split_beats
 from .group_store import SparkGroupStore
-from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN, WHOLE_ROWS, SparkPlan
+from .plan import EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PHASE_COLUMN, SIDE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 from .preselect import WEIGHT_COLUMN
 
@@ -116,7 +117,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             return
         group = self._group(self.codec)
         self.unseen_drops = 0  # dropped rows a pre-selected row stood for (see _vectorized_work)
-        frame, had_input = split_beats(frame) if self.plan.heartbeats else (frame, False)
+        frame, beats = self._split_beats(frame)
         meta = group.meta
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
@@ -141,8 +142,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if n_dropped and self.plan.drop_counter is not None:
             self.plan.drop_counter.add(n_dropped)
         self._schedule_group(group, spark_now, watermark)
-        if had_input:
-            meta["input"] = processing_time  # (after this batch's watermark: input counts from the next)
+        self._note_input(meta, beats, processing_time)
         group.save(wm=watermark, **({"pt": processing_time} if self.plan.upstream is not None else {}))
         late = self.plan.side_outputs and self.plan.operator.late_data_output
         for phase, emission in zip(Phase, phased.by_phase):
@@ -158,7 +158,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         plan = self.plan
         assert self.columnar is not None
         group = self._group(self.records.codec)
-        frame, had_input = split_beats(frame) if plan.heartbeats else (frame, False)
+        frame, beats = self._split_beats(frame)
         meta = group.meta
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
@@ -188,8 +188,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)
         self._schedule_group(group, spark_now, watermark)
-        if had_input:
-            meta["input"] = processing_time
+        self._note_input(meta, beats, processing_time)
         group.save(wm=watermark)
         late = dropped if plan.operator.late_data_output else []
         for phase, made, side in ((Phase.WATERMARK, released, []), (Phase.ELEMENTS, panes, [*late, *bad])):
@@ -404,6 +403,31 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
             work.append((key, run))
 
+    # -- the watermark ----------------------------------------------------------------------------
+    def _split_beats(self, frame: Optional[pd.DataFrame]) -> tuple[Optional[pd.DataFrame], dict]:
+        if not self.plan.heartbeats:
+            return frame, {}
+        if self.plan.merge:
+            return split_beats(frame, SIDE_COLUMN, MERGE_TIME_COLUMN)
+        return split_beats(frame)
+
+    @staticmethod
+    def _note_input(meta: dict, beats: dict, processing_time: int) -> None:
+        """After this batch's watermark: what came in counts from the next batch, as Spark's own
+        watermark takes a batch's event times from the next batch on.  ``meta["input"]``: the last
+        batch with any input; ``meta["sides"]``: each input's last batch with input and largest
+        event time (a merge's inputs' watermarks, kept here)."""
+        if not beats:
+            return
+        meta["input"] = processing_time
+        if "" in beats:
+            return
+        sides = meta.setdefault("sides", {})
+        for side, ts in beats.items():
+            before = sides.get(side, {}).get("max")
+            sides[side] = {"input": processing_time,
+                           "max": ts if before is None else before if ts is None else max(before, ts)}
+
     def _watermark(self, timer_values: TimerValues, meta: dict, processing_time: int) -> int:
         policy = self.plan.operator.watermark
         if isinstance(policy, FixedLagWatermark):
@@ -413,10 +437,27 @@ class WindowedStatefulProcessor(StatefulProcessor):
             candidate = spark_wm if spark_wm > 0 else MIN_TIMESTAMP  # Spark reports 0 before any watermark
             if candidate >= self.plan.end_of_input_watermark:  # an end-of-input marker went through
                 candidate = MAX_TIMESTAMP
+            elif self.plan.merge and self.plan.heartbeats:
+                candidate = self._inputs_watermark(meta, policy, processing_time)
             else:  # (meta "input": the last batch with input, from the heartbeats)
                 candidate = idle_advanced(candidate, meta.get("input"), getattr(policy, "idle_timeout", None),
                                           processing_time)
         return max(meta.get("wm", MIN_TIMESTAMP), candidate)
+
+    def _inputs_watermark(self, meta: dict, policy: Any, processing_time: int) -> int:
+        """A merge's watermark from each input's own (bounded disorder over its rows, advancing when
+        quiet), skipping inputs idle for the operator's ``idle_timeout``, as ``MergeRunner`` does; an
+        input that never sent anything counts as active since the first batch with input."""
+        sides = meta.get("sides", {})
+        start = meta.setdefault("start", processing_time)
+        marks, idle = {}, {}
+        for side in SIDES:
+            info = sides.get(side, {})
+            event = policy.candidate(MIN_TIMESTAMP, processing_time, info.get("max"))
+            marks[side] = idle_advanced(max(MIN_TIMESTAMP, event), info.get("input"), policy.idle_timeout,
+                                        processing_time)
+            idle[side] = input_is_idle(info.get("input", start), self.plan.operator.idle_timeout, processing_time)
+        return two_input_watermark(marks, idle)
 
     def _schedule_group(self, group: GroupState, spark_now: int, watermark: int) -> None:
         """The per-key layout's timer: the earliest due time in the group's event-time index

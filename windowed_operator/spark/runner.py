@@ -68,9 +68,10 @@ def choose_time_mode(op: WindowingOptions, requested: str = "auto") -> str:
 
 
 def idle_timeout_of(op: WindowingOptions) -> Optional[int]:
-    """The watermark's idle timeout (``watermarks.idle_advanced``): it needs processing time, so the
-    query runs in ProcessingTime mode, where a ``processingTime`` trigger runs batches without data."""
-    return getattr(op.watermark, "idle_timeout", None)
+    """The watermark's idle timeout (``watermarks.idle_advanced``), or a merge's for its inputs: it
+    needs processing time, so the query runs in ProcessingTime mode, where a ``processingTime``
+    trigger runs batches without data."""
+    return getattr(op.watermark, "idle_timeout", None) or getattr(op, "idle_timeout", None)
 
 
 def refuse_derived_panes(df: DataFrame, op: WindowingOptions) -> None:
