@@ -92,6 +92,20 @@ def test_iot_averages_take_late_readings_and_count_the_later_ones(tmp_path):
     assert runner.dropped_counts["expired"] == len(runner.late_data) > 0
 
 
+def test_sensor_outage_closes_the_windows_before_the_outage_during_it(tmp_path):
+    """The uplink is down from 20 s to 35 s of processing time (one file per second): the window
+    [15 s, 20 s) closes during the outage, 5 s of quiet plus what it needs after it; the buffered
+    readings then update it and [20 s, 25 s) as LATE panes, and one too old for both is expired."""
+    module, runners = pipeline_example("sensor_outage", 0, tmp_path)
+    runner = runners["means"]
+    closed_at = {(p.key, (p.window_start - module.START) // 1_000): now
+                 for p, (_, now, _) in zip(runner.outputs, runner.emitted_at) if p.timing.value == "ON_TIME"}
+    assert all(25_000 < closed_at[(f"sensor-{s}", 15)] < 35_000 for s in range(3))  # during the outage
+    late = {(p.window_start - module.START) // 1_000 for p in runner.outputs if p.timing.value == "LATE"}
+    assert late == {15, 20}
+    assert runner.dropped_counts["expired"] == len(runner.late_data) >= 1
+
+
 def test_fraud_check_flags_the_bursting_card(tmp_path):
     _, runners = pipeline_example("fraud_per_record", 600, tmp_path)
     panes = runners["spend_10m"].outputs

@@ -141,6 +141,7 @@ def test_options_and_pipeline_files():
         UpstreamWatermark(idle_timeout=0)
     text = """\
 name: quiet
+trigger_interval: 1s
 sources:
   clicks: {memory: {schema: "user string, ts bigint", rows: [{user: a, ts: 1}]}}
 operators:
@@ -154,3 +155,31 @@ sinks:
     with pytest.raises(PipelineError) as info:
         parse_pipeline(text.replace("{bounded_disorder: 10s, idle_timeout: 1m}", "{fixed_lag: 10s, idle_timeout: 1m}"))
     assert "idle_timeout applies to event-time watermarks" in str(info.value.issues[0])
+    with pytest.raises(PipelineError) as info:
+        parse_pipeline(text.replace("trigger_interval: 1s\n", ""))
+    assert [str(i) for i in info.value.issues] == [
+        "line 6: operators[0].watermark.idle_timeout: an idle timeout needs trigger_interval: quiet time passes only "
+        "in micro-batches without data, which Spark runs with a processingTime trigger (under the default "
+        "availableNow the query would never end)"]
+
+
+def test_a_merge_in_a_pipeline_file_takes_an_idle_timeout():
+    text = """\
+name: joined
+trigger_interval: 1s
+sources:
+  views: {memory: {schema: "ad string, ts bigint", rows: [{ad: a, ts: 1}]}}
+  clicks: {memory: {schema: "ad string, ts bigint", rows: [{ad: a, ts: 2}]}}
+operators:
+  - {name: j, left: views, right: clicks, key: ad, timestamp: ts, window: {tumbling: {size: 1m}},
+     accumulation: {cogroup: {}}, idle_timeout: 30s, watermark: {bounded_disorder: 5s}}
+sinks:
+  - {input: j, console: {}}
+"""
+    assert parse_pipeline(text).build_operators()["j"].idle_timeout == 30_000
+    with pytest.raises(PipelineError) as info:
+        parse_pipeline(text.replace("trigger_interval: 1s\n", ""))
+    assert "operators[0].idle_timeout: an idle timeout needs trigger_interval" in str(info.value.issues[0])
+    with pytest.raises(PipelineError) as info:
+        parse_pipeline(text.replace("left: views, right: clicks", "input: views").replace("cogroup: {}", "count: {}"))
+    assert "idle_timeout is a merge operator's" in str(info.value.issues[0])

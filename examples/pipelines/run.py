@@ -1,7 +1,7 @@
 """Run one example pipeline on data it generates: ``python examples/pipelines/run.py NAME [--spark]``.
 
 NAME is one of the YAML files here (clickstream_sessions, iot_sliding_average, fraud_per_record,
-cumulative_revenue, ad_click_join, session_summary).  The data goes to ``data/NAME/<source>/`` next to the file, one
+cumulative_revenue, ad_click_join, session_summary, sensor_outage).  The data goes to ``data/NAME/<source>/`` next to the file, one
 file per micro-batch; the last one holds an end-of-input marker row (``end_of_input`` true, the column
 the YAML file's source names) so that Spark closes the last windows.
 Without ``--spark`` the pipeline runs in the local runner (seconds); with it, on local Spark through
@@ -85,6 +85,21 @@ def readings(scale: int, rng: random.Random) -> dict:
     return {"readings": (by_arrival(rows, 20_000), "csv")}
 
 
+def outage(scale: int, rng: random.Random) -> dict:
+    """Readings every second for 45 s; nothing arrives from 20 s to 35 s (the uplink is down), then
+    the buffered readings arrive; one file per second of arrival, empty ones during the outage."""
+    rows = []
+    for sensor in range(3):
+        for second in range(45):
+            ts = START + second * 1_000 + sensor * 10
+            arrival = ts + rng.randrange(0, 800)
+            if START + 20_000 <= arrival < START + 35_000 or (12 <= second < 20 and rng.random() < 0.1):
+                arrival = START + 35_000 + rng.randrange(0, 1_000)  # buffered during the outage
+            temperature = round(21 + 2 * math.sin(second / 9 + sensor) + rng.gauss(0, 0.2), 2)
+            rows.append({"sensor": f"sensor-{sensor}", "temperature": temperature, "ts": ts, "arrival": arrival})
+    return {"readings": (by_arrival(rows, 1_000, max(r["arrival"] for r in rows)), "json")}
+
+
 def payments(scale: int, rng: random.Random) -> dict:
     rows = []
     for i in range(scale):
@@ -120,7 +135,7 @@ def ad_clicks(scale: int, rng: random.Random) -> dict:
 
 GENERATORS: dict[str, Callable[[int, random.Random], dict]] = {
     "clickstream_sessions": clicks, "iot_sliding_average": readings, "fraud_per_record": payments,
-    "cumulative_revenue": orders, "ad_click_join": ad_clicks, "session_summary": clicks}
+    "cumulative_revenue": orders, "ad_click_join": ad_clicks, "session_summary": clicks, "sensor_outage": outage}
 
 
 def generate(name: str, scale: int, seed: int = 7, root: Path = HERE) -> None:
@@ -144,6 +159,10 @@ def summarize(name: str, results: dict) -> None:
             if p.window_end - p.window_start == 86_400_000:
                 last[(p.key, p.window_start)] = round(p.value, 2)
         print("revenue per store and day:", last)
+    if name == "sensor_outage":
+        closed = sorted({(p.window_start - START) // 1_000 for p in panes if p.timing.value == "ON_TIME"})
+        late = sorted({(p.window_start - START) // 1_000 for p in panes if p.timing.value == "LATE"})
+        print(f"windows closed on time (start, s): {closed}; updated late after the outage: {late}")
     if name == "session_summary":
         last_mean = {}
         for p in panes:

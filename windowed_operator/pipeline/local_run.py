@@ -104,7 +104,10 @@ Deliver = Callable[[int, str, list[PaneRecord], list[DroppedElement], list[Dropp
 def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]] = None,
                          deliver: Optional[Deliver] = None) -> dict[str, Any]:
     """Run every operator to the end of its input; returns the local runners by operator name.
-    ``deliver(bundle, operator, panes, late, dead)`` receives what each operator emitted per bundle."""
+    ``deliver(bundle, operator, panes, late, dead)`` receives what each operator emitted per bundle.
+    Each bundle is one file of each source, as one Spark micro-batch; with ``trigger_interval`` each
+    is that much processing time after the previous one (processing-time triggers, idle timeouts),
+    else processing time stands still."""
     operators = operators if operators is not None else pipeline.build_operators()
     runners: dict[str, Any] = {}
     for spec in pipeline.operators:
@@ -124,6 +127,8 @@ def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]]
             runner = runners[spec.name]
             late_before, dead_before = len(runner.late_data), len(runner.dead_letters)
             out_now: list[PaneRecord] = []
+            if pipeline.trigger_interval and i > 0:  # each micro-batch is one trigger interval later
+                out_now.extend(runner.advance_processing_time(pipeline.trigger_interval))
             if spec.input is not None:
                 if emitted[spec.input]:  # (an upstream operator's last panes too: those the end of input fired)
                     rows = emitted[spec.input]

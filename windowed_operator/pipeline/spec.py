@@ -391,6 +391,8 @@ class OperatorSpec(Spec):
     late_data_output: bool = False
     on_bad_element: Literal["raise", "dead_letter"] = "raise"
     max_future_skew: Optional[Duration] = Field(default=None, gt=0)
+    idle_timeout: Optional[Duration] = Field(
+        default=None, gt=0, description="merge operators: an input quiet this long stops holding the watermark back")
 
     @model_validator(mode="after")
     def _inputs(self) -> "OperatorSpec":
@@ -401,6 +403,10 @@ class OperatorSpec(Spec):
             raise ValueError("give input (one-input operator) or left and right (merge operator), not both")
         if not merge and self.input is None:
             raise ValueError("give input (one-input operator) or left and right (merge operator)")
+        if self.idle_timeout is not None and not merge:
+            raise ValueError("idle_timeout is a merge operator's (an input quiet that long stops holding the "
+                             "watermark back); for a quiet stream give the watermark one: watermark: "
+                             "{bounded_disorder: 10s, idle_timeout: 1m}")
         if merge != self.accumulation.is_merge:
             kind = "a merge accumulation (inner_join, left_outer_join, full_outer_join, cogroup)"
             raise ValueError(f"accumulation: a {'merge' if merge else 'one-input'} operator needs "
@@ -443,7 +449,7 @@ class OperatorSpec(Spec):
         sides = {"left": InputOptions(**self.left_options.model_dump()),
                  "right": InputOptions(**self.right_options.model_dump())}
         cls = KeyedWindowedMergeOperator if keyed else WindowedMergeOperator
-        return cls(**common, **sides, **({"key": self.key} if keyed else {}))
+        return cls(**common, **sides, idle_timeout=self.idle_timeout, **({"key": self.key} if keyed else {}))
 
 
 # -- sinks --------------------------------------------------------------------------------------------
@@ -584,6 +590,14 @@ class Pipeline(Spec):
             if fed_by and op.watermark is not None:
                 errors.append((("operators", i, "watermark"), f"it reads the panes of operator {fed_by[0]!r} and follows "
                                                               "its watermark: remove watermark"))
+            idle_at = ("operators", i, "watermark", "idle_timeout") if op.watermark is not None and \
+                op.watermark.idle_timeout is not None else ("operators", i, "idle_timeout") \
+                if op.idle_timeout is not None else None
+            if idle_at is not None and not self.trigger_interval:
+                errors.append((idle_at,
+                               "an idle timeout needs trigger_interval: quiet time passes only in micro-batches "
+                               "without data, which Spark runs with a processingTime trigger (under the default "
+                               "availableNow the query would never end)"))
             markers = {self.sources[name].end_of_input for name in op.inputs if name in self.sources} - {None}
             if len(markers) > 1:
                 errors.append((("operators", i), f"its inputs mark the end of input with different columns "
