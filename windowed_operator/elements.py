@@ -252,6 +252,8 @@ class ElementReader:
 
     def _gap(self, element: Any, payload: Any) -> int:
         if callable(self.gap):
+            if self.payload is not None:  # a callable takes the element proper (Spark's merge rows hold it)
+                payload = _field(payload, self.payload)
             try:
                 raw = self.gap(payload)
             except Exception as exc:  # the user's extractor failed on this element

@@ -70,3 +70,30 @@ def test_a_gap_column_must_exist(spark, tmp_path):
         operator("gap_ms", TriggerOption.default()).apply(df)
     with pytest.raises(SparkOperatorError, match=r"session gap expression .* does not resolve"):
         operator(F.col("nope") * 2, TriggerOption.default()).apply(df)
+
+
+def user_gap(element: dict) -> int:
+    return 3_000 if element["user"] == "a" else 6_000
+
+
+def test_a_merge_of_sessions_with_row_gaps_equals_the_local_runner(spark, tmp_path):
+    """Each input's gap from a column expression or a callable on the input's row (the local runner's
+    callable); sessions merge across inputs."""
+    from accumulations import Cogroup
+    from windowed_operator import KeyedWindowedMergeOperator
+    from windowed_operator.merge_operator import InputOptions
+
+    from .harness import run_local_merge_like_spark, run_spark_merge
+    from .test_merge_spark import local_rows, make_sides, spark_rows
+
+    def merge(gap):
+        return KeyedWindowedMergeOperator(SessionWindows(gap=gap), Cogroup(), allowed_lateness=6_000, key="user",
+                                          timestamp="ts", watermark=bounded_disorder(DELAY),
+                                          left=InputOptions(value="amount"), right=InputOptions(value="page"))
+
+    left, right = make_sides(21)
+    runner = run_local_merge_like_spark(merge(user_gap), left, right, DELAY)
+    lengths = {p.window_end - p.window_start for p in runner.outputs}
+    assert len(lengths) > 3 and len(runner.outputs) > 5
+    for name, gap in (("expression", F.when(F.col("user") == "a", 3_000).otherwise(6_000)), ("callable", user_gap)):
+        assert spark_rows(run_spark_merge(spark, merge(gap), left, right, tmp_path / name)) == local_rows(runner)

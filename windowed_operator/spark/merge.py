@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional, Union
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from accumulations.merge import LEFT, RIGHT, SIDES
@@ -30,6 +30,7 @@ from .heartbeat import Heartbeats, with_beat_column
 from .runner import (_WATERMARK_HELPER, SparkOperatorError, _event_time_ms, check_state_encoding, choose_time_mode,
                      drop_end_of_input, end_of_input_marker, idle_timeout_of, refuse_derived_panes, require_streaming,
                      resolve_column, resolve_key_groups, run_processor, with_operator_watermark)
+from .runner import GAP_COLUMN
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
@@ -43,8 +44,26 @@ def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
     return df.schema.simpleString()
 
 
+def _gap_column(op: MergeOperatorBase, side: str, df: DataFrame, gap: Any) -> Column:
+    """One input's session gap per row, as ``GAP_COLUMN`` beside its row: a named column or an expression."""
+    if isinstance(gap, str):
+        if gap not in df.columns:
+            raise SparkOperatorError(f"{op.label()}: session gap column {gap!r} is not in the {side} DataFrame "
+                                     f"(columns: {df.columns})")
+        return F.col(gap).alias(GAP_COLUMN)
+    if not isinstance(gap, Column):
+        raise SparkOperatorError(f"{op.label()}: session gap {gap!r} is not a column name, a Column or a callable")
+    try:
+        df.select(gap).schema
+    except Exception as exc:
+        raise SparkOperatorError(f"{op.label()}: session gap expression {gap} does not resolve on the {side} "
+                                 f"DataFrame: {str(exc).splitlines()[0]}") from None
+    return gap.alias(GAP_COLUMN)
+
+
 def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str], timestamp: Optional[str],
-             end_of_input: Optional[str]) -> tuple[DataFrame, Optional[str]]:
+             end_of_input: Optional[str], gap: Any = None) -> tuple[DataFrame, Optional[str]]:
+    """``gap``: the session gap as given (a column name or expression: computed here, on this input)."""
     require_streaming(df, f"apply() ({side} input)")
     ts_col = resolve_column(df, timestamp, op.side_extractor(side, "timestamp"), f"{side} timestamp",
                             f"{side}_timestamp")
@@ -58,6 +77,8 @@ def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str]
     watermarked = with_operator_watermark(op, df, ts_col, marker=marker)
     kept = drop_end_of_input(watermarked, ts_col, _WATERMARK_HELPER in watermarked.columns, marker, marker_column)
     columns = [F.lit(side).alias(SIDE_COLUMN), event_ms.alias(MERGE_TIME_COLUMN), payload]
+    if gap is not None and not callable(gap):
+        columns.append(_gap_column(op, side, df, gap))
     if key_col is not None:
         columns.insert(0, F.col(key_col).alias(MERGE_KEY_COLUMN))
     return kept.select(*columns), key_col
@@ -85,9 +106,6 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                 f"{op.label()}: its {side} input is an operator's panes; a merge operator takes raw inputs (a chain "
                 "starts with the merge: merge.then(op), as in the local runner)")
         refuse_derived_panes(df, op)
-    if element_gap(op.window) is not None:
-        raise SparkOperatorError(f"{op.label()}: sessions with a gap per element are not supported by merge operators "
-                                 "on Spark yet (the local runner runs them); give a fixed gap")
     if op.window is None:
         raise SparkOperatorError(f"{op.label()} has no window option: a merge operator takes raw inputs, which "
                                  "carry no windows to keep; give it a window option")
@@ -100,10 +118,13 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     if end_of_input is not None and end_of_input not in left.columns and end_of_input not in right.columns:
         raise SparkOperatorError(f"end_of_input column {end_of_input!r} is in neither input (left: {left.columns}, "
                                  f"right: {right.columns})")
+    gap = element_gap(op.window)
+    if gap is not None and not callable(gap):  # each input's gap, beside its row (``_project``)
+        op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
     projected_left, left_key_col = _project(op, LEFT, left, left_key or key, left_timestamp or timestamp,
-                                            end_of_input)
+                                            end_of_input, gap)
     projected_right, right_key_col = _project(op, RIGHT, right, right_key or key, right_timestamp or timestamp,
-                                              end_of_input)
+                                              end_of_input, gap)
     key_type = None
     if op.keyed:
         left_type = projected_left.schema[MERGE_KEY_COLUMN].dataType
