@@ -88,6 +88,11 @@ class Accumulation(ParameterModel, Generic[I, A, O]):
         equal to folding them one by one from ``default_accumulated_value``; Python scalars out."""
         raise NotImplementedError(f"{type(self).__name__} has no vectorized form")
 
+    def partials_are_bytes(self) -> bool:
+        """Whether accumulators are bytes that ``merge`` combines (sketches): a runner may then fold
+        each (key, pane) of a micro-batch into one accumulator before the shuffle and ship that."""
+        return False
+
     def folds_rows(self) -> bool:
         """Whether ``fold_array`` also takes whole inputs as ``accumulations.rows.Rows`` (columns of
         rows), for accumulations that keep inputs rather than a field of them."""

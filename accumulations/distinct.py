@@ -107,6 +107,9 @@ class ApproxCountDistinct(FieldAccumulation[Optional[bytes], int]):
 
         return self._new() if accumulated is None else datasketches.hll_sketch.deserialize(accumulated)
 
+    def partials_are_bytes(self) -> bool:
+        return True
+
     def default_accumulated_value(self) -> Optional[bytes]:
         return None  # an empty sketch, without its bytes
 

@@ -35,6 +35,9 @@ class _KllAccumulation(FieldAccumulation[Optional[bytes], Any]):
 
         return self._new() if accumulated is None else datasketches.kll_doubles_sketch.deserialize(accumulated)
 
+    def partials_are_bytes(self) -> bool:
+        return True
+
     def default_accumulated_value(self) -> Optional[bytes]:
         return None
 

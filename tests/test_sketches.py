@@ -216,3 +216,31 @@ sinks:
     assert ops["pages"].accumulation == CountDistinct("page")
     assert ops["p99"].accumulation == ApproxPercentile("latency", 0.99)
     assert ops["spread"].accumulation == Quantiles("latency", fractions=(0.5, 0.9))
+
+
+@settings(max_examples=100, deadline=None)
+@given(name=st.sampled_from(["approx_count_distinct", "quantiles", "approx_percentile"]), batches=st.lists(st.tuples(
+    st.lists(st.tuples(near_boundaries(-5, 60), st.integers(0, 9)), max_size=10), near_boundaries(-10, 80)),
+    min_size=1, max_size=6))
+def test_partials_folded_per_pane_equal_the_element_path(name, batches):
+    """What the Spark scan stage hands on (one sketch per pane, weighted by its rows), merged into every
+    window over the pane, equals folding the elements (default trigger, hopping windows)."""
+    option = TimeWindows(10).slide_by(5)
+    op = KeyedWindowedOperator(option, EXACT[name][0], allowed_lateness=7)
+    plain_core, fast_core = op.build_core(), op.build_core()
+    layout = option.pane_layout()
+    acc = EXACT[name][0]
+    plain_state, fast_state, watermark = KeyState(), KeyState(), -100
+    for rows, mark in batches:
+        watermark = max(watermark, mark)
+        plain = plain_core.process_batch("k", plain_state, [(ts, v, None) for ts, v in rows], watermark, 0)
+        panes: dict = {}
+        for ts, v in rows:
+            panes.setdefault(int(layout.pane_start(np.array([ts]))[0]), []).append(v)
+        starts = sorted(panes)
+        partials = np.empty(len(starts), dtype=object)
+        partials[:] = [acc.fold_array(np.array(panes[s])) for s in starts]
+        fast = process_batch_arrays(fast_core, "k", fast_state, np.array(starts, dtype=np.int64), partials, watermark,
+                                    0, lambda i: None, weights=np.array([len(panes[s]) for s in starts]))
+        assert fast.outputs == plain.outputs
+        assert sum(len(panes[int(d.timestamp)]) for d in fast.dropped) == len(plain.dropped)

@@ -32,11 +32,14 @@ Windows = tuple[np.ndarray, np.ndarray]
 
 def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState, timestamps: np.ndarray,
                    values: Optional[np.ndarray], watermark: int, processing_time: int,
-                   element_of: Callable[[int], Any], windows: Optional[Windows] = None) -> Emission:
+                   element_of: Callable[[int], Any], windows: Optional[Windows] = None,
+                   weights: Optional[np.ndarray] = None) -> Emission:
     """``core.process_elements`` for arrays: ``values`` holds what the accumulation folds (None for
     accumulations that read nothing, such as Count); ``element_of(i)`` rebuilds element i for the
     late-data output, only for dropped elements; ``windows`` (starts, ends) gives each element's
-    window where the core inherits windows instead of assigning them."""
+    window where the core inherits windows instead of assigning them.  With ``weights``, each
+    "element" is a partial accumulator standing for that many elements of one pane, all of whose
+    windows it belongs to (folded before the shuffle: ``spark/prefold.py``): values are merged."""
     emission = Emission()
     n = len(timestamps)
     if n == 0:
@@ -82,7 +85,12 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
             emission.dropped.append(DroppedElement(reason, element_of(i), key, int(timestamps[i]), watermark))
     # Values in window order (Count, the one accumulation reading no column, folds the indices).
     pair_values = values[index] if values is not None else index
-    partials = acc.fold_segments(pair_values, first) if open_segments else []
+    if weights is not None:  # partial accumulators: merged, counted by the elements they stand for
+        counts = np.add.reduceat(weights[index], first).tolist() if len(index) else []
+        partials = [_merge_all(acc, pair_values[lo:hi]) for lo, hi in zip(first.tolist(), [*first[1:].tolist(),
+                                                                                         len(index)])]
+    else:
+        partials = acc.fold_segments(pair_values, first) if open_segments else []
     touched: list[Window] = []
     for seg, window, ws in open_segments:
         if ws is None:
@@ -92,6 +100,13 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
         touched.append(window)
     core.fire_ready(key, state, touched, watermark, processing_time, emission)
     return emission
+
+
+def _merge_all(acc: Any, partials: Any) -> Any:
+    merged = acc.default_accumulated_value()
+    for partial in partials:
+        merged = acc.merge(merged, partial)
+    return merged
 
 
 _NO_HOLD_MIN = np.iinfo(np.int64).max
@@ -105,11 +120,12 @@ def _held_extremes(ufunc: np.ufunc, stamps: np.ndarray, first: np.ndarray, none:
 
 def process_batch_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState, timestamps: np.ndarray,
                          values: Optional[np.ndarray], watermark: int, processing_time: int,
-                         element_of: Callable[[int], Any], windows: Optional[Windows] = None) -> Emission:
+                         element_of: Callable[[int], Any], windows: Optional[Windows] = None,
+                         weights: Optional[np.ndarray] = None) -> Emission:
     """``core.process_batch`` with the elements as arrays (the same order of steps)."""
     return core.run_batch(key, state, watermark, processing_time, len(timestamps) > 0,
                           lambda: process_arrays(core, key, state, timestamps, values, watermark, processing_time,
-                                                 element_of, windows))
+                                                 element_of, windows, weights))
 
 
 __all__ = ["supports_vectorized", "process_arrays", "process_batch_arrays"]

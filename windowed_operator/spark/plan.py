@@ -88,6 +88,8 @@ class SparkPlan:
     preaggregated: bool = False
     #: Rows arrive pre-selected per (key, pane), each weighted by the rows it stands for (``preselect``).
     preselected: bool = False
+    #: Rows arrive as one sketch per (key, pane), each weighted by the rows it stands for (``prefold``).
+    prefolded: bool = False
     #: The partials' aggregate columns, in ``ColumnarForm.partial_aggregates`` order.
     partial_columns: tuple[str, ...] = ()
     #: Keys are hashed into this many groups; each group is one state value and one timer.

@@ -58,12 +58,12 @@ class PreSelection:
         needed = [c for c in (self.key_column, self.time_column) if c is not None]
         for name in needed:
             if table.column(name).null_count:
-                self._raise_for_first(table, pc.is_null(table.column(name)))
+                raise first_bad_row_error(self.reader, table, pc.is_null(table.column(name)))
         ts = table.column(self.time_column).to_numpy().astype(np.int64, copy=False)
         in_range = event_time_in_range(ts)
         if not in_range.all():
-            self._raise_for_first(table, pa.array(~in_range))
-        groups = self._groups(table, self.layout.pane_start(ts))
+            raise first_bad_row_error(self.reader, table, pa.array(~in_range))
+        groups = group_codes(table, self.key_column, self.layout.pane_start(ts))
         field = table.column(self.accumulation.field)
         ranked = ~np.asarray(pc.is_null(field, nan_is_null=True).to_numpy(zero_copy_only=False))
         keep = np.ones(len(table), dtype=bool)  # (a row without a rank is handed on: the fold decides)
@@ -80,18 +80,21 @@ class PreSelection:
         selected = table.filter(pa.array(keep)).append_column(WEIGHT_COLUMN, pa.array(weights[keep]))
         yield from selected.to_batches()
 
-    def _groups(self, table: pa.Table, panes: np.ndarray) -> np.ndarray:
-        """Integer codes of (key, pane)."""
-        pane_codes = np.unique(panes, return_inverse=True)[1].astype(np.int64)
-        if self.key_column is None:
-            return pane_codes
-        encoded = pc.dictionary_encode(table.column(self.key_column)).combine_chunks()
-        key_codes = encoded.indices.to_numpy().astype(np.int64)
-        return np.unique(key_codes * (int(pane_codes.max()) + 1) + pane_codes, return_inverse=True)[1]
 
-    def _raise_for_first(self, table: pa.Table, bad: Any) -> None:
-        row = table.filter(bad).slice(0, 1).to_pylist()[0]
-        raise rejected_row_error(self.reader, None, row)
+def group_codes(table: pa.Table, key_column: Optional[str], panes: np.ndarray) -> np.ndarray:
+    """Integer codes of each row's (key, pane)."""
+    pane_codes = np.unique(panes, return_inverse=True)[1].astype(np.int64)
+    if key_column is None:
+        return pane_codes
+    encoded = pc.dictionary_encode(table.column(key_column)).combine_chunks()
+    key_codes = encoded.indices.to_numpy().astype(np.int64)
+    return np.unique(key_codes * (int(pane_codes.max()) + 1) + pane_codes, return_inverse=True)[1]
+
+
+def first_bad_row_error(reader: Any, table: pa.Table, bad: Any) -> Exception:
+    """The processor's error for the first row ``bad`` marks (a scan stage raises what it would)."""
+    row = table.filter(bad).slice(0, 1).to_pylist()[0]
+    return rejected_row_error(reader, None, row)
 
 
 def preselectable(accumulation: Any, rank_type: Optional[str]) -> bool:

@@ -293,7 +293,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [len(order)]))
         else:
             keys, order, bounds = [None], np.argsort(ts_all, kind="stable"), np.array([0, len(frame)])
-        weights = frame[WEIGHT_COLUMN].to_numpy() if plan.preselected else None
+        weights = frame[WEIGHT_COLUMN].to_numpy() if plan.preselected or plan.prefolded else None
+        partial_weights = weights if plan.prefolded else None  # (pre-folded values are sketches to merge)
         for i, key in enumerate(keys):
             rows = order[bounds[i]:bounds[i + 1]]
             values = values_all[rows] if values_all is not None else None
@@ -309,7 +310,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             def run(k: Any, state: KeyState, rows: np.ndarray = rows, values: Any = values,
                     element_of: Any = element_of) -> Emission:
                 return process_batch_arrays(self.core, k, state, ts_all[rows], values, watermark, processing_time,
-                                            element_of)
+                                            element_of, weights=partial_weights[rows]
+                                            if partial_weights is not None else None)
 
             work.append((key, run))
         return rest

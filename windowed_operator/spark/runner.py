@@ -22,6 +22,7 @@ from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COL
                    PHASE_COLUMN, WHOLE_ROWS, SparkPlan, array_values, vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
 from .heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
+from .prefold import PreFolding, prefoldable
 from .preselect import WEIGHT_COLUMN, PreSelection, preselectable
 from .processor import GROUP_COLUMN, WindowedStatefulProcessor
 
@@ -419,6 +420,16 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         columns = [f.name for f in schema.fields]
         plan = dataclasses.replace(plan, preselected=True)
         projected_schema = schema
+    elif preaggregate and plan.vectorized and _prefolds(core_op, plan.value_column, value_spark_type):
+        prefolding = PreFolding(layout=core_op.window.pane_layout(), accumulation=core_op.core_accumulation(),
+                                key_column=key_col, time_column=ts_col, value_column=str(plan.value_column),
+                                reader=plan.record_reader())
+        schema = prefolding.schema(shape[key_col].dataType if key_col else None)
+        projected = projected.select(*[f.name for f in schema.fields if f.name != WEIGHT_COLUMN])
+        projected = projected.mapInArrow(prefolding, schema)
+        columns = [f.name for f in schema.fields]
+        plan = dataclasses.replace(plan, prefolded=True)
+        projected_schema = schema
     if idle_timeout_of(core_op) is not None:
         if projected_schema is None:
             projected_schema = _plain_schema(projected, declared, shape, ts_col, columns)
@@ -472,6 +483,19 @@ def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
                                  f"{str(exc).splitlines()[0]}") from None
     op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
     return op, df, [*columns, GAP_COLUMN]
+
+
+def _prefolds(op: WindowingOptions, value_column: Optional[str], value_type: Optional[str]) -> bool:
+    """Whether each (key, pane) can be folded into one sketch before the shuffle (``prefold``): a
+    sketch accumulation over a column of a plain type, a trigger that does not count elements,
+    windows with a pane layout, panes stamped with the window's end, and no element kept aside and
+    no skew check (the scan stage has no batch time)."""
+    from ..panes import TimestampCombiner
+
+    return (value_column is not None and value_column != WHOLE_ROWS and op.trigger.kind == "default"
+            and op.window.pane_layout() is not None and not op.late_data_output and op.on_bad_element == "raise"
+            and op.max_future_skew is None and op.timestamp_combiner == TimestampCombiner.END_OF_WINDOW
+            and prefoldable(op.core_accumulation(), value_type))
 
 
 def _preselects(op: WindowingOptions, shape: StructType) -> bool:
