@@ -28,3 +28,11 @@ def test_gap_and_sketch_example_prints_what_the_readme_says(capsys):
     exec(compile(code, "README", "exec"), {})
     expected = [line[2:] for line in code.splitlines() if line.startswith("# [")]
     assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_quiet_stream_example_prints_what_the_readme_says(capsys):
+    text = README.read_text()
+    code = re.search(r"## Windows that close when a stream goes quiet.*?```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "README", "exec"), {})
+    expected = [line[2:] for line in code.splitlines() if line.startswith("# ")]
+    assert capsys.readouterr().out.splitlines() == expected

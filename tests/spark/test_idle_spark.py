@@ -64,22 +64,35 @@ def run_spark(spark, op, workdir):
     query = (op.apply(df, clock=clock).writeStream.foreachBatch(_collector(store))
              .option("checkpointLocation", str(workdir / "checkpoint")).trigger(processingTime="100 milliseconds")
              .start())
+    def write(index: int, step: tuple) -> bool:
+        if step[1]:
+            write_file(source / f"batch-{index:05d}.json", step[1], index)
+        return bool(step[1])
+
+    drive(query, clock, STEPS, write)
+    return store
+
+
+def write_file(path, rows: list[dict], index: int) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.utime(path, (1_600_000_000 + index, 1_600_000_000 + index))
+
+
+def drive(query, clock, steps, write) -> None:
+    """Each step: the clock set to its time, its files written (``write(file index, step)`` says
+    whether it wrote any) and read, then two whole batches at that time (a batch running when the
+    clock moved may straddle it); the query stopped at the end."""
     try:
         files = 0
-        for now, rows in STEPS:
-            clock.set(now)
-            if rows:
-                path = source / f"batch-{files:05d}.json"
-                path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-                os.utime(path, (1_600_000_000 + files, 1_600_000_000 + files))
+        for step in steps:
+            clock.set(step[0])
+            if write(files, step):
                 _wait_for_file(query, files)
                 files += 1
-            # two whole batches at this time (a batch running when the clock moved may straddle it)
             done = query.lastProgress["batchId"] if query.lastProgress else -1
             _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] >= done + 2)
     finally:
         query.stop()
-    return store
 
 
 @pytest.mark.parametrize("trigger", ["default", "early-late"])
@@ -151,21 +164,14 @@ def run_spark_merge(spark, op, workdir):
     query = (op.apply(left, right, clock=clock).writeStream.foreachBatch(_collector(store))
              .option("checkpointLocation", str(workdir / "checkpoint")).trigger(processingTime="100 milliseconds")
              .start())
-    try:
-        files = 0
-        for now, left_rows, right_rows in MERGE_STEPS:
-            clock.set(now)
-            if left_rows is not None:
-                for side, rows in (("left", left_rows), ("right", right_rows)):
-                    path = workdir / side / f"batch-{files:05d}.json"
-                    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-                    os.utime(path, (1_600_000_000 + files, 1_600_000_000 + files))
-                _wait_for_file(query, files)
-                files += 1
-            done = query.lastProgress["batchId"] if query.lastProgress else -1
-            _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] >= done + 2)
-    finally:
-        query.stop()
+    def write(index: int, step: tuple) -> bool:
+        if step[1] is None:
+            return False
+        for side, rows in (("left", step[1]), ("right", step[2])):
+            write_file(workdir / side / f"batch-{index:05d}.json", rows, index)
+        return True
+
+    drive(query, clock, MERGE_STEPS, write)
     return store
 
 

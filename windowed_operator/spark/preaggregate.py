@@ -37,6 +37,21 @@ AGGREGATE_PREFIX = "__wo_agg"
 #: Rows folded at once: bounds the memory of one partition's micro-batch held as Arrow.
 MAX_ROWS = 1_000_000
 
+
+def in_chunks(batches: Iterator[pa.RecordBatch], max_rows: int = MAX_ROWS) -> Iterator[list[pa.RecordBatch]]:
+    """A partition's Arrow batches in groups of at least ``max_rows`` rows (the last: what is left),
+    so that a scan-stage fold holds a bounded part of a micro-batch; empty partitions give none."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= max_rows:
+            yield pending
+            pending, rows = [], 0
+    if rows:
+        yield pending
+
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double")
 _ARROW_TYPES = {"tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64(),
                 "float": pa.float32(), "double": pa.float64()}
@@ -84,16 +99,8 @@ class PreAggregation:
         return ", ".join(f"`{name}` {type_name}" for name, type_name in self.fields())
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pending: list[pa.RecordBatch] = []
-        rows = 0
-        for batch in batches:
-            pending.append(batch)
-            rows += batch.num_rows
-            if rows >= MAX_ROWS:
-                yield from self._fold(pending)
-                pending, rows = [], 0
-        if rows:
-            yield from self._fold(pending)
+        for chunk in in_chunks(batches):
+            yield from self._fold(chunk)
 
     def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).select(self.input_columns).combine_chunks()

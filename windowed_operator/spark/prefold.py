@@ -26,7 +26,8 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from ..time import event_time_in_range
 from ..windows.pane_layout import PaneLayout
-from .preselect import MAX_ROWS, WEIGHT_COLUMN, first_bad_row_error, group_codes
+from .preaggregate import in_chunks
+from .preselect import WEIGHT_COLUMN, first_bad_row_error, group_codes
 
 #: Value types whose Arrow values equal what the processor reads from pandas.
 PREFOLDABLE_VALUES = ("tinyint", "smallint", "int", "bigint", "float", "double", "string", "boolean")
@@ -50,16 +51,8 @@ class PreFolding:
                            StructField(WEIGHT_COLUMN, LongType(), False)])
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pending: list[pa.RecordBatch] = []
-        rows = 0
-        for batch in batches:
-            pending.append(batch)
-            rows += batch.num_rows
-            if rows >= MAX_ROWS:
-                yield self._fold(pending)
-                pending, rows = [], 0
-        if rows:
-            yield self._fold(pending)
+        for chunk in in_chunks(batches):
+            yield self._fold(chunk)
 
     def _fold(self, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
         table = pa.Table.from_batches(batches).combine_chunks()

@@ -25,10 +25,9 @@ import pyarrow.compute as pc
 from ..elements import rejected_row_error
 from ..time import event_time_in_range
 from ..windows.pane_layout import PaneLayout
+from .preaggregate import in_chunks
 
 WEIGHT_COLUMN = "__wo_weight"
-#: Rows selected at once: bounds the memory of one partition's micro-batch held as Arrow.
-MAX_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -42,16 +41,8 @@ class PreSelection:
     reader: Any  # raises the processor's error for a bad row
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pending: list[pa.RecordBatch] = []
-        rows = 0
-        for batch in batches:
-            pending.append(batch)
-            rows += batch.num_rows
-            if rows >= MAX_ROWS:
-                yield from self._select(pending)
-                pending, rows = [], 0
-        if rows:
-            yield from self._select(pending)
+        for chunk in in_chunks(batches):
+            yield from self._select(chunk)
 
     def _select(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).combine_chunks()
