@@ -85,6 +85,50 @@ def test_columnar_sessions_equal_the_core_batch_for_batch(steps, acc, mode, gap,
     assert columnar_run(op, steps) == core_run(op, steps)
 
 
+gap_element = st.tuples(st.sampled_from("abc"), near_boundaries(-5, 90), st.integers(-20, 20),
+                        st.sampled_from([1, 2, 5, 10, 17]))
+gap_streams = st.lists(st.tuples(st.lists(gap_element, max_size=10), near_boundaries(-10, 110)), min_size=1,
+                       max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=gap_streams, acc=st.sampled_from(["sum", "count", "mean"]), mode=st.sampled_from(sorted(MODES)),
+       lateness=st.sampled_from([0, 7, 30]))
+def test_columnar_sessions_with_a_gap_per_element_equal_the_core(steps, acc, mode, lateness):
+    """Each element's gap read from a column (``process(gaps=)``) against the core fed the same
+    proto-sessions (what the reader makes of ``SessionWindows(gap="g")``)."""
+    from windowed_operator.windows import Window
+
+    op = KeyedWindowedOperator(SessionWindows(gap="g"), ACCS[acc], trigger=MODES[mode], allowed_lateness=lateness)
+    assert supports_columnar_sessions(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW)
+    core = op.build_core()
+    states: dict = {}
+    sessions = ColumnarSessions(op.window, op.accumulation, op.trigger, op.allowed_lateness)
+    table, watermark, dropped_core, dropped_columnar = SessionTable(), -100, 0, []
+    for elements, advance in [*steps, ([], None)]:
+        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
+        by_key: dict = {}
+        for key, ts, value, gap in elements:
+            by_key.setdefault(key, []).append((ts, value, Window(ts, ts + gap)))
+        expected = Counter()
+        for key in [*by_key, *[k for k in states if k not in by_key]]:
+            emission = core.process_batch(key, states.setdefault(key, KeyState()),
+                                          sorted(by_key.get(key, []), key=lambda e: e[0]), watermark, 0)
+            dropped_core += len(emission.dropped)
+            expected.update(pane_tuple(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index,
+                                       p.is_first, p.is_last, p.is_retraction) for p in emission.outputs)
+        out = Panes()
+        values = None if acc == "count" else np.array([v for _, _, v, _ in elements], dtype=np.int64)
+        table = sessions.process(table, np.array([k for k, _, _, _ in elements], dtype=object),
+                                 np.array([t for _, t, _, _ in elements], dtype=np.int64), values, watermark, out,
+                                 dropped_columnar, lambda i: elements[i],
+                                 gaps=np.array([g for _, _, _, g in elements], dtype=np.int64))
+        got = Counter(pane_tuple(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
+                                                      out.pane_index, out.is_first, out.is_last, out.is_retraction))
+        assert got == expected
+    assert len(dropped_columnar) == dropped_core and len(table) == 0
+
+
 def test_a_late_element_regrows_a_fired_session_and_retracts_it():
     """A session fires ON_TIME; a late element within allowed lateness extends it: the old pane is
     retracted, the grown session fires LATE with everything, then expires as the last pane."""
@@ -108,6 +152,8 @@ def test_supports_only_what_it_computes():
     assert not supports_columnar_sessions(SessionWindows(5), Sum(), default, TimestampCombiner.EARLIEST)
     early = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
     assert not supports_columnar_sessions(SessionWindows(5), Sum(), early, TimestampCombiner.END_OF_WINDOW)
+    assert supports_columnar_sessions(SessionWindows(gap="g"), Sum(), default, TimestampCombiner.END_OF_WINDOW)
+    assert not supports_columnar_sessions(SessionWindows(gap=len), Sum(), default, TimestampCombiner.END_OF_WINDOW)
 
 
 def test_an_overflowing_session_names_its_key_and_bounds():

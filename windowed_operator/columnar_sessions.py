@@ -9,7 +9,8 @@ objects per session, in the order of ``WindowedCore.run_batch``:
 1. the watermark step: sessions whose end the watermark reached with the end-of-window timer pending
    fire (ON_TIME if it is their first non-early pane, else LATE); expired sessions are purged, those
    with unfired elements firing a last pane first (``time_rules``);
-2. the bundle: each element makes a proto-session ``[ts, ts + gap)``; those already expired are
+2. the bundle: each element makes a proto-session ``[ts, ts + gap)`` (the window's gap, or the
+   element's, read from a column: ``session_windows.read_gaps``); those already expired are
    dropped; the bundle's proto-sessions and the key's sessions are merged all at once (Beam's
    bundle-level merge, ``SessionWindows.merge_windows``: sorted by key and start, a row starts a new
    session unless it starts before the running end; touching sessions do not merge).  A merge group
@@ -86,14 +87,14 @@ def _select(column: Any, rows: np.ndarray) -> Any:
 
 def supports_columnar_sessions(window: Any, accumulation: Accumulation, trigger: TriggerOption,
                                timestamp_combiner: Any) -> bool:
-    """Fixed-gap sessions (a gap per element takes the element path), Beam's default trigger (any accumulation mode), a built-in numeric
+    """Sessions (a gap per element read from a column: ``process(gaps=)``), Beam's default trigger (any accumulation mode), a built-in numeric
     accumulation (discarding min/max excepted: their accumulator has no array identity), and panes
     stamped with the end of the window."""
     from .panes import TimestampCombiner
 
     form = columnar_form(accumulation)
-    return (isinstance(window, SessionWindows) and not window.dynamic and trigger.kind == "default"
-            and not trigger.only_updated_panes
+    return (isinstance(window, SessionWindows) and (not window.dynamic or isinstance(window.gap, str))
+            and trigger.kind == "default" and not trigger.only_updated_panes
             and form is not None and not (trigger.discarding and form.kind in ("min", "max"))
             and timestamp_combiner == TimestampCombiner.END_OF_WINDOW)
 
@@ -103,7 +104,7 @@ class ColumnarSessions:
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
         form = columnar_form(accumulation)
         assert form is not None
-        self.gap = int(window.min_gap)
+        self.gap = int(window.min_gap) if window.min_gap is not None else None  # (None: each element's)
         self.form = form
         self.accumulation = accumulation
         self.discarding = trigger.discarding
@@ -142,31 +143,35 @@ class ColumnarSessions:
 
     # -- a bundle of elements -------------------------------------------------------------------
     def process(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
-                watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any]) -> SessionTable:
-        """One batch of a key group (``keys``, ``timestamps``, ``values`` aligned), in the core's order."""
+                watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any],
+                gaps: Optional[np.ndarray] = None) -> SessionTable:
+        """One batch of a key group (``keys``, ``timestamps``, ``values`` aligned), in the core's order;
+        ``gaps``: each element's gap in ms (positive), for sessions whose gap is the element's."""
         table = self.on_watermark(table, watermark, out)
         if not len(timestamps):
             return table
         timestamps = np.asarray(timestamps, dtype=np.int64)
-        live = ~is_expired(timestamps + (self.gap - 1), self.lateness, watermark)
+        assert (gaps is None) != (self.gap is None), "a gap per element exactly when the window has no fixed gap"
+        ends = timestamps + (np.asarray(gaps, dtype=np.int64) if gaps is not None else self.gap)  # proto-sessions
+        live = ~is_expired(ends - 1, self.lateness, watermark)
         for i in np.flatnonzero(~live).tolist():
             dropped.append(DroppedElement(DropReason.EXPIRED, element_of(i), keys[i], int(timestamps[i]), watermark))
         if not live.any():
             return table
-        keys, timestamps = keys[live], timestamps[live]
+        keys, timestamps, ends = keys[live], timestamps[live], ends[live]
         partials = self.form.from_partials(np.ones(len(timestamps), dtype=np.int64),
                                            [values[live]] * len(self.form.partial_aggregates) if values is not None
                                            else [])
-        return self._merge_bundle(table, keys, timestamps, partials, watermark, out)
+        return self._merge_bundle(table, keys, timestamps, ends, partials, watermark, out)
 
-    def _merge_bundle(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, partials: list,
-                      watermark: int, out: Panes) -> SessionTable:
+    def _merge_bundle(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, proto_ends: np.ndarray,
+                      partials: list, watermark: int, out: Panes) -> SessionTable:
         n_rows = len(table)
         codes, uniques = factorize(np.concatenate([table.keys, keys]))
         # Every interval: the sessions (row i), then the proto-sessions (element j, as -1 - j).
         member = np.concatenate([np.arange(n_rows), -1 - np.arange(len(timestamps))])
         starts = np.concatenate([table.starts, timestamps])
-        ends = np.concatenate([table.ends, timestamps + self.gap])
+        ends = np.concatenate([table.ends, proto_ends])
         order = np.lexsort((ends, starts, codes))
         codes, starts, ends, member = codes[order], starts[order], ends[order], member[order]
         reach = pd.Series(ends).groupby(codes).cummax().to_numpy()  # the running end within each key

@@ -38,6 +38,7 @@ from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_
                     latest_event_time)
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
+from ..windows.session_windows import element_gap, read_gaps
 from .heartbeat import split_beats
 from .group_store import SparkGroupStore
 from .plan import EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PHASE_COLUMN, SIDE_COLUMN, WHOLE_ROWS, SparkPlan
@@ -233,6 +234,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
         assert self.columnar is not None
         plan = self.plan
         clean = self._clean(frame)
+        gap = element_gap(plan.operator.window)  # (sessions whose gap is a column: the columnar path reads it)
+        gaps = None
+        if gap is not None:
+            gaps, readable = read_gaps(frame[gap].to_numpy())
+            clean &= readable  # (the others: the reader's invalid_gap error or dead letter)
         for record in frame[~clean].to_dict("records"):
             self._reject(record, watermark, bad)
         frame = frame[clean]
@@ -243,8 +249,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
             record.pop(GROUP_COLUMN, None)
             return record
 
+        extra = {"gaps": gaps[clean]} if gaps is not None else {}
         return self.columnar.process(table, self._keys(frame), frame[plan.time_column].to_numpy(dtype=np.int64),
-                                     values, watermark, panes, dropped, element_of)
+                                     values, watermark, panes, dropped, element_of, **extra)
 
     def _run_partials(self, table: PaneTable, frame: pd.DataFrame, watermark: int,
                       panes: Panes) -> tuple[PaneTable, int]:

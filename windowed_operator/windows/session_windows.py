@@ -60,6 +60,37 @@ def read_gap(raw: Any) -> int:
     return gap
 
 
+def read_gaps(raw: Any) -> tuple[Any, Any]:
+    """``read_gap`` for a column of gaps (a numpy array): the gaps in ms, and which were readable
+    (the others are bad elements: the reader says why).  Numbers and timedeltas are read with array
+    operations by ``read_gap``'s rules (fractional milliseconds rounded up, timedeltas in whole
+    milliseconds, positive); other values one by one."""
+    import numpy as np
+
+    values = np.asarray(raw)
+    gaps = np.zeros(len(values), dtype=np.int64)
+    if values.dtype.kind in "iu":
+        ok = values > 0
+        gaps[ok] = values[ok]
+    elif values.dtype.kind == "f":
+        ok = np.isfinite(values) & (np.ceil(np.where(np.isfinite(values), values, 0)) > 0)
+        gaps[ok] = np.ceil(values[ok])
+    elif values.dtype.kind == "m":
+        nanos = values.astype("timedelta64[ns]").astype(np.int64)
+        ok = ~np.isnat(values)
+        gaps[ok] = nanos[ok] // 1_000_000  # (whole milliseconds, as ``read_gap`` reads a timedelta)
+        ok &= gaps > 0
+    else:
+        ok = np.zeros(len(values), dtype=bool)
+        for i, value in enumerate(values.tolist()):
+            try:
+                gaps[i] = read_gap(value)
+                ok[i] = True
+            except GapError:
+                pass
+    return gaps, ok
+
+
 class SessionWindows(MergingWindowOption):
     """An element makes ``[ts, ts + gap)``; it joins a session containing that interval, merges
     every session it overlaps, or stands alone.  Merging is per bundle (``merge_windows``).
