@@ -17,12 +17,18 @@ from typing import Iterator, Optional
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from ..time import event_time_in_range
+from ..time import latest_event_time
 
 #: The key group a heartbeat row goes to (null on data rows).
 BEAT_COLUMN = "__wo_beat"
+
+
+def max_known(a: Optional[int], b: Optional[int]) -> Optional[int]:
+    """The larger of two event times where either may be unknown (None)."""
+    return b if a is None else a if b is None else max(a, b)
 
 
 def with_beat_column(schema: StructType) -> StructType:
@@ -60,14 +66,11 @@ class Heartbeats:
         if self.side_column is None:
             seen[""] = None
             return
-        sides = batch.column(self.side_column).to_pylist()
-        times = batch.column(self.time_column).to_pylist()
-        for side, ts in zip(sides, times):
-            in_range = ts is not None and event_time_in_range(ts)
-            if side not in seen:
-                seen[side] = None
-            if in_range and (seen[side] is None or ts > seen[side]):
-                seen[side] = ts
+        sides, times = batch.column(self.side_column), batch.column(self.time_column)
+        in_range = pc.and_kleene(pc.is_valid(times), pc.less_equal(times, latest_event_time()))  # (event_time_in_range)
+        for side in pc.unique(sides).to_pylist():
+            largest = pc.max(pc.filter(times, pc.and_kleene(pc.equal(sides, side), in_range))).as_py()
+            seen[side] = max_known(seen.get(side), largest)
 
     def _beats(self, schema: pa.Schema, seen: dict[str, Optional[int]]) -> pa.RecordBatch:
         n = self.groups * len(seen)
@@ -99,6 +102,5 @@ def split_beats(frame: Optional[pd.DataFrame], side_column: Optional[str] = None
     else:
         for side, ts in zip(beats[side_column].tolist(), beats[time_column].tolist()):
             ts = None if ts is None or ts != ts else int(ts)  # (a column with nulls comes as floats)
-            before = seen.get(side)
-            seen[side] = ts if before is None else before if ts is None else max(before, ts)
+            seen[side] = max_known(seen.get(side), ts)
     return (rows if len(rows) else None), seen

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional, Union
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from accumulations.merge import LEFT, RIGHT, SIDES
@@ -27,10 +27,10 @@ from .clock import FileClock, SparkBatchClock
 from .chain import feed_of
 from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SparkPlan
 from .heartbeat import Heartbeats, with_beat_column
-from .runner import (_WATERMARK_HELPER, SparkOperatorError, _event_time_ms, check_state_encoding, choose_time_mode,
-                     drop_end_of_input, end_of_input_marker, idle_timeout_of, refuse_derived_panes, require_streaming,
-                     resolve_column, resolve_key_groups, run_processor, with_operator_watermark)
-from .runner import GAP_COLUMN
+from .runner import (_WATERMARK_HELPER, GAP_COLUMN, SparkOperatorError, _event_time_ms, check_state_encoding,
+                     choose_time_mode, drop_end_of_input, end_of_input_marker, idle_timeout_of, refuse_derived_panes,
+                     require_streaming, resolve_column, resolve_key_groups, resolved_gap, run_processor,
+                     with_operator_watermark)
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
@@ -42,23 +42,6 @@ def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
                                      f"(columns: {df.columns})")
         return df.schema[value].dataType.simpleString()
     return df.schema.simpleString()
-
-
-def _gap_column(op: MergeOperatorBase, side: str, df: DataFrame, gap: Any) -> Column:
-    """One input's session gap per row, as ``GAP_COLUMN`` beside its row: a named column or an expression."""
-    if isinstance(gap, str):
-        if gap not in df.columns:
-            raise SparkOperatorError(f"{op.label()}: session gap column {gap!r} is not in the {side} DataFrame "
-                                     f"(columns: {df.columns})")
-        return F.col(gap).alias(GAP_COLUMN)
-    if not isinstance(gap, Column):
-        raise SparkOperatorError(f"{op.label()}: session gap {gap!r} is not a column name, a Column or a callable")
-    try:
-        df.select(gap).schema
-    except Exception as exc:
-        raise SparkOperatorError(f"{op.label()}: session gap expression {gap} does not resolve on the {side} "
-                                 f"DataFrame: {str(exc).splitlines()[0]}") from None
-    return gap.alias(GAP_COLUMN)
 
 
 def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str], timestamp: Optional[str],
@@ -78,7 +61,7 @@ def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str]
     kept = drop_end_of_input(watermarked, ts_col, _WATERMARK_HELPER in watermarked.columns, marker, marker_column)
     columns = [F.lit(side).alias(SIDE_COLUMN), event_ms.alias(MERGE_TIME_COLUMN), payload]
     if gap is not None and not callable(gap):
-        columns.append(_gap_column(op, side, df, gap))
+        columns.append(resolved_gap(op, df, gap, df.columns, f"the {side} DataFrame").alias(GAP_COLUMN))
     if key_col is not None:
         columns.insert(0, F.col(key_col).alias(MERGE_KEY_COLUMN))
     return kept.select(*columns), key_col

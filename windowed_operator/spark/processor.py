@@ -30,6 +30,7 @@ from ..group_batch import GroupBatch, Phase, next_due, run_group_steps
 from ..group_state import GroupState
 from ..columnar import PaneTable, Panes
 from ..columnar_records import columnar_engine, columnar_records, run_columnar_batch
+from ..columnar_sessions import object_array
 from ..panes import DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState
@@ -39,7 +40,7 @@ from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_
 from ..vectorized import process_batch_arrays
 from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
 from ..windows.session_windows import element_gap, read_gaps
-from .heartbeat import split_beats
+from .heartbeat import max_known, split_beats
 from .group_store import SparkGroupStore
 from .plan import EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PHASE_COLUMN, SIDE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
@@ -433,9 +434,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             return
         sides = meta.setdefault("sides", {})
         for side, ts in beats.items():
-            before = sides.get(side, {}).get("max")
-            sides[side] = {"input": processing_time,
-                           "max": ts if before is None else before if ts is None else max(before, ts)}
+            sides[side] = {"input": processing_time, "max": max_known(sides.get(side, {}).get("max"), ts)}
 
     def _watermark(self, timer_values: TimerValues, meta: dict, processing_time: int) -> int:
         policy = self.plan.operator.watermark
@@ -508,7 +507,4 @@ def _value_array(values: list) -> np.ndarray:
         array = np.asarray(values)
         if array.dtype.kind in "if":
             return array
-    out = np.empty(len(values), dtype=object)
-    for i, value in enumerate(values):
-        out[i] = value
-    return out
+    return object_array(values)

@@ -399,8 +399,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
     projected_schema: Optional[StructType] = None  # (known without analysis on the folding paths)
     # (pre-aggregation runs in the scan stage, which has no batch time to check max_future_skew against)
-    if (preaggregate and plan.columnar and core_op.window.pane_layout() is not None and not plan.side_outputs
-            and core_op.max_future_skew is None
+    if (preaggregate and plan.columnar and folds_before_shuffle(core_op)
             and preaggregable(plan.key_type, value_spark_type)):
         folding = PreAggregation(layout=core_op.window.pane_layout(), form=columnar_form(core_op.core_accumulation()),
                                  key_column=key_col, time_column=ts_col, value_column=value_column,
@@ -459,30 +458,48 @@ def _plain_schema(projected: DataFrame, declared: Optional[StructType], shape: S
 GAP_COLUMN = "__wo_gap"
 
 
-def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
-                    analyse: bool = True) -> tuple[OperatorBase, DataFrame, list[str]]:
-    """Sessions whose gap is each row's: a named column must exist; a column expression is computed
-    into ``GAP_COLUMN``, which the operator then reads (a callable reads each row as a dict).
-    ``analyse=False`` (a declared schema): the expression is trusted to resolve."""
-    gap = element_gap(op.window)
-    if gap is None or callable(gap):
-        return op, df, columns
+def resolved_gap(op: WindowingOptions, df: DataFrame, gap: Any, columns: list[str], where: str = "the DataFrame",
+                 analyse: bool = True) -> Column:
+    """A session gap given as a column name or a column expression, checked against ``df`` (``where``
+    names it in errors): the column, or the expression.  ``analyse=False`` (a declared schema): an
+    expression is trusted to resolve."""
     if isinstance(gap, str):
         if gap not in columns:
-            raise SparkOperatorError(f"{op.label()}: session gap column {gap!r} is not in the DataFrame "
-                                     f"(columns: {columns})")
-        return op, df, columns
+            raise SparkOperatorError(f"{op.label()}: session gap column {gap!r} is not in {where} (columns: {columns})")
+        return F.col(gap)
     if not isinstance(gap, Column):
         raise SparkOperatorError(f"{op.label()}: session gap {gap!r} is not a column name, a Column or a callable")
     try:
-        df = df.withColumn(GAP_COLUMN, gap)
+        selected = df.select(gap)  # (classic Spark analyses here; Spark Connect only when asked)
         if analyse:
-            df.schema  # (Spark Connect analyses only when asked)
+            selected.schema
     except Exception as exc:  # an expression over columns the DataFrame lacks, or of an unknown function
-        raise SparkOperatorError(f"{op.label()}: session gap expression {gap} does not resolve on the DataFrame: "
+        raise SparkOperatorError(f"{op.label()}: session gap expression {gap} does not resolve on {where}: "
                                  f"{str(exc).splitlines()[0]}") from None
+    return gap
+
+
+def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
+                    analyse: bool = True) -> tuple[OperatorBase, DataFrame, list[str]]:
+    """Sessions whose gap is each row's: a named column is read as it is; a column expression is
+    computed into ``GAP_COLUMN``, which the operator then reads (a callable reads each row as a dict)."""
+    gap = element_gap(op.window)
+    if gap is None or callable(gap):
+        return op, df, columns
+    expression = resolved_gap(op, df, gap, columns, analyse=analyse)
+    if isinstance(gap, str):
+        return op, df, columns
     op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
-    return op, df, [*columns, GAP_COLUMN]
+    return op, df.withColumn(GAP_COLUMN, expression), [*columns, GAP_COLUMN]
+
+
+def folds_before_shuffle(op: WindowingOptions) -> bool:
+    """What every scan-stage fold (pre-aggregation, pre-selection, pre-folding) needs: Beam's default
+    trigger (it does not count elements), windows that are unions of panes, no element kept aside
+    (no late-data or dead-letter output: a bad row raises the processor's error there) and no skew
+    check (the scan stage has no batch time)."""
+    return (op.trigger.kind == "default" and op.window.pane_layout() is not None and not op.late_data_output
+            and op.on_bad_element == "raise" and op.max_future_skew is None)
 
 
 def _prefolds(op: WindowingOptions, value_column: Optional[str], value_type: Optional[str]) -> bool:
@@ -492,9 +509,8 @@ def _prefolds(op: WindowingOptions, value_column: Optional[str], value_type: Opt
     no skew check (the scan stage has no batch time)."""
     from ..panes import TimestampCombiner
 
-    return (value_column is not None and value_column != WHOLE_ROWS and op.trigger.kind == "default"
-            and op.window.pane_layout() is not None and not op.late_data_output and op.on_bad_element == "raise"
-            and op.max_future_skew is None and op.timestamp_combiner == TimestampCombiner.END_OF_WINDOW
+    return (value_column is not None and value_column != WHOLE_ROWS and folds_before_shuffle(op)
+            and op.timestamp_combiner == TimestampCombiner.END_OF_WINDOW
             and prefoldable(op.core_accumulation(), value_type))
 
 
@@ -505,6 +521,4 @@ def _preselects(op: WindowingOptions, shape: StructType) -> bool:
     accumulation = op.core_accumulation()
     field = getattr(accumulation, "field", None)
     rank_type = shape[field].dataType.simpleString() if field in shape.fieldNames() else None
-    return (op.trigger.kind == "default" and op.window.pane_layout() is not None and not op.late_data_output
-            and op.on_bad_element == "raise" and op.max_future_skew is None
-            and preselectable(accumulation, rank_type))
+    return folds_before_shuffle(op) and preselectable(accumulation, rank_type)
