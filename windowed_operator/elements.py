@@ -115,6 +115,21 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, _MISSING)
 
 
+def _extract(extractor: Union[str, Callable[[Any], Any]], payload: Any, element: Any, reason: DropReason,
+             what: str) -> Any:
+    """What a key, timestamp or gap extractor reads from ``payload``: a callable's result or a
+    field; a callable that raises or a missing field makes the element bad for ``reason``."""
+    if callable(extractor):
+        try:
+            return extractor(payload)
+        except Exception as exc:  # the user's extractor failed on this element
+            raise BadElementError(reason, element, f"{what} extractor raised {exc!r}") from None
+    read = _field(payload, extractor)
+    if read is _MISSING:
+        raise BadElementError(reason, element, f"no {what} field {extractor!r}")
+    return read
+
+
 def _value_field(element: Any, value: Any, name: str) -> Any:
     """The field ``name`` of ``value``: present and not null, or the element is bad."""
     read = _field(value, name)
@@ -185,15 +200,7 @@ class ElementReader:
                 raise BadElementError(DropReason.MISSING_KEY, element,
                                       "a keyed operator without a key extractor takes (key, value) pairs")
         else:
-            if callable(self.key):
-                try:
-                    key = self.key(payload)
-                except Exception as exc:  # the user's extractor failed on this element
-                    raise BadElementError(DropReason.MISSING_KEY, element, f"key extractor raised {exc!r}") from None
-            else:
-                key = _field(payload, self.key)
-                if key is _MISSING:
-                    raise BadElementError(DropReason.MISSING_KEY, element, f"no key field {self.key!r}")
+            key = _extract(self.key, payload, element, DropReason.MISSING_KEY, "key")
         if self.keyed:
             if is_null(key):
                 raise BadElementError(DropReason.MISSING_KEY, element, f"key is null ({key!r})")
@@ -231,16 +238,7 @@ class ElementReader:
     def _timestamp(self, element: Any, payload: Any, ts: Optional[int], default: int, now: Optional[int]) -> int:
         if self.timestamp is None:
             return default if ts is None else ts
-        if callable(self.timestamp):
-            try:
-                raw = self.timestamp(payload)
-            except Exception as exc:
-                raise BadElementError(DropReason.MISSING_TIMESTAMP, element,
-                                      f"timestamp extractor raised {exc!r}") from None
-        else:
-            raw = _field(payload, self.timestamp)
-            if raw is _MISSING:
-                raise BadElementError(DropReason.MISSING_TIMESTAMP, element, f"no timestamp field {self.timestamp!r}")
+        raw = _extract(self.timestamp, payload, element, DropReason.MISSING_TIMESTAMP, "timestamp")
         if is_null(raw):
             name = f" {self.timestamp!r}" if isinstance(self.timestamp, str) else ""
             raise BadElementError(DropReason.MISSING_TIMESTAMP, element,
@@ -251,17 +249,9 @@ class ElementReader:
             raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
 
     def _gap(self, element: Any, payload: Any) -> int:
-        if callable(self.gap):
-            if self.payload is not None:  # a callable takes the element proper (Spark's merge rows hold it)
-                payload = _field(payload, self.payload)
-            try:
-                raw = self.gap(payload)
-            except Exception as exc:  # the user's extractor failed on this element
-                raise BadElementError(DropReason.INVALID_GAP, element, f"gap extractor raised {exc!r}") from None
-        else:
-            raw = _field(payload, self.gap)
-            if raw is _MISSING:
-                raise BadElementError(DropReason.INVALID_GAP, element, f"no gap field {self.gap!r}")
+        if callable(self.gap) and self.payload is not None:  # a callable takes the element proper (Spark's
+            payload = _field(payload, self.payload)  # merge rows hold it; a named gap sits beside it)
+        raw = _extract(self.gap, payload, element, DropReason.INVALID_GAP, "gap")
         try:
             return read_gap(raw)
         except GapError as exc:
