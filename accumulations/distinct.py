@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field
 
 from .base import FieldAccumulation
+from .sketch import SketchAccumulation
 
 _UNHASHABLE = ("struct", "map", "array")
 
@@ -85,7 +86,7 @@ def _hll_item(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-class ApproxCountDistinct(FieldAccumulation[Optional[bytes], int]):
+class ApproxCountDistinct(SketchAccumulation):
     """The number of distinct values, estimated by a HyperLogLog sketch (Apache DataSketches).
 
     ``lg_k`` (4..21) sets the size: 2**lg_k registers, relative standard error about
@@ -102,47 +103,25 @@ class ApproxCountDistinct(FieldAccumulation[Optional[bytes], int]):
 
         return datasketches.hll_sketch(self.lg_k, getattr(datasketches.tgt_hll_type, self.hll_type))
 
-    def _load(self, accumulated: Optional[bytes]) -> Any:
+    def _from_bytes(self, data: bytes) -> Any:
         import datasketches
 
-        return self._new() if accumulated is None else datasketches.hll_sketch.deserialize(accumulated)
+        return datasketches.hll_sketch.deserialize(data)
 
-    def partials_are_bytes(self) -> bool:
-        return True
-
-    def default_accumulated_value(self) -> Optional[bytes]:
-        return None  # an empty sketch, without its bytes
-
-    def accumulate(self, accumulated: Optional[bytes], value: Any) -> bytes:
-        sketch = self._load(accumulated)
-        sketch.update(_hll_item(self.extract(value)))
+    def _to_bytes(self, sketch: Any) -> bytes:
         return sketch.serialize_compact()
 
-    def accumulate_all(self, accumulated: Optional[bytes], values: list) -> Optional[bytes]:
-        if not values:
-            return accumulated
-        sketch = self._load(accumulated)
-        for value in values:
-            sketch.update(_hll_item(self.extract(value)))
-        return sketch.serialize_compact()
-
-    def fold_array(self, values: Any) -> Optional[bytes]:
-        if not len(values):
-            return None
-        sketch = self._new()
-        for item in (values.tolist() if isinstance(values, np.ndarray) else values):
+    def _update(self, sketch: Any, items: Any) -> None:
+        for item in (items.tolist() if isinstance(items, np.ndarray) else items):  # (Python scalars hash as such)
             sketch.update(_hll_item(item))
-        return sketch.serialize_compact()
 
-    def merge(self, a1: Optional[bytes], a2: Optional[bytes]) -> Optional[bytes]:
-        if a1 is None or a2 is None:
-            return a2 if a1 is None else a1
+    def _merged(self, a: Any, b: Any) -> Any:
         import datasketches
 
         union = datasketches.hll_union(self.lg_k)
-        union.update(datasketches.hll_sketch.deserialize(a1))
-        union.update(datasketches.hll_sketch.deserialize(a2))
-        return union.get_result(getattr(datasketches.tgt_hll_type, self.hll_type)).serialize_compact()
+        union.update(a)
+        union.update(b)
+        return union.get_result(getattr(datasketches.tgt_hll_type, self.hll_type))
 
     def get_output(self, accumulated: Optional[bytes]) -> int:
         return 0 if accumulated is None else int(round(self._load(accumulated).get_estimate()))

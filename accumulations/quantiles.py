@@ -17,10 +17,11 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 from pydantic import Field, field_validator
 
-from .base import FieldAccumulation, numeric_refusal
+from .base import numeric_refusal
+from .sketch import SketchAccumulation
 
 
-class _KllAccumulation(FieldAccumulation[Optional[bytes], Any]):
+class _KllAccumulation(SketchAccumulation):
     """What both share: a KLL sketch of doubles, held as its bytes."""
 
     k: int = Field(default=200, ge=8, le=65535, description="the sketch's accuracy parameter (state grows with it)")
@@ -30,42 +31,20 @@ class _KllAccumulation(FieldAccumulation[Optional[bytes], Any]):
 
         return datasketches.kll_doubles_sketch(self.k)
 
-    def _load(self, accumulated: Optional[bytes]) -> Any:
+    def _from_bytes(self, data: bytes) -> Any:
         import datasketches
 
-        return self._new() if accumulated is None else datasketches.kll_doubles_sketch.deserialize(accumulated)
+        return datasketches.kll_doubles_sketch.deserialize(data)
 
-    def partials_are_bytes(self) -> bool:
-        return True
-
-    def default_accumulated_value(self) -> Optional[bytes]:
-        return None
-
-    def accumulate(self, accumulated: Optional[bytes], value: Any) -> bytes:
-        sketch = self._load(accumulated)
-        sketch.update(float(self.extract(value)))
+    def _to_bytes(self, sketch: Any) -> bytes:
         return sketch.serialize()
 
-    def accumulate_all(self, accumulated: Optional[bytes], values: list) -> Optional[bytes]:
-        if not values:
-            return accumulated
-        sketch = self._load(accumulated)
-        sketch.update(np.asarray([self.extract(v) for v in values], dtype=np.float64))
-        return sketch.serialize()
+    def _update(self, sketch: Any, items: Any) -> None:
+        sketch.update(np.asarray(items, dtype=np.float64))
 
-    def fold_array(self, values: Any) -> Optional[bytes]:
-        if not len(values):
-            return None
-        sketch = self._new()
-        sketch.update(np.asarray(values, dtype=np.float64))
-        return sketch.serialize()
-
-    def merge(self, a1: Optional[bytes], a2: Optional[bytes]) -> Optional[bytes]:
-        if a1 is None or a2 is None:
-            return a2 if a1 is None else a1
-        sketch = self._load(a1)
-        sketch.merge(self._load(a2))
-        return sketch.serialize()
+    def _merged(self, a: Any, b: Any) -> Any:
+        a.merge(b)
+        return a
 
     def rank_error(self) -> float:
         """The sketch's normalized rank error for quantile queries (99% confidence)."""
