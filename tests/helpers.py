@@ -88,3 +88,19 @@ class MemoryStore:
     def remove_part(self, domain, bucket, part):
         self.calls["remove_part"] += 1
         del self.parts[(domain, bucket, part)]
+
+
+def stream_of(steps, element) -> "TestStream":
+    """A TestStream of property-test steps: ``("elements", [row...])`` (each made an element by
+    ``element(*row)``), ``("watermark", t)`` or ``("processing", advance)``."""
+    from windowed_operator.testing import TestStream
+
+    stream = TestStream()
+    for kind, payload in steps:
+        if kind == "elements":
+            stream.add_elements(*[element(*row) for row in payload])
+        elif kind == "watermark":
+            stream.advance_watermark_to(payload)
+        else:
+            stream.advance_processing_time(payload)
+    return stream

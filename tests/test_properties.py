@@ -18,10 +18,10 @@ from accumulations import Sum
 from triggers import AfterCount, AfterProcessingTime, AfterAny, Repeatedly, TriggerOption
 from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows, SlidingWindows,
                                TimeWindows, Timing)
-from windowed_operator.testing import TestStream, TimestampedValue
+from windowed_operator.testing import TimestampedValue
 from windowed_operator.time import END_OF_GLOBAL_WINDOW, MIN_TIMESTAMP
 
-from helpers import near_boundaries
+from helpers import near_boundaries, stream_of
 
 KEYS = ["a", "b", "c"]
 
@@ -132,16 +132,8 @@ def run_core(option, trigger, lateness, stream):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         op = KeyedWindowedOperator(option, Sum(), trigger=trigger, allowed_lateness=lateness)
-    test_stream = TestStream()
-    for kind, payload in stream:
-        if kind == "elements":
-            test_stream.add_elements(*[TimestampedValue((k, v), ts) for k, v, ts in payload])
-        elif kind == "watermark":
-            test_stream.advance_watermark_to(payload)
-        else:
-            test_stream.advance_processing_time(payload)
     runner = op.local_runner()
-    return runner.run(test_stream), runner
+    return runner.run(stream_of(stream, lambda k, v, ts: TimestampedValue((k, v), ts))), runner
 
 
 def check_pane_structure(outputs):

@@ -22,17 +22,17 @@ def test_merge_example_prints_what_the_readme_says(capsys):
     assert capsys.readouterr().out.strip() == expected
 
 
-def test_gap_and_sketch_example_prints_what_the_readme_says(capsys):
-    text = README.read_text()
-    code = re.search(r"## Distinct counts and quantiles.*?```python\n(.*?)```", text, re.S).group(1)
+def check_printed_as_commented(capsys, heading: str, marker: str) -> None:
+    """The first python block after ``heading`` prints, line for line, its comment lines starting with ``marker``."""
+    code = re.search(heading + r".*?```python\n(.*?)```", README.read_text(), re.S).group(1)
     exec(compile(code, "README", "exec"), {})
-    expected = [line[2:] for line in code.splitlines() if line.startswith("# [")]
+    expected = [line[2:] for line in code.splitlines() if line.startswith(marker)]
     assert capsys.readouterr().out.splitlines() == expected
+
+
+def test_gap_and_sketch_example_prints_what_the_readme_says(capsys):
+    check_printed_as_commented(capsys, "## Distinct counts and quantiles", "# [")
 
 
 def test_quiet_stream_example_prints_what_the_readme_says(capsys):
-    text = README.read_text()
-    code = re.search(r"## Windows that close when a stream goes quiet.*?```python\n(.*?)```", text, re.S).group(1)
-    exec(compile(code, "README", "exec"), {})
-    expected = [line[2:] for line in code.splitlines() if line.startswith("# ")]
-    assert capsys.readouterr().out.splitlines() == expected
+    check_printed_as_commented(capsys, "## Windows that close when a stream goes quiet", "# ")

@@ -24,7 +24,7 @@ from windowed_operator.pipeline import PipelineError, parse_pipeline
 from windowed_operator.testing import TestStream
 from windowed_operator.windows.session_windows import GapError, read_gap
 
-from helpers import near_boundaries
+from helpers import near_boundaries, stream_of
 from test_properties import MODES, TRIGGERS, check_pane_structure, expired
 
 KEYS = ["a", "b"]
@@ -110,16 +110,8 @@ def run(option, trigger, lateness, stream, gap_of=lambda gap: gap):
         warnings.simplefilter("ignore")
         op = KeyedWindowedOperator(option, Sum("v"), key="k", timestamp="t", trigger=trigger,
                                    allowed_lateness=lateness)
-    test_stream = TestStream()
-    for kind, payload in stream:
-        if kind == "elements":
-            test_stream.add_elements(*[{"k": k, "v": v, "t": ts, "g": gap_of(gap)} for k, v, ts, gap in payload])
-        elif kind == "watermark":
-            test_stream.advance_watermark_to(payload)
-        else:
-            test_stream.advance_processing_time(payload)
     runner = op.local_runner()
-    return runner.run(test_stream), runner
+    return runner.run(stream_of(stream, lambda k, v, ts, gap: {"k": k, "v": v, "t": ts, "g": gap_of(gap)})), runner
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -25,7 +25,7 @@ from windowed_operator.state_codec import KeyStateCodec
 from windowed_operator.testing import TestStream, TimestampedValue
 from windowed_operator.vectorized import process_batch_arrays, supports_vectorized
 
-from helpers import near_boundaries
+from helpers import near_boundaries, stream_of
 from test_properties import MODES, TRIGGERS
 
 
@@ -58,15 +58,7 @@ def run(window, accumulation, trigger, stream, lateness=5):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         op = KeyedWindowedOperator(window, accumulation, trigger=trigger, allowed_lateness=lateness)
-    test_stream = TestStream()
-    for kind, payload in stream:
-        if kind == "elements":
-            test_stream.add_elements(*[TimestampedValue((k, v), ts) for k, v, ts in payload])
-        elif kind == "watermark":
-            test_stream.advance_watermark_to(payload)
-        else:
-            test_stream.advance_processing_time(payload)
-    return op.run_local(test_stream)
+    return op.run_local(stream_of(stream, lambda k, v, ts: TimestampedValue((k, v), ts)))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
