@@ -21,7 +21,8 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 import numpy as np
 
 from .columnar import ColumnarCore, ColumnarForm, PaneTable, supports_columnar
-from .columnar_sessions import ColumnarSessions, SessionTable, object_array, supports_columnar_sessions
+from .columnar_panes import object_array
+from .columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
 from .group_state import GroupState
 from .state_codec import KeyStateCodec
 from .time import MIN_TIMESTAMP

@@ -34,27 +34,19 @@ import numpy as np
 import pandas as pd
 
 from accumulations.base import Accumulation
-from accumulations.int64 import first_outside_int64
 from triggers.option import TriggerOption
 
 from .columnar import Panes, columnar_form
-from .panes import DropReason, DroppedElement, Timing, WindowOverflowError
+from .columnar_panes import ColumnarEmitter, object_array
+from .panes import DropReason, DroppedElement
 from .range_ops import factorize
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from .time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
-from .windows.base import Window
 from .windows.session_windows import SessionWindows
 
 
 def _ints(values: Any = ()) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
-
-
-def object_array(values: Any = ()) -> np.ndarray:
-    """A 1-d object array of ``values`` (``np.array`` would make nested lists 2-d)."""
-    out = np.empty(len(values), dtype=object)
-    out[:] = list(values)
-    return out
 
 
 @dataclass
@@ -111,6 +103,7 @@ class ColumnarSessions:
         self.retracting = trigger.retracting
         self.lateness = allowed_lateness
         self.label, self.column = label, column
+        self.emitter = ColumnarEmitter(form, accumulation, trigger, label=label, column=column)
 
     # -- timers ---------------------------------------------------------------------------------
     def due_per_row(self, table: SessionTable) -> np.ndarray:
@@ -135,7 +128,7 @@ class ColumnarSessions:
             if fire.any():
                 rows = np.flatnonzero(fire)
                 rows = rows[np.lexsort((table.starts[rows], table.ends[rows]))]  # in event-time order
-                self._fire(table, rows, watermark, expired[rows], out)
+                self.emitter.fire(table, rows, watermark, expired[rows], out)
             if expired.any():
                 table = table.take(~expired)
         table.watermark = watermark
@@ -193,7 +186,7 @@ class ColumnarSessions:
         touched = g_elements > 0
         if self.retracting and n_rows:
             absorbed = member[is_row & (~kept & touched)[group_of]]
-            self._retract_absorbed(table, absorbed[table.index[absorbed] > 0], watermark, out)
+            self.emitter.retract_absorbed(table, absorbed[table.index[absorbed] > 0], watermark, out)
         # Accumulators, elements since the last pane and holds fold over each group's members.
         rows = np.where(is_row, member, 0)
         elements = np.where(is_row, 0, -1 - member)
@@ -220,52 +213,5 @@ class ColumnarSessions:
         # Sessions that got elements after their end: a LATE pane per bundle.
         late = np.flatnonzero(touched & is_end_reached(g_ends - 1, watermark))
         if len(late):
-            self._fire(result, late, watermark, np.zeros(len(late), dtype=bool), out)
+            self.emitter.fire(result, late, watermark, np.zeros(len(late), dtype=bool), out)
         return result
-
-    # -- panes ----------------------------------------------------------------------------------
-    def _values(self, table: SessionTable, rows: np.ndarray) -> np.ndarray:
-        values = self.form.outputs([c[rows] for c in table.acc])
-        bad = first_outside_int64(values)
-        if bad is not None:
-            row = rows[bad]
-            raise WindowOverflowError(self.label, self.column, table.keys[row],
-                                      Window(int(table.starts[row]), int(table.ends[row])), values[bad])
-        return values
-
-    def _fire(self, table: SessionTable, rows: np.ndarray, watermark: int, finished: np.ndarray,
-              out: Panes) -> None:
-        """One pane of each of ``rows`` (``PaneEmitter.emit``), the table updated in place."""
-        values = self._values(table, rows)
-        reached = is_end_reached(table.ends[rows] - 1, watermark)
-        on_time = reached & (table.nonspeculative[rows] == 0) & table.hold[rows]
-        timing = np.where(reached, np.where(on_time, Timing.ON_TIME.value, Timing.LATE.value),
-                          Timing.EARLY.value).astype(object)
-        index = table.index[rows]
-        if self.retracting:
-            again = index > 0
-            if again.any():
-                self._retractions(table, rows[again], timing[again], np.zeros(int(again.sum()), dtype=bool), out)
-        out.add(table.keys[rows], table.starts[rows], table.ends[rows], values, timing, index.copy(), finished)
-        table.nonspeculative[rows] += reached
-        table.hold[rows] &= ~reached
-        table.index[rows] += 1
-        table.last[rows] = object_array(np.asarray(values).tolist())
-        table.pending[rows] = 0
-        if self.discarding:
-            for column in table.acc:
-                column[rows] = 0
-
-    def _retract_absorbed(self, table: SessionTable, rows: np.ndarray, watermark: int, out: Panes) -> None:
-        """Sessions merged away after firing: their last pane retracted (``retract_absorbed``)."""
-        if not len(rows):
-            return
-        reached = is_end_reached(table.ends[rows] - 1, watermark)
-        timing = np.where(reached, Timing.LATE.value, Timing.EARLY.value).astype(object)
-        self._retractions(table, rows, timing, np.ones(len(rows), dtype=bool), out)
-
-    def _retractions(self, table: SessionTable, rows: np.ndarray, timing: np.ndarray, is_last: np.ndarray,
-                     out: Panes) -> None:
-        values = object_array([self.accumulation.get_retraction(v) for v in table.last[rows].tolist()])
-        out.add(table.keys[rows], table.starts[rows], table.ends[rows], values, timing, table.index[rows].copy(),
-                is_last, is_retraction=True)

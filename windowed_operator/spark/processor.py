@@ -30,7 +30,7 @@ from ..group_batch import GroupBatch, Phase, next_due, run_group_steps
 from ..group_state import GroupState
 from ..columnar import PaneTable, Panes
 from ..columnar_records import columnar_engine, columnar_records, run_columnar_batch
-from ..columnar_sessions import object_array
+from ..columnar_panes import object_array
 from ..panes import DroppedElement
 from ..range_ops import factorize
 from ..state import KeyState

@@ -1,0 +1,182 @@
+"""The columnar window path (count triggers on windows assigned by timestamp, a key group's windows as
+arrays) equals the core on random streams: early and late firings every N elements, finished
+triggers dropping elements as closed_window, the three accumulation modes, only-updated panes,
+garbage collection at expiry, with times and watermarks at and around window ends and expiries;
+and fed partials folded per (key, pane), it equals itself fed their elements."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accumulations import Count, Max, Mean, Min, Sum
+from triggers import TriggerOption
+from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimeWindows
+from windowed_operator.columnar import Panes
+from windowed_operator.columnar_triggers import CountTrigger, count_trigger
+from windowed_operator.columnar_windows import ColumnarWindows, WindowTable, supports_columnar_windows
+from windowed_operator.panes import DropReason, TimestampCombiner
+from windowed_operator.state import KeyState
+from windowed_operator.time import MAX_TIMESTAMP
+
+from helpers import check_next_event_time, near_boundaries
+
+ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
+WINDOWS = {"tumbling 10": TimeWindows(10), "tumbling 5+2": TimeWindows(5, offset=2),
+           "hopping 10/5": TimeWindows(10).slide_by(5), "hopping 9/6": TimeWindows(9).slide_by(6),
+           "cumulative 10/5": CumulativeWindows(10, 5), "global": GlobalWindow()}
+
+element = st.tuples(st.sampled_from("abc"), near_boundaries(-5, 90), st.integers(-3, 3))
+batch = st.tuples(st.lists(element, max_size=10), near_boundaries(-10, 110))
+streams = st.lists(batch, min_size=1, max_size=8)
+
+
+@st.composite
+def trigger_options(draw):
+    kind = draw(st.sampled_from(["default", "at_watermark"]))
+    option = TriggerOption.default() if kind == "default" else TriggerOption.at_watermark()
+    if kind == "at_watermark":
+        early = draw(st.sampled_from([None, 1, 2, 3]))
+        late = draw(st.sampled_from([None, 1, 2]))
+        if early is not None:
+            option = option.with_early_firings_at_every(count=early)
+        if late is not None:
+            option = option.with_late_firings_at_every(count=late)
+    mode = draw(st.sampled_from(["discarding", "accumulating", "retracting"]))
+    if mode == "accumulating":
+        option = option.accumulating_fired_panes()
+    elif mode == "retracting":
+        option = option.accumulating_and_retracting_fired_panes()
+    if draw(st.booleans()):
+        option = option.fire_only_updated_panes()
+    return option
+
+
+def pane_tuple(key, start, end, value, timing, index, is_first, is_last, is_retraction):
+    value = round(value, 9) if isinstance(value, float) else value
+    return key, int(start), int(end), value, timing, int(index), bool(is_first), bool(is_last), bool(is_retraction)
+
+
+def core_run(op, steps):
+    core = op.build_core()
+    states: dict = {}
+    watermark, panes, dropped = -100, [], Counter()
+    for elements, advance in [*steps, ([], None)]:
+        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
+        by_key: dict = {}
+        for key, ts, value in elements:
+            by_key.setdefault(key, []).append((ts, value, None))
+        batch_panes = Counter()
+        for key in [*by_key, *[k for k in states if k not in by_key]]:
+            state = states.setdefault(key, KeyState())
+            emission = core.process_batch(key, state, by_key.get(key, []), watermark, 0)
+            dropped.update(d.reason for d in emission.dropped)
+            batch_panes.update(pane_tuple(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index,
+                                          p.is_first, p.is_last, p.is_retraction) for p in emission.outputs)
+        panes.append(batch_panes)
+    return panes, dropped
+
+
+def _panes(out):
+    return Counter(pane_tuple(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
+                                                   out.pane_index, out.is_first, out.is_last, out.is_retraction))
+
+
+def columnar_run(op, steps, partials=False):
+    windows = ColumnarWindows(op.window, op.accumulation, op.trigger, op.allowed_lateness)
+    table, watermark, panes, dropped = WindowTable(), -100, [], []
+    n_dropped = 0
+    for elements, advance in [*steps, ([], None)]:
+        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
+        out = Panes()
+        keys = np.array([k for k, _, _ in elements], dtype=object)
+        ts = np.array([t for _, t, _ in elements], dtype=np.int64)
+        values = None if isinstance(op.accumulation, Count) else np.array([v for _, _, v in elements],
+                                                                          dtype=np.int64)
+        check_next_event_time(windows, table, watermark)
+        if partials:
+            table, lost = windows.process_partials(table, *_fold_per_pane(op, keys, ts, values), watermark, out)
+            n_dropped += lost
+        else:
+            table = windows.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i])
+        panes.append(_panes(out))
+    assert len(table) == 0  # the end of input expired every window
+    return panes, (n_dropped if partials else Counter(d.reason for d in dropped))
+
+
+def _fold_per_pane(op, keys, ts, values):
+    """What the scan stage's pre-aggregation sends: one row per (key, pane), repeated per key split in two."""
+    layout = op.window.pane_layout()
+    panes = layout.pane_start(ts) if len(ts) else ts
+    rows: dict = {}
+    for i, (key, pane) in enumerate(zip(keys.tolist(), panes.tolist())):
+        part = rows.setdefault((key, pane, i % 2), [0, []])
+        part[0] += 1
+        part[1].append(values[i] if values is not None else 0)
+    items = list(rows.items())
+    keys_out = np.array([k for (k, _, _), _ in items], dtype=object)
+    panes_out = np.array([p for (_, p, _), _ in items], dtype=np.int64)
+    counts = np.array([c for _, (c, _) in items], dtype=np.int64)
+    kind = {Sum: "sum", Count: None, Min: "min", Max: "max", Mean: "sum"}[type(op.accumulation)]
+    fold = {"sum": sum, "min": min, "max": max}
+    aggregates = [np.array([fold[kind](v) for _, (_, v) in items], dtype=np.int64)] if kind else []
+    return keys_out, panes_out, counts, aggregates
+
+
+@settings(max_examples=600, deadline=None)
+@given(steps=streams, acc=st.sampled_from(sorted(ACCS)), window=st.sampled_from(sorted(WINDOWS)),
+       trigger=trigger_options(), lateness=st.sampled_from([0, 7, 30]))
+def test_columnar_windows_equal_the_core_batch_for_batch(steps, acc, window, trigger, lateness):
+    op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=trigger, allowed_lateness=lateness)
+    if not supports_columnar_windows(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
+        return  # discarding min/max, and discarding mean with early firings, keep the object path
+    assert columnar_run(op, steps) == core_run(op, steps)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=streams, acc=st.sampled_from(["sum", "count", "mean", "max"]),
+       window=st.sampled_from(["tumbling 10", "hopping 10/5", "cumulative 10/5"]), trigger=trigger_options(),
+       lateness=st.sampled_from([0, 7, 30]))
+def test_partials_folded_per_pane_give_the_panes_of_their_elements(steps, acc, window, trigger, lateness):
+    """Pre-aggregated rows (one per key and pane, counting their elements) fire the same panes; the
+    elements they drop are the elements' drops."""
+    op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=trigger, allowed_lateness=lateness)
+    if not supports_columnar_windows(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
+        return
+    panes, dropped = columnar_run(op, steps)
+    folded, lost = columnar_run(op, steps, partials=True)
+    assert folded == panes and lost == sum(dropped.values())
+
+
+def test_count_triggers_are_recognized_and_others_are_not():
+    assert count_trigger(TriggerOption.default()) == CountTrigger(early=None, late=1)
+    early = TriggerOption.at_watermark().with_early_firings_at_every(count=100)
+    assert count_trigger(early) == CountTrigger(early=100, late=None)
+    assert count_trigger(TriggerOption.at_watermark().with_early_firings_at_every(duration=1_000)) is None
+    from triggers import AfterCount, Repeatedly
+
+    assert count_trigger(TriggerOption.of(Repeatedly(AfterCount(2)))) is None
+
+
+def test_a_finished_window_drops_its_late_elements_as_closed_until_it_expires():
+    op = KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=20,
+                               trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=2))
+    steps = [([("a", 1, 1), ("a", 2, 2), ("a", 3, 3)], 0), ([("a", 4, 4)], 10), ([("a", 5, 5)], 29),
+             ([("a", 6, 6)], 30)]
+    panes, dropped = columnar_run(op, steps)
+    assert (panes, dropped) == core_run(op, steps)
+    assert dropped == Counter({DropReason.CLOSED_WINDOW: 2, DropReason.EXPIRED: 1})
+    assert [sorted(p) for p in panes[:2]] == [[("a", 0, 10, 6, "EARLY", 0, True, False, False)],
+                                              [("a", 0, 10, 0, "ON_TIME", 1, False, True, False)]]  # (discarding)
+
+
+def test_an_integer_overflow_names_the_window():
+    from windowed_operator.panes import WindowOverflowError
+
+    op = KeyedWindowedOperator(TimeWindows(10), Sum(), trigger=TriggerOption.at_watermark()
+                               .with_early_firings_at_every(count=2).accumulating_fired_panes())
+    with pytest.raises(WindowOverflowError, match=r"\[0, 10\)"):
+        columnar_run(op, [([("a", 1, 2 ** 62), ("a", 2, 2 ** 62)], 0)])

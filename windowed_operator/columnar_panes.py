@@ -1,0 +1,119 @@
+"""Firing panes of many windows at once: ``firing.PaneEmitter`` for the columnar window tables.
+
+The columnar paths keep one row per window (or session) with the same bookkeeping a
+``WindowState`` holds: accumulator columns, elements since the last pane, whether the window holds
+the output watermark to its end (``on_time_hold``), ON_TIME/LATE panes fired, panes fired, and the
+last pane's value (for retractions and for suppressing unchanged panes).  Firing a set of rows is
+``PaneEmitter.emit`` applied to each: the timing rule, the retraction before a re-fired pane, the
+only-updated suppression, and what the accumulation mode keeps.  Both the session table and the
+window table fire through here, so a pane looks the same on every path.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Protocol
+
+import numpy as np
+
+from accumulations.base import Accumulation
+from accumulations.int64 import first_outside_int64
+from triggers.option import TriggerOption
+
+from .columnar import ColumnarForm, Panes
+from .panes import Timing, WindowOverflowError
+from .time_rules import is_end_reached
+from .windows.base import Window
+
+
+def object_array(values: Any = ()) -> np.ndarray:
+    """A 1-d object array of ``values`` (``np.array`` would make nested lists 2-d)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+class WindowRows(Protocol):
+    """The columns a window table fires from (``SessionTable``, ``WindowTable``)."""
+
+    keys: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    acc: list
+    pending: np.ndarray
+    hold: np.ndarray
+    nonspeculative: np.ndarray
+    index: np.ndarray
+    last: np.ndarray
+
+
+class ColumnarEmitter:
+    def __init__(self, form: ColumnarForm, accumulation: Accumulation, option: TriggerOption, *,
+                 label: str = "operator", column: Optional[str] = None) -> None:
+        self.form = form
+        self.accumulation = accumulation
+        self.discarding = option.discarding
+        self.retracting = option.retracting
+        self.only_updated = option.only_updated_panes
+        self.label, self.column = label, column
+
+    def values(self, table: WindowRows, rows: np.ndarray) -> np.ndarray:
+        """The rows' outputs; an integer that does not fit int64 is an error naming its window."""
+        values = self.form.outputs([c[rows] for c in table.acc])
+        bad = first_outside_int64(values)
+        if bad is not None:
+            row = rows[bad]
+            raise WindowOverflowError(self.label, self.column, table.keys[row],
+                                      Window(int(table.starts[row]), int(table.ends[row])), values[bad])
+        return values
+
+    def fire(self, table: WindowRows, rows: np.ndarray, watermark: int, finished: np.ndarray, out: Panes) -> None:
+        """One pane of each of ``rows``, the table updated in place (the trigger's own state is the
+        caller's); ``finished``: the trigger finished with this pane (``is_last``)."""
+        if not len(rows):
+            return
+        values = self.values(table, rows)
+        reached = is_end_reached(table.ends[rows] - 1, watermark)
+        on_time = reached & (table.nonspeculative[rows] == 0) & table.hold[rows]
+        timing = np.where(reached, np.where(on_time, Timing.ON_TIME.value, Timing.LATE.value),
+                          Timing.EARLY.value).astype(object)
+        index = table.index[rows]
+        shown = object_array(np.asarray(values).tolist())
+        emitted = np.ones(len(rows), dtype=bool)
+        if self.only_updated:  # an unchanged re-fired pane is not emitted (nor retracted)
+            emitted = ~((index > 0) & np.fromiter((a == b for a, b in zip(shown, table.last[rows])), dtype=bool,
+                                                  count=len(rows)))
+        if self.retracting:
+            again = emitted & (index > 0)
+            if again.any():
+                self.retract(table, rows[again], timing[again], np.zeros(int(again.sum()), dtype=bool), out)
+        if emitted.all():
+            out.add(table.keys[rows], table.starts[rows], table.ends[rows], values, timing, index.copy(), finished)
+        elif emitted.any():
+            shown_rows = rows[emitted]
+            out.add(table.keys[shown_rows], table.starts[shown_rows], table.ends[shown_rows],
+                    np.asarray(values)[emitted], timing[emitted], index[emitted], finished[emitted])
+        table.nonspeculative[rows] += reached
+        table.hold[rows] &= ~reached
+        table.index[rows] += emitted
+        table.last[rows[emitted]] = shown[emitted]
+        table.pending[rows] = 0
+        if self.discarding:
+            for column in table.acc:
+                column[rows] = 0
+
+    def retract(self, table: WindowRows, rows: np.ndarray, timing: np.ndarray, is_last: np.ndarray,
+                out: Panes) -> None:
+        """The last pane of each of ``rows``, retracted (pane index: the pane it precedes)."""
+        values = object_array([self.accumulation.get_retraction(v) for v in table.last[rows].tolist()])
+        out.add(table.keys[rows], table.starts[rows], table.ends[rows], values, timing, table.index[rows].copy(),
+                is_last, is_retraction=True)
+
+    def retract_absorbed(self, table: WindowRows, rows: np.ndarray, watermark: int, out: Panes) -> None:
+        """Sessions merged away after firing: their last pane retracted (``PaneEmitter.retract_absorbed``)."""
+        if not len(rows):
+            return
+        reached = is_end_reached(table.ends[rows] - 1, watermark)
+        timing = np.where(reached, Timing.LATE.value, Timing.EARLY.value).astype(object)
+        self.retract(table, rows, timing, np.ones(len(rows), dtype=bool), out)
+
+
+__all__ = ["ColumnarEmitter", "WindowRows", "object_array"]

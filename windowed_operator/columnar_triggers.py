@@ -1,0 +1,83 @@
+"""Count triggers as arrays: ``AfterWatermark`` with early and late firings every N elements.
+
+The triggers most windowed aggregations use need no timers but the end of the window's, and a
+per-window state of two numbers: which phase the window is in (before its ON_TIME pane or after
+it) and how many elements arrived since its last pane in this phase.  Beam's default trigger is the
+same machine with no early firings and a late firing on every bundle (late every 1 element, never
+finishing); ``AfterWatermark`` without late firings finishes at its ON_TIME pane, and the window
+then drops its elements as arriving in a closed window until it expires.  What the trigger state
+machines in ``triggers`` do, per bundle (``WindowedCore.fire_ready``):
+
+- before the ON_TIME pane, the end-of-window timer is pending; the window fires once its end is
+  reached (the ON_TIME pane, or LATE if the window never held the watermark: the timing is the
+  emitter's), or, with early firings, once ``early`` elements arrived since its last pane;
+- after it, with late firings, once ``late`` elements arrived since its last pane;
+- each firing restarts the count (``Repeatedly`` resets its ``AfterCount``), also for the elements
+  beyond N of the same bundle: a bundle is counted once, as Beam evaluates triggers per bundle.
+
+``tests/test_columnar_windows.py`` checks the machine against the trigger state machines on random
+streams.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from triggers.option import TriggerOption
+
+from .time_rules import end_of_window_due, is_end_reached
+
+
+@dataclass(frozen=True)
+class CountTrigger:
+    #: Elements per early firing (None: no early firings).
+    early: Optional[int]
+    #: Elements per late firing after the ON_TIME pane (None: the trigger finishes at it).
+    late: Optional[int]
+
+    @property
+    def finishes(self) -> bool:
+        return self.late is None
+
+    def end_of_window_pending(self, late: np.ndarray, closed: np.ndarray) -> np.ndarray:
+        """Rows whose end-of-window timer is set: every window before its ON_TIME pane."""
+        return ~late & ~closed
+
+    def timer_due(self, ends: np.ndarray) -> np.ndarray:
+        return end_of_window_due(ends - 1)
+
+    def should_fire(self, ends: np.ndarray, late: np.ndarray, count: np.ndarray, watermark: int) -> np.ndarray:
+        """Which open rows fire after a bundle (``AfterWatermark.should_fire``)."""
+        reached = is_end_reached(ends - 1, watermark)
+        fire = ~late & reached
+        if self.early is not None:
+            fire |= ~late & (count >= self.early)
+        if self.late is not None:
+            fire |= late & (count >= self.late)
+        return fire
+
+    def on_fire(self, ends: np.ndarray, late: np.ndarray, count: np.ndarray, rows: np.ndarray,
+                watermark: int) -> np.ndarray:
+        """The fired ``rows``' new trigger state, in place; returns which of them finished."""
+        on_time = ~late[rows] & is_end_reached(ends[rows] - 1, watermark)
+        late[rows] |= on_time
+        count[rows] = 0
+        return on_time & self.finishes
+
+
+def count_trigger(option: TriggerOption) -> Optional[CountTrigger]:
+    """The count machine equal to ``option``'s trigger, or None when it is another trigger."""
+    if option.kind == "default":
+        return CountTrigger(early=None, late=1)
+    if option.kind != "at_watermark":
+        return None
+    firings = (option.early, option.late)
+    if any(f is not None and f.count is None for f in firings):
+        return None  # firings by processing time
+    return CountTrigger(early=option.early.count if option.early is not None else None,
+                        late=option.late.count if option.late is not None else None)
+
+
+__all__ = ["CountTrigger", "count_trigger"]
