@@ -1,7 +1,8 @@
-"""State version 6 kept sessions under the default trigger as the object path's records; they now run
-on the columnar session path, whose records are read from the old ones key by key.  A stream run
-first on the object path's records and then, on the same stored records, on the columnar path gives
-the panes of one uninterrupted run."""
+"""State version 6 kept sessions under the default trigger, and windows assigned by timestamp under
+count triggers or in retracting mode, as the object path's records; they now run on the columnar
+session and window paths, whose records are read from the old ones key by key.  A stream run first
+on the object path's records and then, on the same stored records, on a columnar path gives the
+panes of one uninterrupted run."""
 from __future__ import annotations
 
 from collections import Counter
@@ -12,10 +13,11 @@ from hypothesis import strategies as st
 
 from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
-from windowed_operator import KeyedWindowedOperator, SessionWindows
+from windowed_operator import CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows
 from windowed_operator.columnar import Panes
-from windowed_operator.columnar_records import columnar_records, run_columnar_batch
-from windowed_operator.columnar_sessions import ColumnarSessions
+from windowed_operator.columnar_records import columnar_engine, columnar_records, run_columnar_batch
+from windowed_operator.columnar_windows import ColumnarWindows, supports_columnar_windows
+from windowed_operator.panes import TimestampCombiner
 from windowed_operator.fingerprint import restart_problems
 from windowed_operator.group_batch import next_due, run_group_batch
 from windowed_operator.group_state import GroupState
@@ -49,14 +51,14 @@ def object_path_batch(core, store, elements, watermark):
                         p.is_retraction) for p in emission.outputs)
 
 
-def columnar_batch(sessions, records, store, elements, watermark, count):
+def columnar_batch(engine, records, store, elements, watermark, count):
     group = GroupState(store, records.codec, {}, "op")
     keys = np.array([k for k, _, _ in elements], dtype=object)
     ts = np.array([t for _, t, _ in elements], dtype=np.int64)
     values = None if count else np.array([v for _, _, v in elements], dtype=np.int64)
     out = Panes()
     run_columnar_batch(records, group, keys.tolist(), watermark,
-                       lambda table: sessions.process(table, keys, ts, values, watermark, out, [], lambda i: None))
+                       lambda table: engine.process(table, keys, ts, values, watermark, out, [], lambda i: None))
     group.save(wm=watermark)
     return Counter(pane(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
                                              out.pane_index, out.is_last, out.is_retraction))
@@ -67,9 +69,40 @@ def columnar_batch(sessions, records, store, elements, watermark, count):
        mode=st.sampled_from(sorted(MODES)), lateness=st.sampled_from([0, 9, 40]))
 def test_object_path_records_continue_on_the_columnar_path(steps, split, acc, mode, lateness):
     op = KeyedWindowedOperator(SessionWindows(6), ACCS[acc], trigger=MODES[mode], allowed_lateness=lateness)
+    _continue_across_the_switch(op, steps, split, acc == "count")
+
+
+WINDOWS = {"tumbling 10": TimeWindows(10), "hopping 10/5": TimeWindows(10).slide_by(5),
+           "cumulative 10/5": CumulativeWindows(10, 5)}
+COUNT_TRIGGERS = {
+    "early 2": TriggerOption.at_watermark().with_early_firings_at_every(count=2),
+    "early 1 late 2": TriggerOption.at_watermark().with_early_firings_at_every(count=1).with_late_firings_at_every(
+        count=2),
+    "late 1": TriggerOption.at_watermark().with_late_firings_at_every(count=1), "default": TriggerOption.default()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=steps_strategy, split=st.integers(1, 7), acc=st.sampled_from(sorted(ACCS)),
+       window=st.sampled_from(sorted(WINDOWS)), trigger=st.sampled_from(sorted(COUNT_TRIGGERS)),
+       mode=st.sampled_from(["discarding", "accumulating", "retracting"]), lateness=st.sampled_from([0, 9, 40]))
+def test_object_path_records_continue_on_the_columnar_window_path(steps, split, acc, window, trigger, mode,
+                                                                  lateness):
+    option = COUNT_TRIGGERS[trigger]
+    option = {"discarding": option, "accumulating": option.accumulating_fired_panes(),
+              "retracting": option.accumulating_and_retracting_fired_panes()}[mode]
+    op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=option, allowed_lateness=lateness)
+    if not supports_columnar_windows(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
+        return
+    engine = columnar_engine(op.window, op.accumulation, op.trigger, op.allowed_lateness, label="op", column=None)
+    if not isinstance(engine, ColumnarWindows):
+        return  # the default trigger without retractions has run on the pane table since before version 6
+    _continue_across_the_switch(op, steps, split, acc == "count")
+
+
+def _continue_across_the_switch(op, steps, split, count):
     core = op.build_core()
-    sessions = ColumnarSessions(op.window, op.accumulation, op.trigger, lateness)
-    records = columnar_records(sessions)
+    engine = columnar_engine(op.window, op.accumulation, op.trigger, op.allowed_lateness, label="op", column=None)
+    records = columnar_records(engine)
     steps = [*steps, ([], MAX_TIMESTAMP)]
     split = min(split, len(steps) - 1)
     uninterrupted, migrated = [], []
@@ -81,7 +114,7 @@ def test_object_path_records_continue_on_the_columnar_path(steps, split, acc, mo
         if i < split:
             migrated.append(object_path_batch(core, store, elements, watermark))
         else:
-            migrated.append(columnar_batch(sessions, records, store, elements, watermark, acc == "count"))
+            migrated.append(columnar_batch(engine, records, store, elements, watermark, count))
     assert migrated == uninterrupted
     assert not store.keys
 
@@ -89,5 +122,7 @@ def test_object_path_records_continue_on_the_columnar_path(steps, split, acc, mo
 def test_the_restart_rule_allows_exactly_this_layout_change():
     stored = {"state layout": "per-key windows"}
     assert restart_problems(stored, {"state layout": "per-key session rows"}) == []
+    assert restart_problems(stored, {"state layout": "per-key window rows"}) == []
+    assert restart_problems({"state layout": "per-key window rows"}, {"state layout": "per-key windows"})
     assert restart_problems({"state layout": "per-key session rows"}, {"state layout": "per-key windows"})
     assert restart_problems(stored, {"state layout": "per-key pane rows"})

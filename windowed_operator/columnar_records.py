@@ -1,9 +1,11 @@
 """The columnar paths on per-key records: a key group's table built from the keys a batch loads,
 and split back into one record per key.
 
-Two tables: the pane table of windows assigned by timestamp (``columnar``, records ``KeyPanes``)
-and the session table (``columnar_sessions``, records ``KeySessions``); ``PaneRecords`` and
-``SessionRecords`` build and split them, and ``run_columnar_batch`` runs either.
+Three tables: the pane table of windows assigned by timestamp under the default trigger
+(``columnar``, records ``KeyPanes``), the session table (``columnar_sessions``, records
+``KeySessions``) and the window table of windows assigned by timestamp under count triggers
+(``columnar_windows``, records ``KeyWindows``); ``PaneRecords``, ``SessionRecords`` and
+``WindowRecords`` build and split them, and ``run_columnar_batch`` runs any.
 
 The columnar core (``columnar.ColumnarCore``) works on a ``PaneTable``: rows of (key, pane start,
 accumulator columns, the watermark when data first came), sorted by key then pane start, plus the
@@ -23,6 +25,8 @@ import numpy as np
 from .columnar import ColumnarCore, ColumnarForm, PaneTable, supports_columnar
 from .columnar_panes import object_array
 from .columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
+from .columnar_windows import ColumnarWindows, WindowTable, supports_columnar_windows
+from .panes import TimestampCombiner
 from .group_state import GroupState
 from .state_codec import KeyStateCodec
 from .time import MIN_TIMESTAMP
@@ -158,7 +162,7 @@ class PaneRecords:
         return split_table(self.core, table, keys)
 
 
-# -- sessions ---------------------------------------------------------------------------------------
+# -- session and window rows -------------------------------------------------------------------------
 @dataclass
 class KeySessions:
     """One key's active sessions (sorted by start), column by column as in ``SessionTable``."""
@@ -175,106 +179,164 @@ class KeySessions:
     next_due: Optional[int] = field(default=None, compare=False)
 
 
-_SESSION_COLUMNS = ("starts", "ends", "pending", "hold", "nonspeculative", "index")
+@dataclass
+class KeyWindows:
+    """One key's windows (sorted by start, end), column by column as in ``WindowTable``."""
+
+    starts: list = field(default_factory=list)
+    ends: list = field(default_factory=list)
+    acc: list = field(default_factory=list)  # one list per accumulator column
+    pending: list = field(default_factory=list)
+    hold: list = field(default_factory=list)
+    nonspeculative: list = field(default_factory=list)
+    index: list = field(default_factory=list)
+    last: list = field(default_factory=list)
+    late: list = field(default_factory=list)
+    count: list = field(default_factory=list)
+    closed: list = field(default_factory=list)
+    #: When the key next has work (set after a batch, for the due index; not stored).
+    next_due: Optional[int] = field(default=None, compare=False)
 
 
-class KeySessionsCodec:
-    """``KeySessions`` <-> data: ``{"starts": [...], "ends": [...], "acc": [[...]], "pending": [...],
-    "hold": [...], "nonspeculative": [...], "index": [...], "last": [...]}``, values tagged.
+#: Each row layout's plain columns and their types (besides ``acc`` and ``last``, which hold values).
+_SESSION_COLUMNS = {"starts": np.int64, "ends": np.int64, "pending": np.int64, "hold": bool,
+                    "nonspeculative": np.int64, "index": np.int64}
+_WINDOW_COLUMNS = {**_SESSION_COLUMNS, "late": bool, "count": np.int64, "closed": bool}
 
-    Records of the object path's layout (``{"windows": [...]}``, written while sessions with the
-    default trigger ran element by element) are read too, and written back in this layout: the
-    migration of state version 6 checkpoints, key by key as keys are touched or due."""
 
-    def __init__(self, form: ColumnarForm) -> None:
+class RowsCodec:
+    """Per-key rows <-> data: ``{"starts": [...], "ends": [...], "acc": [[...]], "pending": [...], ...,
+    "last": [...]}`` (one list per column; accumulator values and last panes tagged).
+
+    Records of the object path's layout (``{"windows": [...]}``, written while these operators ran
+    element by element) are read too, and written back in this layout: the migration of state
+    version 6 checkpoints, key by key as keys are touched or due."""
+
+    def __init__(self, form: ColumnarForm, record: type, columns: dict[str, Any]) -> None:
         self.values = KeyStateCodec()
-        self.form = form
+        self.form, self.record, self.columns = form, record, columns
 
-    def new(self) -> KeySessions:
-        return KeySessions()
+    def new(self) -> Any:
+        return self.record()
 
     @staticmethod
-    def is_empty(state: KeySessions) -> bool:
+    def is_empty(state: Any) -> bool:
         return not state.starts
 
-    def to_data(self, state: KeySessions) -> dict:
-        data: dict[str, Any] = {name: getattr(state, name) for name in _SESSION_COLUMNS}
+    def to_data(self, state: Any) -> dict:
+        data: dict[str, Any] = {name: getattr(state, name) for name in self.columns}
         data["acc"] = [[self.values.value(v) for v in column] for column in state.acc]
         data["last"] = [self.values.value(v) for v in state.last]
         return data
 
-    def from_data(self, data: dict) -> KeySessions:
+    def from_data(self, data: dict) -> Any:
         if "windows" in data:
             return self._from_windows(data)
         read = self.values.read_value
-        return KeySessions(**{name: list(data[name]) for name in _SESSION_COLUMNS},
+        return self.record(**{name: list(data[name]) for name in self.columns},
                            acc=[[read(v) for v in column] for column in data["acc"]],
                            last=[read(v) for v in data["last"]])
 
-
-    def _from_windows(self, data: dict) -> KeySessions:
-        """A key's sessions from the object path's record (its default trigger's end-of-window timer
-        is pending exactly while ``on_time_hold`` is set, so the timers need no column)."""
+    def _from_windows(self, data: dict) -> Any:
+        """A key's rows from the object path's record: its windows' bookkeeping, and the trigger's
+        phase and count from its state (the end-of-window timer is pending exactly before the
+        ON_TIME pane: ``columnar_triggers``)."""
         windows = sorted(self.values.from_data(data).windows.items())
-        out = KeySessions(acc=[[] for _ in range(self.form.width)])
+        out = self.record(acc=[[] for _ in range(self.form.width)])
         for window, ws in windows:
-            out.starts.append(window.start)
-            out.ends.append(window.end)
-            for column, value in zip(out.acc, self.form.columns_of(ws.acc)):
+            late = not ws.timer_times("watermark")
+            row = {"starts": window.start, "ends": window.end, "pending": ws.pending, "hold": ws.on_time_hold,
+                   "nonspeculative": ws.nonspeculative_index, "index": ws.pane_index, "late": late,
+                   "count": ws.trigger_state.get("late/0/count" if late else "early/0/count", 0),
+                   "closed": ws.closed}
+            for name in self.columns:
+                getattr(out, name).append(row[name])
+            for column, value in zip(out.acc, self.form.columns_of(ws.acc) if not ws.closed
+                                     else [0] * self.form.width):
                 column.append(value)
-            out.pending.append(ws.pending)
-            out.hold.append(ws.on_time_hold)
-            out.nonspeculative.append(ws.nonspeculative_index)
-            out.index.append(ws.pane_index)
             out.last.append(ws.last_output)
         return out
 
 
-class SessionRecords:
-    layout = "per-key session rows"
+class RowRecords:
+    """A table of rows per window or session (``SessionTable``, ``WindowTable``) built from per-key
+    records and split back."""
 
-    def __init__(self, sessions: ColumnarSessions) -> None:
-        self.sessions, self.codec = sessions, KeySessionsCodec(sessions.form)
+    def __init__(self, engine: Any, table: type, record: type, columns: dict[str, Any], layout: str) -> None:
+        self.engine, self.table, self.record, self.columns, self.layout = engine, table, record, columns, layout
+        self.codec = RowsCodec(engine.form, record, columns)
 
-    def build(self, keys: list[Hashable], states: list[KeySessions], watermark: int) -> SessionTable:
+    def build(self, keys: list[Hashable], states: list[Any], watermark: int) -> Any:
         if not any(s.starts for s in states):
-            return SessionTable(watermark=watermark)
+            return self.table(watermark=watermark)
+        columns = {name: np.array([v for s in states for v in getattr(s, name)], dtype=dtype)
+                   for name, dtype in self.columns.items()}
+        return self.table(keys=_key_column(keys, states), acc=_acc_columns(states),
+                          last=object_array([v for s in states for v in s.last]), watermark=watermark, **columns)
 
-        def flat(name: str, dtype: Any) -> np.ndarray:
-            return np.array([v for s in states for v in getattr(s, name)], dtype=dtype)
-
-        return SessionTable(_key_column(keys, states), flat("starts", np.int64), flat("ends", np.int64),
-                            _acc_columns(states), flat("pending", np.int64), flat("hold", bool),
-                            flat("nonspeculative", np.int64), flat("index", np.int64),
-                            object_array([v for s in states for v in s.last]), watermark)
-
-    def split(self, table: SessionTable, keys: list[Hashable]) -> dict[Hashable, KeySessions]:
-        out = {key: KeySessions() for key in keys}
+    def split(self, table: Any, keys: list[Hashable]) -> dict[Hashable, Any]:
+        out = {key: self.record() for key in keys}
         if not len(table):
             return out
-        columns = {name: getattr(table, name).tolist() for name in (*_SESSION_COLUMNS, "last")}
+        columns = {name: getattr(table, name).tolist() for name in (*self.columns, "last")}
         acc = [c.tolist() for c in table.acc]
-        due = self.sessions.due_per_row(table)
+        due = self.engine.due_per_row(table)
         for lo, hi in _key_runs(table.keys):
-            out[table.keys[lo]] = KeySessions(**{name: values[lo:hi] for name, values in columns.items()},
+            out[table.keys[lo]] = self.record(**{name: values[lo:hi] for name, values in columns.items()},
                                               acc=[c[lo:hi] for c in acc], next_due=int(due[lo:hi].min()))
         return out
+
+
+class KeySessionsCodec(RowsCodec):
+    def __init__(self, form: ColumnarForm) -> None:
+        super().__init__(form, KeySessions, _SESSION_COLUMNS)
+
+
+class KeyWindowsCodec(RowsCodec):
+    def __init__(self, form: ColumnarForm) -> None:
+        super().__init__(form, KeyWindows, _WINDOW_COLUMNS)
+
+
+class SessionRecords(RowRecords):
+    def __init__(self, sessions: ColumnarSessions) -> None:
+        super().__init__(sessions, SessionTable, KeySessions, _SESSION_COLUMNS, "per-key session rows")
+
+
+class WindowRecords(RowRecords):
+    def __init__(self, windows: ColumnarWindows) -> None:
+        super().__init__(windows, WindowTable, KeyWindows, _WINDOW_COLUMNS, "per-key window rows")
 
 
 def supports_columnar_path(window: Any, accumulation: Any, trigger: Any, timestamp_combiner: Any) -> bool:
     """Whether one of the columnar paths serves this operator (``columnar_engine`` builds it)."""
     return (supports_columnar(window, accumulation, trigger, timestamp_combiner)
-            or supports_columnar_sessions(window, accumulation, trigger, timestamp_combiner))
+            or supports_columnar_sessions(window, accumulation, trigger, timestamp_combiner)
+            or supports_columnar_windows(window, accumulation, trigger, timestamp_combiner))
+
+
+Engine = Union[ColumnarCore, ColumnarSessions, ColumnarWindows]
 
 
 def columnar_engine(window: Any, accumulation: Any, trigger: Any, allowed_lateness: int, *, label: str,
-                    column: Optional[str]) -> Union[ColumnarCore, ColumnarSessions]:
-    engine = ColumnarSessions if isinstance(window, SessionWindows) else ColumnarCore
+                    column: Optional[str]) -> Engine:
+    """The pane table where no window needs state of its own (the default trigger without
+    retractions: pane sharing), the session table for sessions, the window table otherwise."""
+    engine: type
+    if isinstance(window, SessionWindows):
+        engine = ColumnarSessions
+    elif supports_columnar(window, accumulation, trigger, TimestampCombiner.END_OF_WINDOW):
+        engine = ColumnarCore
+    else:
+        engine = ColumnarWindows
     return engine(window, accumulation, trigger, allowed_lateness, label=label, column=column)
 
 
-def columnar_records(engine: Union[ColumnarCore, ColumnarSessions]) -> ColumnarRecords:
-    return SessionRecords(engine) if isinstance(engine, ColumnarSessions) else PaneRecords(engine)
+def columnar_records(engine: Engine) -> ColumnarRecords:
+    if isinstance(engine, ColumnarSessions):
+        return SessionRecords(engine)
+    if isinstance(engine, ColumnarWindows):
+        return WindowRecords(engine)
+    return PaneRecords(engine)
 
 
 def run_columnar_batch(records: ColumnarRecords, group: GroupState, batch_keys: Iterable[Hashable],

@@ -54,13 +54,20 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
                + (f" {' '.join(flags)}" if flags else ""))
     if "buffer" in state:
         yield f"  element buffer: {len(state['buffer'])} timestamps"
-    if "ends" in state:  # the columnar session path's rows
+    if "ends" in state:  # the rows of the columnar session path, or of the window path (count triggers)
+        windows = "closed" in state
         for i, (start, end) in enumerate(zip(state["starts"], state["ends"])):
             fired = state["index"][i]
-            yield (f"  session [{start}, {end}) acc={[read(column[i]) for column in state['acc']]!r} "
+            trigger = ""
+            if windows:
+                phase = "after its ON_TIME pane" if state["late"][i] else "before its ON_TIME pane"
+                trigger = (" trigger finished" if state["closed"][i] else
+                           f" trigger {phase}, {state['count'][i]} element(s) counted")
+            yield (f"  {'window' if windows else 'session'} [{start}, {end}) "
+                   f"acc={[read(column[i]) for column in state['acc']]!r} "
                    f"pending={state['pending'][i]} panes fired={fired}"
                    + (f" last_output={read(state['last'][i])!r}" if fired else "")
-                   + (" on_time_hold" if state["hold"][i] else ""))
+                   + (" on_time_hold" if state["hold"][i] else "") + trigger)
         return
     for i, start in enumerate(state.get("starts", [])):
         yield (f"  pane from {start}: acc={[read(column[i]) for column in state['acc']]!r} first data at "

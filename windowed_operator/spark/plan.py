@@ -82,7 +82,7 @@ class SparkPlan:
     value_column: Optional[str] = None
     #: Use the core's array path (windows assigned by timestamp, accumulation with ``fold_array``).
     vectorized: bool = False
-    #: Use a columnar path (default trigger; ``windowed_operator.columnar``, ``columnar_sessions``).
+    #: Use a columnar path (``columnar_records.columnar_engine``: pane, session or window table).
     columnar: bool = False
     #: Rows arrive folded per (key, pane) by ``preaggregate.PreAggregation`` (columnar path only).
     preaggregated: bool = False

@@ -7,9 +7,10 @@ record in a MapState, read only when the batch has rows for the key or the group
 it has work due (``windowed_operator.group_state``, ``spark.group_store``): the calls a batch makes
 follow the keys it touches, not the keys held.
 
-Within a call, rows of windows assigned by timestamp with a vectorized accumulation go through the
-core's array path (``windowed_operator.vectorized``); everything else element by element.  Both
-give the same panes.
+Within a call, operators a columnar path serves (``columnar_records.columnar_engine``) run on a
+table of the group's panes, sessions or windows; other windows assigned by timestamp with a
+vectorized accumulation go through the core's array path (``windowed_operator.vectorized``);
+everything else element by element.  All give the same panes.
 """
 from __future__ import annotations
 
@@ -155,8 +156,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _run_columnar(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
                       fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
-        """The keys a batch touches and the keys due, as one table of panes or sessions (default
-        trigger; see ``windowed_operator.columnar``, ``columnar_sessions`` and ``columnar_records``)."""
+        """The keys a batch touches and the keys due, as one table of panes, sessions or windows
+        (see ``windowed_operator.columnar``, ``columnar_sessions``, ``columnar_windows`` and
+        ``columnar_records``)."""
         plan = self.plan
         assert self.columnar is not None
         group = self._group(self.records.codec)

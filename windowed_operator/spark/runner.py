@@ -10,6 +10,7 @@ from pyspark.sql.types import IntegralType, LongType, StructField, StructType, T
 
 from ..columnar import columnar_form
 from ..columnar_records import supports_columnar_path
+from ..columnar_triggers import count_trigger
 from ..operator import OperatorBase, WindowingOptions
 from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, event_time_in_range, latest_event_time
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
@@ -399,7 +400,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
     projected_schema: Optional[StructType] = None  # (known without analysis on the folding paths)
     # (pre-aggregation runs in the scan stage, which has no batch time to check max_future_skew against)
-    if (preaggregate and plan.columnar and folds_before_shuffle(core_op)
+    if (preaggregate and plan.columnar and folds_before_shuffle(core_op, counts_carried=True)
             and preaggregable(plan.key_type, value_spark_type)):
         folding = PreAggregation(layout=core_op.window.pane_layout(), form=columnar_form(core_op.core_accumulation()),
                                  key_column=key_col, time_column=ts_col, value_column=value_column,
@@ -493,12 +494,14 @@ def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
     return op, df.withColumn(GAP_COLUMN, expression), [*columns, GAP_COLUMN]
 
 
-def folds_before_shuffle(op: WindowingOptions) -> bool:
+def folds_before_shuffle(op: WindowingOptions, *, counts_carried: bool = False) -> bool:
     """What every scan-stage fold (pre-aggregation, pre-selection, pre-folding) needs: Beam's default
-    trigger (it does not count elements), windows that are unions of panes, no element kept aside
-    (no late-data or dead-letter output: a bad row raises the processor's error there) and no skew
-    check (the scan stage has no batch time)."""
-    return (op.trigger.kind == "default" and op.window.pane_layout() is not None and not op.late_data_output
+    trigger (it does not count elements) or, where the folded rows carry their element counts to
+    the trigger (``counts_carried``: the columnar paths), any count trigger; windows that are unions
+    of panes, no element kept aside (no late-data or dead-letter output: a bad row raises the
+    processor's error there) and no skew check (the scan stage has no batch time)."""
+    trigger = op.trigger.kind == "default" or (counts_carried and count_trigger(op.trigger) is not None)
+    return (trigger and op.window.pane_layout() is not None and not op.late_data_output
             and op.on_bad_element == "raise" and op.max_future_skew is None)
 
 
