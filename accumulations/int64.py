@@ -42,6 +42,9 @@ def fits_int64(value: Any) -> bool:
 
 def first_outside_int64(values: np.ndarray) -> Optional[int]:
     """The index of the first integer of an array that does not fit int64, or None."""
+    if values.dtype.kind == "u":
+        outside = np.flatnonzero(values > np.iinfo(np.int64).max)
+        return int(outside[0]) if len(outside) else None
     if values.dtype != object:
         return None
     for i, value in enumerate(values.tolist()):

@@ -180,3 +180,23 @@ def test_an_integer_overflow_names_the_window():
                                .with_early_firings_at_every(count=2).accumulating_fired_panes())
     with pytest.raises(WindowOverflowError, match=r"\[0, 10\)"):
         columnar_run(op, [([("a", 1, 2 ** 62), ("a", 2, 2 ** 62)], 0)])
+
+
+def test_an_accumulator_past_int64_read_back_from_its_record_still_raises_at_firing():
+    """A sum past int64 is held exactly (Python integers) until the window fires; stored as a record
+    and read back (where numpy would make it a uint64) it still raises, naming its window."""
+    import json
+
+    from windowed_operator.columnar_records import WindowRecords
+    from windowed_operator.panes import WindowOverflowError
+
+    op = KeyedWindowedOperator(TimeWindows(10), Sum(), trigger=TriggerOption.at_watermark()
+                               .with_early_firings_at_every(count=100))
+    windows = ColumnarWindows(op.window, op.accumulation, op.trigger, 0)
+    records = WindowRecords(windows)
+    table = windows.process(WindowTable(), np.array(["a"] * 3, dtype=object), np.array([1, 2, 3]),
+                            np.array([2 ** 62] * 3), 0, Panes(), [], lambda i: None)
+    data = json.loads(json.dumps(records.codec.to_data(records.split(table, ["a"])["a"])))
+    table = records.build(["a"], [records.codec.from_data(data)], 0)
+    with pytest.raises(WindowOverflowError, match=r"\[0, 10\)"):
+        windows.on_watermark(table, 10, Panes())

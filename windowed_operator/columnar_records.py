@@ -74,8 +74,10 @@ class KeyPanesCodec:
 
 
 def _column(values: list) -> np.ndarray:
+    """Stored values as an array: typed where they fit, else Python objects (an integer past int64,
+    which numpy would read as uint64, stays a Python integer for the overflow check at firing)."""
     array = np.array(values)
-    return array if array.dtype.kind in "iufb" else np.array(values, dtype=object)
+    return array if array.dtype.kind in "ifb" else np.array(values, dtype=object)
 
 
 def _key_column(keys: list[Hashable], states: list[Any]) -> np.ndarray:

@@ -202,17 +202,22 @@ def test_array_path_and_key_groups_equal_the_element_path(spark, tmp_path, windo
 
 
 @pytest.mark.parametrize("window,acc,mode", [("tumbling", "sum", "discarding"), ("hopping", "mean", "accumulating"),
-                                             ("cumulative", "min", "discarding"), ("hopping", "count", "discarding")])
+                                             ("cumulative", "min", "discarding"), ("hopping", "count", "discarding"),
+                                             ("tumbling", "sum", "early-late-retracting"),
+                                             ("hopping", "count", "early-late-accumulating")])
 def test_preaggregated_partials_equal_the_plain_path(spark, tmp_path, window, acc, mode):
     """Pre-aggregation (partials per (key, pane) folded in the scan stage by Arrow) against the
     element-by-element path on the same batches: same panes (late ones included), same number of
-    late elements dropped (a partial carries its element count)."""
+    late elements dropped (a partial carries its element count, which count triggers count: the
+    columnar window path)."""
     from accumulations import Count, Mean, Min
 
     option = {"tumbling": TimeWindows(10_000), "hopping": TimeWindows(10_000).slide_by(2_000),
               "cumulative": CumulativeWindows(12_000, 3_000)}[window]
     accumulation = {"sum": Sum("amount"), "mean": Mean("amount"), "min": Min("amount"), "count": Count()}[acc]
-    trigger = TriggerOption.default() if mode == "discarding" else TriggerOption.default().accumulating_fired_panes()
+    trigger = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes(),
+               "early-late-retracting": EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes(),
+               "early-late-accumulating": EARLY_LATE_COUNTS.accumulating_fired_panes()}[mode]
     op = operator(option, trigger, lateness=4_000, acc=accumulation)
     batches = make_batches(9, n_batches=5, per_batch=14)
     batches[3].append({"user": "a", "amount": 100, "ts": BASE - 30_000})  # beyond lateness: dropped

@@ -108,3 +108,22 @@ def transform_with_state(df: Any, group_column: str, processor: Any, output_sche
             output_mode="Append", time_mode=time_mode, event_time_col_name=event_time_column, cols=columns,
             initial_state_plan=None, initial_state_grouping_cols=None),
         session=df._session)
+
+
+def map_in_arrow(df: Any, func: Any, schema: StructType, columns: list[str]) -> Any:
+    """``df.select(*columns).mapInArrow(func, schema)``, analysis-free on Spark Connect (where
+    ``mapInArrow`` asks the server for the input's columns, which Spark Declarative Pipelines refuse
+    inside a query function): the columns are the ones selected, known here."""
+    selected = df.select(*columns)
+    if not is_connect(df):
+        return selected.mapInArrow(func, schema)
+    from pyspark.sql.connect import plan
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    from pyspark.sql.connect.udf import UserDefinedFunction
+    from pyspark.util import PythonEvalType
+
+    udf_obj = UserDefinedFunction(func, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    out = ConnectDataFrame(plan.MapPartitions(child=selected._plan, function=udf_obj, cols=list(columns),
+                                              is_barrier=False, profile=None), session=selected._session)
+    out._cached_schema = schema
+    return out

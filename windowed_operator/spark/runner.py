@@ -18,7 +18,7 @@ from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
 from .errors import SparkOperatorError
-from .connect_compat import is_connect, parse_ddl_schema, transform_with_state
+from .connect_compat import is_connect, map_in_arrow, parse_ddl_schema, transform_with_state
 from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COLUMN, LATE_COUNT_COLUMN,
                    PHASE_COLUMN, WHOLE_ROWS, SparkPlan, array_values, vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
@@ -405,9 +405,9 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         folding = PreAggregation(layout=core_op.window.pane_layout(), form=columnar_form(core_op.core_accumulation()),
                                  key_column=key_col, time_column=ts_col, value_column=value_column,
                                  key_type=plan.key_type, value_type=value_spark_type, reader=plan.record_reader())
-        projected = projected.select(*folding.input_columns).mapInArrow(folding, folding.schema())
-        columns = [name for name, _ in folding.fields()]
         projected_schema = parse_ddl_schema(folding.schema())
+        projected = map_in_arrow(projected, folding, projected_schema, list(folding.input_columns))
+        columns = [name for name, _ in folding.fields()]
         plan = dataclasses.replace(plan, preaggregated=True, partial_columns=tuple(folding.aggregate_columns()))
     elif preaggregate and plan.vectorized and plan.value_column == WHOLE_ROWS and _preselects(core_op, shape):
         selection = PreSelection(layout=core_op.window.pane_layout(), accumulation=core_op.core_accumulation(),
@@ -415,8 +415,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         # (the projection's schema from the declared one, without analysing it: see ``schema``)
         schema = StructType([StructField(f.name, LongType() if f.name == ts_col else f.dataType, f.nullable)
                              for f in shape.fields] + [StructField(WEIGHT_COLUMN, LongType(), False)])
-        projected = projected.select(*[f.name for f in shape.fields])
-        projected = projected.mapInArrow(selection, schema)
+        projected = map_in_arrow(projected, selection, schema, [f.name for f in shape.fields])
         columns = [f.name for f in schema.fields]
         plan = dataclasses.replace(plan, preselected=True)
         projected_schema = schema
@@ -425,16 +424,16 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                                 key_column=key_col, time_column=ts_col, value_column=str(plan.value_column),
                                 reader=plan.record_reader())
         schema = prefolding.schema(shape[key_col].dataType if key_col else None)
-        projected = projected.select(*[f.name for f in schema.fields if f.name != WEIGHT_COLUMN])
-        projected = projected.mapInArrow(prefolding, schema)
+        projected = map_in_arrow(projected, prefolding, schema,
+                                 [f.name for f in schema.fields if f.name != WEIGHT_COLUMN])
         columns = [f.name for f in schema.fields]
         plan = dataclasses.replace(plan, prefolded=True)
         projected_schema = schema
     if idle_timeout_of(core_op) is not None:
         if projected_schema is None:
             projected_schema = _plain_schema(projected, declared, shape, ts_col, columns)
-        projected = projected.select(*columns).mapInArrow(Heartbeats(plan.key_groups if op.keyed else 1),
-                                                          with_beat_column(projected_schema))
+        projected = map_in_arrow(projected, Heartbeats(plan.key_groups if op.keyed else 1),
+                                 with_beat_column(projected_schema), columns)
         columns = [*columns, BEAT_COLUMN]
         plan = dataclasses.replace(plan, heartbeats=True)
     return run_processor(projected, plan, key_col, columns)
