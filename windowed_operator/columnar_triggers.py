@@ -21,13 +21,16 @@ streams.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from triggers.option import TriggerOption
 
-from .time_rules import end_of_window_due, is_end_reached
+from .columnar import Panes
+from .columnar_panes import ColumnarEmitter
+from .time import MAX_TIMESTAMP
+from .time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
 
 
 @dataclass(frozen=True)
@@ -80,4 +83,67 @@ def count_trigger(option: TriggerOption) -> Optional[CountTrigger]:
                         late=option.late.count if option.late is not None else None)
 
 
-__all__ = ["CountTrigger", "count_trigger"]
+class TriggeredRows:
+    """What the window and session tables share: a count trigger per row (columns ``late``,
+    ``count``, ``closed``), its timers, the watermark step, and firing through the emitter."""
+
+    trigger: CountTrigger
+    emitter: ColumnarEmitter
+    lateness: int
+
+    def due_per_row(self, table: Any) -> np.ndarray:
+        """When each row next has something to do: its end-of-window timer, or its expiry."""
+        pending = self.trigger.end_of_window_pending(table.late, table.closed)
+        return np.minimum(np.where(pending, self.trigger.timer_due(table.ends), MAX_TIMESTAMP),
+                          expiry_due(table.ends - 1, self.lateness))
+
+    def next_event_time(self, table: Any) -> Optional[int]:
+        return int(self.due_per_row(table).min()) if len(table) else None
+
+    def on_watermark(self, table: Any, watermark: int, out: Panes) -> Any:
+        """Rows whose end-of-window timer is due fire (finishing if the trigger has no late firings,
+        or if they also expire); expired rows are purged, those with elements since their last pane
+        firing a last pane first (Beam's garbage collection, FIRE_IF_NON_EMPTY)."""
+        if watermark <= table.watermark:
+            return table
+        if len(table):
+            expired = is_expired(table.ends - 1, self.lateness, watermark)
+            due = self.trigger.end_of_window_pending(table.late, table.closed) & \
+                is_timer_due(self.trigger.timer_due(table.ends), watermark)
+            collected = expired & ~table.closed & ~due & (table.pending > 0)
+            fire = due | collected
+            if fire.any():
+                rows = np.flatnonzero(fire)
+                rows = rows[np.lexsort((table.starts[rows], table.ends[rows]))]  # in event-time order
+                finished = expired[rows] | collected[rows]
+                on_time = due[rows]
+                finished[on_time] |= self.trigger.on_fire(table.ends, table.late, table.count, rows[on_time],
+                                                          watermark)
+                self.fire(table, rows, watermark, finished, out)
+            if expired.any():
+                table = table.take(~expired)
+        table.watermark = watermark
+        return table
+
+    def fire_ready(self, table: Any, candidates: np.ndarray, watermark: int, out: Panes) -> None:
+        """Ask each of ``candidates`` (open rows a bundle touched) once whether to fire
+        (``WindowedCore.fire_ready``), and fire those that say so."""
+        fire = candidates[self.trigger.should_fire(table.ends[candidates], table.late[candidates],
+                                                   table.count[candidates], watermark)]
+        if len(fire):
+            finished = self.trigger.on_fire(table.ends, table.late, table.count, fire, watermark)
+            self.fire(table, fire, watermark, finished, out)
+
+    def fire(self, table: Any, rows: np.ndarray, watermark: int, finished: np.ndarray, out: Panes) -> None:
+        """One pane of each of ``rows``; those whose trigger finished are closed (kept, holding
+        nothing, until they expire, so that their later elements are dropped as closed_window)."""
+        self.emitter.fire(table, rows, watermark, finished, out)
+        done = rows[finished]
+        if len(done):
+            table.closed[done] = True
+            table.count[done] = 0
+            for column in table.acc:
+                column[done] = 0
+
+
+__all__ = ["CountTrigger", "TriggeredRows", "count_trigger"]

@@ -31,11 +31,11 @@ from triggers.option import TriggerOption
 
 from .columnar import Panes, columnar_form
 from .columnar_panes import ColumnarEmitter, object_array
-from .columnar_triggers import CountTrigger, count_trigger
+from .columnar_triggers import CountTrigger, TriggeredRows, count_trigger
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from .time_rules import expiry_due, is_end_reached, is_expired, is_timer_due
+from .time import MIN_TIMESTAMP
+from .time_rules import is_end_reached, is_expired
 from .windows.base import WindowOption
 
 
@@ -100,7 +100,7 @@ def supports_columnar_windows(window: WindowOption, accumulation: Accumulation, 
     return timestamp_combiner == TimestampCombiner.END_OF_WINDOW
 
 
-class ColumnarWindows:
+class ColumnarWindows(TriggeredRows):
     def __init__(self, window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
         form = columnar_form(accumulation)
@@ -112,40 +112,6 @@ class ColumnarWindows:
         self.emitter = ColumnarEmitter(form, accumulation, trigger, label=label, column=column)
         self.lateness = allowed_lateness
         self.label, self.column = label, column
-
-    # -- timers ---------------------------------------------------------------------------------
-    def due_per_row(self, table: WindowTable) -> np.ndarray:
-        """When each window next has something to do: its end-of-window timer, or its expiry."""
-        pending = self.trigger.end_of_window_pending(table.late, table.closed)
-        return np.minimum(np.where(pending, self.trigger.timer_due(table.ends), MAX_TIMESTAMP),
-                          expiry_due(table.ends - 1, self.lateness))
-
-    def next_event_time(self, table: WindowTable) -> Optional[int]:
-        return int(self.due_per_row(table).min()) if len(table) else None
-
-    # -- the watermark step ---------------------------------------------------------------------
-    def on_watermark(self, table: WindowTable, watermark: int, out: Panes) -> WindowTable:
-        if watermark <= table.watermark:
-            return table
-        if len(table):
-            expired = is_expired(table.ends - 1, self.lateness, watermark)
-            due = self.trigger.end_of_window_pending(table.late, table.closed) & \
-                is_timer_due(self.trigger.timer_due(table.ends), watermark)
-            # Garbage collection fires what the trigger has not (Beam's FIRE_IF_NON_EMPTY).
-            collected = expired & ~table.closed & ~due & (table.pending > 0)
-            fire = due | collected
-            if fire.any():
-                rows = np.flatnonzero(fire)
-                rows = rows[np.lexsort((table.starts[rows], table.ends[rows]))]  # in event-time order
-                finished = expired[rows] | collected[rows]
-                on_time = due[rows]
-                finished[on_time] |= self.trigger.on_fire(table.ends, table.late, table.count, rows[on_time],
-                                                          watermark)
-                self._fire(table, rows, watermark, finished, out)
-            if expired.any():
-                table = table.take(~expired)
-        table.watermark = watermark
-        return table
 
     # -- a bundle -------------------------------------------------------------------------------
     def process(self, table: WindowTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
@@ -241,23 +207,8 @@ class ColumnarWindows:
             last=object_array(carried(table.last, None).tolist()) if n_rows else object_array([None] * len(first)),
             late=carried(table.late, False), count=carried(table.count, 0) + arrived,
             closed=carried(table.closed, False), watermark=table.watermark)
-        # Each window the bundle touched is asked once whether to fire (``WindowedCore.fire_ready``).
-        candidates = np.flatnonzero(touched & ~result.closed)
-        fire = candidates[self.trigger.should_fire(result.ends[candidates], result.late[candidates],
-                                                   result.count[candidates], watermark)]
-        if len(fire):
-            finished = self.trigger.on_fire(result.ends, result.late, result.count, fire, watermark)
-            self._fire(result, fire, watermark, finished, out)
+        self.fire_ready(result, np.flatnonzero(touched & ~result.closed), watermark, out)
         return result, accepted, live
-
-    def _fire(self, table: WindowTable, rows: np.ndarray, watermark: int, finished: np.ndarray, out: Panes) -> None:
-        self.emitter.fire(table, rows, watermark, finished, out)
-        done = rows[finished]
-        if len(done):
-            table.closed[done] = True
-            table.count[done] = 0
-            for column in table.acc:
-                column[done] = 0
 
 
 __all__ = ["ColumnarWindows", "WindowTable", "ROW_COLUMNS", "supports_columnar_windows"]
