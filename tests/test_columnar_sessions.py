@@ -20,6 +20,7 @@ from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import check_next_event_time, near_boundaries
+from test_columnar_windows import trigger_options
 
 ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
 MODES = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes(),
@@ -38,7 +39,7 @@ def pane_tuple(key, start, end, value, timing, index, is_first, is_last, is_retr
 def core_run(op, steps):
     core = op.build_core()
     states: dict = {}
-    watermark, panes, dropped = -100, [], 0
+    watermark, panes, dropped = -100, [], Counter()
     for elements, advance in [*steps, ([], None)]:
         watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
         by_key: dict = {}
@@ -49,7 +50,7 @@ def core_run(op, steps):
             state = states.setdefault(key, KeyState())
             emission = core.process_batch(key, state, sorted(by_key.get(key, []), key=lambda e: e[0]),
                                           watermark, 0)
-            dropped += len(emission.dropped)
+            dropped.update(d.reason for d in emission.dropped)
             batch_panes.update(pane_tuple(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index,
                                           p.is_first, p.is_last, p.is_retraction) for p in emission.outputs)
         panes.append(batch_panes)
@@ -72,7 +73,7 @@ def columnar_run(op, steps):
             out.keys, out.starts, out.ends, out.values, out.timing, out.pane_index, out.is_first, out.is_last,
             out.is_retraction)))
     assert len(table) == 0  # the end of input expired every session
-    return panes, len(dropped)
+    return panes, Counter(d.reason for d in dropped)
 
 
 @settings(max_examples=500, deadline=None)
@@ -82,6 +83,19 @@ def test_columnar_sessions_equal_the_core_batch_for_batch(steps, acc, mode, gap,
     op = KeyedWindowedOperator(SessionWindows(gap), ACCS[acc], trigger=MODES[mode], allowed_lateness=lateness)
     if not supports_columnar_sessions(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
         return  # discarding min/max keeps the object path
+    assert columnar_run(op, steps) == core_run(op, steps)
+
+
+@settings(max_examples=800, deadline=None)
+@given(steps=streams, acc=st.sampled_from(sorted(ACCS)), trigger=trigger_options(),
+       gap=st.sampled_from([1, 5, 10, 17]), lateness=st.sampled_from([0, 7, 30]))
+def test_columnar_sessions_with_count_triggers_equal_the_core(steps, acc, trigger, gap, lateness):
+    """Early and late firings every N elements on merging sessions: counts summed over merged
+    sessions of one phase (``AfterWatermark.on_merge``), sessions whose trigger finished merging
+    with nothing and dropping their elements as closed_window, only-updated panes."""
+    op = KeyedWindowedOperator(SessionWindows(gap), ACCS[acc], trigger=trigger, allowed_lateness=lateness)
+    if not supports_columnar_sessions(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
+        return
     assert columnar_run(op, steps) == core_run(op, steps)
 
 
@@ -151,7 +165,12 @@ def test_supports_only_what_it_computes():
                                       TimestampCombiner.END_OF_WINDOW)
     assert not supports_columnar_sessions(SessionWindows(5), Sum(), default, TimestampCombiner.EARLIEST)
     early = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
-    assert not supports_columnar_sessions(SessionWindows(5), Sum(), early, TimestampCombiner.END_OF_WINDOW)
+    assert supports_columnar_sessions(SessionWindows(5), Sum(), early, TimestampCombiner.END_OF_WINDOW)
+    assert not supports_columnar_sessions(SessionWindows(5), Mean(), early, TimestampCombiner.END_OF_WINDOW)
+    assert supports_columnar_sessions(SessionWindows(5), Mean(), early.accumulating_fired_panes(),
+                                      TimestampCombiner.END_OF_WINDOW)
+    by_time = TriggerOption.at_watermark().with_early_firings_at_every(duration=1_000)
+    assert not supports_columnar_sessions(SessionWindows(5), Sum(), by_time, TimestampCombiner.END_OF_WINDOW)
     assert supports_columnar_sessions(SessionWindows(gap="g"), Sum(), default, TimestampCombiner.END_OF_WINDOW)
     assert not supports_columnar_sessions(SessionWindows(gap=len), Sum(), default, TimestampCombiner.END_OF_WINDOW)
 

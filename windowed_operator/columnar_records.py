@@ -166,24 +166,9 @@ class PaneRecords:
 
 # -- session and window rows -------------------------------------------------------------------------
 @dataclass
-class KeySessions:
-    """One key's active sessions (sorted by start), column by column as in ``SessionTable``."""
-
-    starts: list = field(default_factory=list)
-    ends: list = field(default_factory=list)
-    acc: list = field(default_factory=list)  # one list per accumulator column
-    pending: list = field(default_factory=list)
-    hold: list = field(default_factory=list)
-    nonspeculative: list = field(default_factory=list)
-    index: list = field(default_factory=list)
-    last: list = field(default_factory=list)
-    #: When the key next has work (set after a batch, for the due index; not stored).
-    next_due: Optional[int] = field(default=None, compare=False)
-
-
-@dataclass
-class KeyWindows:
-    """One key's windows (sorted by start, end), column by column as in ``WindowTable``."""
+class KeyRows:
+    """One key's sessions or windows (sorted by start, end), column by column as in ``SessionTable``
+    and ``WindowTable``."""
 
     starts: list = field(default_factory=list)
     ends: list = field(default_factory=list)
@@ -200,10 +185,21 @@ class KeyWindows:
     next_due: Optional[int] = field(default=None, compare=False)
 
 
-#: Each row layout's plain columns and their types (besides ``acc`` and ``last``, which hold values).
-_SESSION_COLUMNS = {"starts": np.int64, "ends": np.int64, "pending": np.int64, "hold": bool,
-                    "nonspeculative": np.int64, "index": np.int64}
-_WINDOW_COLUMNS = {**_SESSION_COLUMNS, "late": bool, "count": np.int64, "closed": bool}
+KeySessions = KeyWindows = KeyRows
+
+
+#: The plain columns of session and window rows and their types (besides ``acc`` and ``last``,
+#: which hold values).
+_ROW_COLUMNS = {"starts": np.int64, "ends": np.int64, "pending": np.int64, "hold": bool,
+                "nonspeculative": np.int64, "index": np.int64, "late": bool, "count": np.int64, "closed": bool}
+
+
+def _trigger_columns(data: dict) -> dict:
+    """The count trigger's columns of session rows written before sessions took count triggers
+    (the default trigger only): its end-of-window timer was pending exactly while ``hold`` was set,
+    which is the trigger's phase before the ON_TIME pane; no count; never finished."""
+    return {"late": [not hold for hold in data["hold"]], "count": [0] * len(data["hold"]),
+            "closed": [False] * len(data["hold"])}
 
 
 class RowsCodec:
@@ -214,9 +210,9 @@ class RowsCodec:
     element by element) are read too, and written back in this layout: the migration of state
     version 6 checkpoints, key by key as keys are touched or due."""
 
-    def __init__(self, form: ColumnarForm, record: type, columns: dict[str, Any]) -> None:
+    def __init__(self, form: ColumnarForm, kind: str) -> None:
         self.values = KeyStateCodec()
-        self.form, self.record, self.columns = form, record, columns
+        self.form, self.kind, self.record, self.columns = form, kind, KeyRows, _ROW_COLUMNS
 
     def new(self) -> Any:
         return self.record()
@@ -226,7 +222,7 @@ class RowsCodec:
         return not state.starts
 
     def to_data(self, state: Any) -> dict:
-        data: dict[str, Any] = {name: getattr(state, name) for name in self.columns}
+        data: dict[str, Any] = {"rows": self.kind, **{name: getattr(state, name) for name in self.columns}}
         data["acc"] = [[self.values.value(v) for v in column] for column in state.acc]
         data["last"] = [self.values.value(v) for v in state.last]
         return data
@@ -235,6 +231,8 @@ class RowsCodec:
         if "windows" in data:
             return self._from_windows(data)
         read = self.values.read_value
+        if "late" not in data:
+            data = {**data, **_trigger_columns(data)}
         return self.record(**{name: list(data[name]) for name in self.columns},
                            acc=[[read(v) for v in column] for column in data["acc"]],
                            last=[read(v) for v in data["last"]])
@@ -264,9 +262,9 @@ class RowRecords:
     """A table of rows per window or session (``SessionTable``, ``WindowTable``) built from per-key
     records and split back."""
 
-    def __init__(self, engine: Any, table: type, record: type, columns: dict[str, Any], layout: str) -> None:
-        self.engine, self.table, self.record, self.columns, self.layout = engine, table, record, columns, layout
-        self.codec = RowsCodec(engine.form, record, columns)
+    def __init__(self, engine: Any, table: type, kind: str, layout: str) -> None:
+        self.engine, self.table, self.record, self.columns, self.layout = engine, table, KeyRows, _ROW_COLUMNS, layout
+        self.codec = RowsCodec(engine.form, kind)
 
     def build(self, keys: list[Hashable], states: list[Any], watermark: int) -> Any:
         if not any(s.starts for s in states):
@@ -291,22 +289,22 @@ class RowRecords:
 
 class KeySessionsCodec(RowsCodec):
     def __init__(self, form: ColumnarForm) -> None:
-        super().__init__(form, KeySessions, _SESSION_COLUMNS)
+        super().__init__(form, "sessions")
 
 
 class KeyWindowsCodec(RowsCodec):
     def __init__(self, form: ColumnarForm) -> None:
-        super().__init__(form, KeyWindows, _WINDOW_COLUMNS)
+        super().__init__(form, "windows")
 
 
 class SessionRecords(RowRecords):
     def __init__(self, sessions: ColumnarSessions) -> None:
-        super().__init__(sessions, SessionTable, KeySessions, _SESSION_COLUMNS, "per-key session rows")
+        super().__init__(sessions, SessionTable, "sessions", "per-key session rows")
 
 
 class WindowRecords(RowRecords):
     def __init__(self, windows: ColumnarWindows) -> None:
-        super().__init__(windows, WindowTable, KeyWindows, _WINDOW_COLUMNS, "per-key window rows")
+        super().__init__(windows, WindowTable, "windows", "per-key window rows")
 
 
 def supports_columnar_path(window: Any, accumulation: Any, trigger: Any, timestamp_combiner: Any) -> bool:

@@ -1,29 +1,28 @@
-"""Session windows as arrays: the columnar path for merging windows under Beam's default trigger.
+"""Session windows as arrays: the columnar path for merging windows under count triggers.
 
-A key group's sessions are one table, one row per active session, sorted by key then start: bounds,
-accumulator columns, elements since the last pane, whether an end-of-window timer is pending, and
-the pane bookkeeping (panes fired, ON_TIME/LATE panes fired, the last pane's value for
-retractions).  A micro-batch is then a few array operations for all keys at once instead of Python
+A key group's sessions are one table, one row per session, sorted by key, start and end: bounds,
+accumulator columns, the pane bookkeeping of ``WindowState`` (``columnar_panes``) and the count
+trigger's state (``columnar_triggers``: Beam's default trigger, or early/late firings every N
+elements).  A micro-batch is then a few array operations for all keys at once instead of Python
 objects per session, in the order of ``WindowedCore.run_batch``:
 
-1. the watermark step: sessions whose end the watermark reached with the end-of-window timer pending
-   fire (ON_TIME if it is their first non-early pane, else LATE); expired sessions are purged, those
-   with unfired elements firing a last pane first (``time_rules``);
+1. the watermark step (``TriggeredRows.on_watermark``): sessions whose end-of-window timer is due
+   fire; expired sessions are purged, those with unfired elements firing a last pane first;
 2. the bundle: each element makes a proto-session ``[ts, ts + gap)`` (the window's gap, or the
    element's, read from a column: ``session_windows.read_gaps``); those already expired are
-   dropped; the bundle's proto-sessions and the key's sessions are merged all at once (Beam's
+   dropped; the bundle's proto-sessions and the key's active sessions are merged all at once (Beam's
    bundle-level merge, ``SessionWindows.merge_windows``: sorted by key and start, a row starts a new
-   session unless it starts before the running end; touching sessions do not merge).  A merge group
-   holding one session with the group's bounds keeps that session's state; a group holding sessions
-   that grew or joined becomes a new session with their merged state (pane count restarting, each
-   absorbed session that fired retracted in retracting mode); a group of proto-sessions only is a new
-   session.  Every element folds into its group's session; sessions whose end is reached fire a LATE
-   pane per bundle.
+   session unless it starts before the running end; touching sessions do not merge; a session whose
+   trigger finished merges with nothing).  A merge group holding one session with the group's
+   bounds keeps that session's state; proto-sessions with one set of bounds make a new session; any
+   other group becomes a new session with its members' merged state (pane count restarting, each
+   absorbed session that fired retracted in retracting mode, the trigger's phase and count merged as
+   ``AfterWatermark.on_merge`` does); a group with the bounds of a finished session merges nothing
+   and its elements are dropped as arriving in a closed window.  Every element folds into its
+   group's session, and each session the bundle touched is asked once whether to fire.
 
-With the default trigger a session's end-of-window timer is pending exactly when it got data
-before its end and has not fired since, which is the ``on_time_hold`` of ``WindowState``; one
-boolean column serves both.  ``tests/test_columnar_sessions.py`` runs this path against
-``WindowedCore`` on random streams with watermarks at session boundaries.
+``tests/test_columnar_sessions.py`` runs this path against ``WindowedCore`` on random streams with
+watermarks at session boundaries.
 """
 from __future__ import annotations
 
@@ -38,6 +37,7 @@ from triggers.option import TriggerOption
 
 from .columnar import Panes, columnar_form
 from .columnar_panes import ColumnarEmitter, object_array
+from .columnar_triggers import TriggeredRows, count_trigger
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -49,6 +49,10 @@ def _ints(values: Any = ()) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
+def _bools(values: Any = ()) -> np.ndarray:
+    return np.asarray(values, dtype=bool)
+
+
 @dataclass
 class SessionTable:
     """A key group's active sessions, sorted by key then start (``watermark``: the last applied)."""
@@ -58,10 +62,13 @@ class SessionTable:
     ends: np.ndarray = field(default_factory=_ints)
     acc: list = field(default_factory=list)  # accumulator columns (ColumnarForm)
     pending: np.ndarray = field(default_factory=_ints)  # elements since the last pane
-    hold: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # end-of-window timer pending
+    hold: np.ndarray = field(default_factory=_bools)  # on_time_hold: data came before the end
     nonspeculative: np.ndarray = field(default_factory=_ints)  # ON_TIME and LATE panes fired
     index: np.ndarray = field(default_factory=_ints)  # panes fired: the next pane's index
     last: np.ndarray = field(default_factory=object_array)  # the last pane's value (None before the first)
+    late: np.ndarray = field(default_factory=_bools)  # the trigger is past its ON_TIME pane
+    count: np.ndarray = field(default_factory=_ints)  # elements since the trigger last fired
+    closed: np.ndarray = field(default_factory=_bools)  # the trigger finished: elements are dropped
     watermark: int = MIN_TIMESTAMP
 
     def __len__(self) -> int:
@@ -79,19 +86,25 @@ def _select(column: Any, rows: np.ndarray) -> Any:
 
 def supports_columnar_sessions(window: Any, accumulation: Accumulation, trigger: TriggerOption,
                                timestamp_combiner: Any) -> bool:
-    """Sessions (a gap per element read from a column: ``process(gaps=)``), Beam's default trigger (any accumulation mode), a built-in numeric
-    accumulation (discarding min/max excepted: their accumulator has no array identity), and panes
-    stamped with the end of the window."""
+    """Sessions (a gap per element read from a column: ``process(gaps=)``), a count trigger
+    (``columnar_triggers``) in any accumulation mode, with or without only-updated panes, a built-in
+    numeric accumulation, and panes stamped with the end of the window.  Discarding min/max keep the
+    object path (their accumulator has no array identity to restart from), and so does a discarding
+    mean with early firings (its ON_TIME pane may be empty, which has no mean)."""
     from .panes import TimestampCombiner
 
     form = columnar_form(accumulation)
-    return (isinstance(window, SessionWindows) and (not window.dynamic or isinstance(window.gap, str))
-            and trigger.kind == "default" and not trigger.only_updated_panes
-            and form is not None and not (trigger.discarding and form.kind in ("min", "max"))
-            and timestamp_combiner == TimestampCombiner.END_OF_WINDOW)
+    machine = count_trigger(trigger)
+    if form is None or machine is None or not isinstance(window, SessionWindows):
+        return False
+    if window.dynamic and not isinstance(window.gap, str):
+        return False  # (a callable gap is read element by element)
+    if trigger.discarding and (form.kind in ("min", "max") or (form.kind == "mean" and machine.early is not None)):
+        return False
+    return timestamp_combiner == TimestampCombiner.END_OF_WINDOW
 
 
-class ColumnarSessions:
+class ColumnarSessions(TriggeredRows):
     def __init__(self, window: SessionWindows, accumulation: Accumulation, trigger: TriggerOption,
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
         form = columnar_form(accumulation)
@@ -104,35 +117,9 @@ class ColumnarSessions:
         self.lateness = allowed_lateness
         self.label, self.column = label, column
         self.emitter = ColumnarEmitter(form, accumulation, trigger, label=label, column=column)
-
-    # -- timers ---------------------------------------------------------------------------------
-    def due_per_row(self, table: SessionTable) -> np.ndarray:
-        """When each session next has something to do: its end-of-window timer, or its expiry."""
-        max_ts = table.ends - 1
-        return np.minimum(np.where(table.hold, end_of_window_due(max_ts), MAX_TIMESTAMP),
-                          expiry_due(max_ts, self.lateness))
-
-    def next_event_time(self, table: SessionTable) -> Optional[int]:
-        return int(self.due_per_row(table).min()) if len(table) else None
-
-    # -- the watermark step ---------------------------------------------------------------------
-    def on_watermark(self, table: SessionTable, watermark: int, out: Panes) -> SessionTable:
-        if watermark <= table.watermark:
-            return table
-        if len(table):
-            max_ts = table.ends - 1
-            expired = is_expired(max_ts, self.lateness, watermark)
-            due = table.hold & is_timer_due(end_of_window_due(max_ts), watermark)
-            # Garbage collection fires what the trigger has not (Beam's FIRE_IF_NON_EMPTY).
-            fire = due | (expired & (table.pending > 0))
-            if fire.any():
-                rows = np.flatnonzero(fire)
-                rows = rows[np.lexsort((table.starts[rows], table.ends[rows]))]  # in event-time order
-                self.emitter.fire(table, rows, watermark, expired[rows], out)
-            if expired.any():
-                table = table.take(~expired)
-        table.watermark = watermark
-        return table
+        machine = count_trigger(trigger)
+        assert machine is not None
+        self.trigger = machine
 
     # -- a bundle of elements -------------------------------------------------------------------
     def process(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
@@ -151,18 +138,29 @@ class ColumnarSessions:
             dropped.append(DroppedElement(DropReason.EXPIRED, element_of(i), keys[i], int(timestamps[i]), watermark))
         if not live.any():
             return table
-        keys, timestamps, ends = keys[live], timestamps[live], ends[live]
-        partials = self.form.from_partials(np.ones(len(timestamps), dtype=np.int64),
+        index = np.flatnonzero(live)
+        partials = self.form.from_partials(np.ones(len(index), dtype=np.int64),
                                            [values[live]] * len(self.form.partial_aggregates) if values is not None
                                            else [])
-        return self._merge_bundle(table, keys, timestamps, ends, partials, watermark, out)
+        table, closed = self._merge_bundle(table, keys[live], timestamps[live], ends[live], partials, watermark, out)
+        for i in index[closed].tolist():
+            dropped.append(DroppedElement(DropReason.CLOSED_WINDOW, element_of(i), keys[i], int(timestamps[i]),
+                                          watermark))
+        return table
 
     def _merge_bundle(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, proto_ends: np.ndarray,
-                      partials: list, watermark: int, out: Panes) -> SessionTable:
-        n_rows = len(table)
-        codes, uniques = factorize(np.concatenate([table.keys, keys]))
+                      partials: list, watermark: int, out: Panes) -> tuple[SessionTable, np.ndarray]:
+        """Beam's bundle-level merge of the bundle's proto-sessions with the key's active sessions
+        (``WindowedCore._add_to_sessions``); returns the table and which elements were dropped as
+        arriving in a closed session."""
+        closed = table.take(table.closed)
+        table = table.take(~table.closed)  # (finished sessions merge with nothing)
+        n_rows, n_elements = len(table), len(timestamps)
+        codes, uniques = factorize(np.concatenate([table.keys, keys, closed.keys]))
+        closed_codes = codes[n_rows + n_elements:]
+        codes = codes[:n_rows + n_elements]
         # Every interval: the sessions (row i), then the proto-sessions (element j, as -1 - j).
-        member = np.concatenate([np.arange(n_rows), -1 - np.arange(len(timestamps))])
+        member = np.concatenate([np.arange(n_rows), -1 - np.arange(n_elements)])
         starts = np.concatenate([table.starts, timestamps])
         ends = np.concatenate([table.ends, proto_ends])
         order = np.lexsort((ends, starts, codes))
@@ -170,34 +168,66 @@ class ColumnarSessions:
         reach = pd.Series(ends).groupby(codes).cummax().to_numpy()  # the running end within each key
         new = np.ones(len(order), dtype=bool)
         new[1:] = (codes[1:] != codes[:-1]) | (starts[1:] >= reach[:-1])
+        other = new.copy()  # a member whose bounds differ from the one before it in its group
+        other[1:] |= (starts[1:] != starts[:-1]) | (ends[1:] != ends[:-1])
         first = np.flatnonzero(new)
-        g_codes, g_starts = codes[first], starts[first]
         g_ends = np.maximum.reduceat(ends, first)
         is_row = member >= 0
         g_rows = np.add.reduceat(is_row.astype(np.int64), first)
-        g_elements = np.add.reduceat((~is_row).astype(np.int64), first)
         n_groups = len(first)
         group_of = np.repeat(np.arange(n_groups), np.diff(np.append(first, len(order))))
-        # A group holding exactly one session with the group's bounds keeps that session's state.
         row_of_group = np.zeros(n_groups, dtype=np.int64)
         row_of_group[group_of[is_row]] = member[is_row]  # (the group's one session, where it has one)
-        kept = (g_rows == 1) & (table.starts[row_of_group] == g_starts) & (table.ends[row_of_group] == g_ends) \
-            if n_rows else np.zeros(n_groups, dtype=bool)
-        touched = g_elements > 0
+        # A group holding exactly one session with the group's bounds keeps that session's state; a
+        # group of proto-sessions with one set of bounds is a new session; any other group is a merge.
+        kept = (g_rows == 1) & (table.starts[row_of_group] == starts[first]) & \
+            (table.ends[row_of_group] == g_ends) if n_rows else np.zeros(n_groups, dtype=bool)
+        single = (g_rows == 0) & (np.add.reduceat(other.astype(np.int64), first) == 1)
+        # A group with the bounds of a finished session merges nothing: its sessions stay as they are
+        # and its elements are dropped as arriving in a closed window (as Beam Java does).
+        blocked = ~kept & _matches(closed_codes, closed.starts, closed.ends, codes[first], starts[first], g_ends)
+        dropped = np.zeros(n_elements, dtype=bool)
+        unchanged = np.zeros(0, dtype=np.int64)
+        if blocked.any():
+            out_of = blocked[group_of]
+            dropped[-1 - member[out_of & ~is_row]] = True
+            unchanged = member[out_of & is_row]
+            keep = ~out_of
+            codes, starts, ends, member, is_row = codes[keep], starts[keep], ends[keep], member[keep], is_row[keep]
+            survivors = ~blocked
+            kept, single, g_ends = kept[survivors], single[survivors], g_ends[survivors]
+            row_of_group, n_groups = row_of_group[survivors], int(survivors.sum())
+            old_group = group_of[keep]
+            starts_group = np.concatenate(([True], old_group[1:] != old_group[:-1])) if len(old_group) else \
+                np.zeros(0, dtype=bool)
+            first, group_of = np.flatnonzero(starts_group), np.cumsum(starts_group) - 1
+        if not n_groups:
+            return _concat([table.take(unchanged), closed], table.watermark), dropped
+        g_codes, g_starts = codes[first], starts[first]
+        g_elements = np.add.reduceat((~is_row).astype(np.int64), first)
+        merged = ~kept & ~single
         if self.retracting and n_rows:
-            absorbed = member[is_row & (~kept & touched)[group_of]]
+            absorbed = member[is_row & merged[group_of]]
             self.emitter.retract_absorbed(table, absorbed[table.index[absorbed] > 0], watermark, out)
-        # Accumulators, elements since the last pane and holds fold over each group's members.
+        # Accumulators, elements since the last pane, holds and counts fold over each group's members.
         rows = np.where(is_row, member, 0)
         elements = np.where(is_row, 0, -1 - member)
+        reached = is_end_reached(g_ends - 1, watermark)
         if n_rows:
             columns = [np.where(is_row, table.acc[c][rows], partial[elements]) for c, partial in enumerate(partials)]
             pending = np.where(is_row, table.pending[rows], 1)
             held = is_row & table.hold[rows]
+            row_late = is_row & table.late[rows]
+            # ``AfterWatermark.on_merge``: late only if every merged session was and the end is reached;
+            # the count of the phase it is in sums its sources' counts of that phase.
+            late_now = merged & np.logical_and.reduceat(row_late | ~is_row, first) & reached
+            counted = np.where(is_row & (late_now[group_of] | ~row_late), table.count[rows], 0)
+            count = np.add.reduceat(counted, first)
         else:
             columns = [partial[elements] for partial in partials]
             pending, held = np.ones(len(member), dtype=np.int64), np.zeros(len(member), dtype=bool)
-        hold = np.logical_or.reduceat(held, first) | (touched & ~is_end_reached(g_ends - 1, watermark))
+            late_now, count = merged & reached, np.zeros(n_groups, dtype=np.int64)
+        touched = g_elements > 0
 
         def carried(column: np.ndarray, fresh: Any) -> np.ndarray:
             """A kept session's value of ``column``; ``fresh`` for new and merged sessions."""
@@ -207,11 +237,45 @@ class ColumnarSessions:
 
         result = SessionTable(
             keys=uniques[g_codes], starts=g_starts, ends=g_ends, acc=self.form.reduce_segments(columns, first),
-            pending=np.add.reduceat(pending, first), hold=hold,
+            pending=np.add.reduceat(pending, first),
+            hold=np.logical_or.reduceat(held, first) | (touched & ~reached),
             nonspeculative=carried(table.nonspeculative, 0), index=carried(table.index, 0),
-            last=carried(table.last, None), watermark=table.watermark)
-        # Sessions that got elements after their end: a LATE pane per bundle.
-        late = np.flatnonzero(touched & is_end_reached(g_ends - 1, watermark))
-        if len(late):
-            self.emitter.fire(result, late, watermark, np.zeros(len(late), dtype=bool), out)
-        return result
+            last=carried(table.last, None), late=np.where(kept, carried(table.late, False), late_now),
+            count=np.where(kept, carried(table.count, 0), count) + g_elements,
+            closed=np.zeros(n_groups, dtype=bool), watermark=table.watermark)
+        self.fire_ready(result, np.flatnonzero(touched), watermark, out)
+        return _concat([result, table.take(unchanged), closed], table.watermark), dropped
+
+
+def _matches(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, q_codes: np.ndarray, q_starts: np.ndarray,
+             q_ends: np.ndarray) -> np.ndarray:
+    """Which queries (code, start, end) are among the given rows (distinct)."""
+    if not len(codes) or not len(q_codes):
+        return np.zeros(len(q_codes), dtype=bool)
+    tag = np.concatenate([np.zeros(len(q_codes), dtype=np.int64), np.ones(len(codes), dtype=np.int64)])
+    c, s, e = (np.concatenate([q, r]) for q, r in ((q_codes, codes), (q_starts, starts), (q_ends, ends)))
+    order = np.lexsort((tag, e, s, c))
+    c, s, e, tag = c[order], s[order], e[order], tag[order]
+    hit = np.zeros(len(order), dtype=bool)
+    hit[:-1] = (tag[:-1] == 0) & (tag[1:] == 1) & (c[:-1] == c[1:]) & (s[:-1] == s[1:]) & (e[:-1] == e[1:])
+    out = np.zeros(len(q_codes), dtype=bool)
+    queries = tag == 0
+    out[order[queries]] = hit[queries]
+    return out
+
+
+def _concat(tables: list[SessionTable], watermark: int) -> SessionTable:
+    """Tables of one group as one, sorted by key, start and end."""
+    tables = [t for t in tables if len(t)]
+    if not tables:
+        return SessionTable(watermark=watermark)
+    if len(tables) == 1:
+        only = tables[0]
+        only.watermark = watermark
+        return only
+    joined = SessionTable(**{f.name: (
+        [np.concatenate([t.acc[c] for t in tables]) for c in range(len(tables[0].acc))] if f.name == "acc"
+        else np.concatenate([getattr(t, f.name) for t in tables])) for f in fields(SessionTable)
+        if f.name != "watermark"}, watermark=watermark)
+    codes, _ = factorize(joined.keys)
+    return joined.take(np.lexsort((joined.ends, joined.starts, codes)))

@@ -17,11 +17,14 @@ def record(state_data, due=(15, None)):
 
 def test_session_rows_are_printed_with_their_bookkeeping():
     sessions = KeySessions(starts=[0, 40], ends=[15, 52], acc=[[3, 9]], pending=[0, 2], hold=[False, True],
-                           nonspeculative=[1, 0], index=[1, 0], last=[3, None])
+                           nonspeculative=[1, 0], index=[1, 0], last=[3, None], late=[True, False], count=[0, 2],
+                           closed=[False, False])
     lines = list(describe_record("u1", record(KeySessionsCodec(ColumnarForm("sum")).to_data(sessions))))
     assert lines == ["'u1': due at watermark 15",
-                     "  session [0, 15) acc=[3] pending=0 panes fired=1 last_output=3",
-                     "  session [40, 52) acc=[9] pending=2 panes fired=0 on_time_hold"]
+                     "  session [0, 15) acc=[3] pending=0 panes fired=1 last_output=3 trigger after its ON_TIME "
+                     "pane, 0 element(s) counted",
+                     "  session [40, 52) acc=[9] pending=2 panes fired=0 on_time_hold trigger before its ON_TIME "
+                     "pane, 2 element(s) counted"]
 
 
 def test_pane_rows_are_printed_with_late_counts():

@@ -55,11 +55,11 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
     if "buffer" in state:
         yield f"  element buffer: {len(state['buffer'])} timestamps"
     if "ends" in state:  # the rows of the columnar session path, or of the window path (count triggers)
-        windows = "closed" in state
+        windows = state.get("rows") == "windows"
         for i, (start, end) in enumerate(zip(state["starts"], state["ends"])):
             fired = state["index"][i]
             trigger = ""
-            if windows:
+            if "late" in state:
                 phase = "after its ON_TIME pane" if state["late"][i] else "before its ON_TIME pane"
                 trigger = (" trigger finished" if state["closed"][i] else
                            f" trigger {phase}, {state['count'][i]} element(s) counted")
