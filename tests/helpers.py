@@ -107,3 +107,54 @@ def stream_of(steps, element) -> "TestStream":
         else:
             stream.advance_processing_time(payload)
     return stream
+
+
+def pane_tuple(key, start, end, value, timing, index, is_first, is_last, is_retraction):
+    """A pane as a comparable tuple (floats rounded: array sums may differ in the last bits)."""
+    value = round(value, 9) if isinstance(value, float) else value
+    return key, int(start), int(end), value, timing, int(index), bool(is_first), bool(is_last), bool(is_retraction)
+
+
+def columnar_panes(out):
+    """The panes a columnar path emitted (``columnar.Panes``), as a multiset of tuples."""
+    from collections import Counter
+
+    return Counter(pane_tuple(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
+                                                   out.pane_index, out.is_first, out.is_last, out.is_retraction))
+
+
+def core_run(op, steps):
+    """The core's panes batch by batch (and its drops by reason) on keyed steps ``[(elements, watermark)]``
+    of ``(key, ts, value)``, then the end of input: the reference the columnar paths are checked against."""
+    from collections import Counter
+
+    from windowed_operator.state import KeyState
+    from windowed_operator.time import MAX_TIMESTAMP
+
+    core = op.build_core()
+    states: dict = {}
+    watermark, panes, dropped = -100, [], Counter()
+    for elements, advance in [*steps, ([], None)]:
+        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
+        by_key: dict = {}
+        for key, ts, value in elements:
+            by_key.setdefault(key, []).append((ts, value, None))
+        batch_panes = Counter()
+        for key in [*by_key, *[k for k in states if k not in by_key]]:
+            emission = core.process_batch(key, states.setdefault(key, KeyState()), by_key.get(key, []), watermark, 0)
+            dropped.update(d.reason for d in emission.dropped)
+            batch_panes.update(pane_tuple(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index,
+                                          p.is_first, p.is_last, p.is_retraction) for p in emission.outputs)
+        panes.append(batch_panes)
+    return panes, dropped
+
+
+def element_arrays(elements, reads_values=True):
+    """Keyed ``(key, ts, value)`` elements as the arrays a columnar path takes (values None for an
+    accumulation that reads none, such as Count)."""
+    import numpy as np
+
+    keys = np.array([k for k, _, _ in elements], dtype=object)
+    ts = np.array([t for _, t, _ in elements], dtype=np.int64)
+    values = np.array([v for _, _, v in elements], dtype=np.int64) if reads_values else None
+    return keys, ts, values

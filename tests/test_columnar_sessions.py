@@ -19,7 +19,7 @@ from windowed_operator.panes import TimestampCombiner, WindowOverflowError
 from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
-from helpers import check_next_event_time, near_boundaries
+from helpers import check_next_event_time, columnar_panes, core_run, element_arrays, near_boundaries, pane_tuple
 from test_columnar_windows import trigger_options
 
 ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
@@ -31,47 +31,16 @@ batch = st.tuples(st.lists(element, max_size=10), near_boundaries(-10, 110))
 streams = st.lists(batch, min_size=1, max_size=8)
 
 
-def pane_tuple(key, start, end, value, timing, index, is_first, is_last, is_retraction):
-    value = round(value, 9) if isinstance(value, float) else value
-    return key, int(start), int(end), value, timing, int(index), bool(is_first), bool(is_last), bool(is_retraction)
-
-
-def core_run(op, steps):
-    core = op.build_core()
-    states: dict = {}
-    watermark, panes, dropped = -100, [], Counter()
-    for elements, advance in [*steps, ([], None)]:
-        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
-        by_key: dict = {}
-        for key, ts, value in elements:
-            by_key.setdefault(key, []).append((ts, value, None))
-        batch_panes = Counter()
-        for key in [*by_key, *[k for k in states if k not in by_key]]:
-            state = states.setdefault(key, KeyState())
-            emission = core.process_batch(key, state, sorted(by_key.get(key, []), key=lambda e: e[0]),
-                                          watermark, 0)
-            dropped.update(d.reason for d in emission.dropped)
-            batch_panes.update(pane_tuple(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index,
-                                          p.is_first, p.is_last, p.is_retraction) for p in emission.outputs)
-        panes.append(batch_panes)
-    return panes, dropped
-
-
 def columnar_run(op, steps):
     sessions = ColumnarSessions(op.window, op.accumulation, op.trigger, op.allowed_lateness)
     table, watermark, panes, dropped = SessionTable(), -100, [], []
     for elements, advance in [*steps, ([], None)]:
         watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
         out = Panes()
-        keys = np.array([k for k, _, _ in elements], dtype=object)
-        ts = np.array([t for _, t, _ in elements], dtype=np.int64)
-        values = None if isinstance(op.accumulation, Count) else np.array([v for _, _, v in elements],
-                                                                          dtype=np.int64)
+        keys, ts, values = element_arrays(elements, reads_values=not isinstance(op.accumulation, Count))
         check_next_event_time(sessions, table, watermark)
         table = sessions.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i])
-        panes.append(Counter(pane_tuple(*row) for row in zip(
-            out.keys, out.starts, out.ends, out.values, out.timing, out.pane_index, out.is_first, out.is_last,
-            out.is_retraction)))
+        panes.append(columnar_panes(out))
     assert len(table) == 0  # the end of input expired every session
     return panes, Counter(d.reason for d in dropped)
 
@@ -137,9 +106,7 @@ def test_columnar_sessions_with_a_gap_per_element_equal_the_core(steps, acc, mod
                                  np.array([t for _, t, _, _ in elements], dtype=np.int64), values, watermark, out,
                                  dropped_columnar, lambda i: elements[i],
                                  gaps=np.array([g for _, _, _, g in elements], dtype=np.int64))
-        got = Counter(pane_tuple(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
-                                                      out.pane_index, out.is_first, out.is_last, out.is_retraction))
-        assert got == expected
+        assert columnar_panes(out) == expected
     assert len(dropped_columnar) == dropped_core and len(table) == 0
 
 

@@ -22,7 +22,7 @@ from windowed_operator.panes import DropReason, TimestampCombiner
 from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
-from helpers import check_next_event_time, near_boundaries
+from helpers import check_next_event_time, columnar_panes, core_run, element_arrays, near_boundaries
 
 ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
 WINDOWS = {"tumbling 10": TimeWindows(10), "tumbling 5+2": TimeWindows(5, offset=2),
@@ -55,36 +55,6 @@ def trigger_options(draw):
     return option
 
 
-def pane_tuple(key, start, end, value, timing, index, is_first, is_last, is_retraction):
-    value = round(value, 9) if isinstance(value, float) else value
-    return key, int(start), int(end), value, timing, int(index), bool(is_first), bool(is_last), bool(is_retraction)
-
-
-def core_run(op, steps):
-    core = op.build_core()
-    states: dict = {}
-    watermark, panes, dropped = -100, [], Counter()
-    for elements, advance in [*steps, ([], None)]:
-        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
-        by_key: dict = {}
-        for key, ts, value in elements:
-            by_key.setdefault(key, []).append((ts, value, None))
-        batch_panes = Counter()
-        for key in [*by_key, *[k for k in states if k not in by_key]]:
-            state = states.setdefault(key, KeyState())
-            emission = core.process_batch(key, state, by_key.get(key, []), watermark, 0)
-            dropped.update(d.reason for d in emission.dropped)
-            batch_panes.update(pane_tuple(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index,
-                                          p.is_first, p.is_last, p.is_retraction) for p in emission.outputs)
-        panes.append(batch_panes)
-    return panes, dropped
-
-
-def _panes(out):
-    return Counter(pane_tuple(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
-                                                   out.pane_index, out.is_first, out.is_last, out.is_retraction))
-
-
 def columnar_run(op, steps, partials=False):
     windows = ColumnarWindows(op.window, op.accumulation, op.trigger, op.allowed_lateness)
     table, watermark, panes, dropped = WindowTable(), -100, [], []
@@ -92,17 +62,14 @@ def columnar_run(op, steps, partials=False):
     for elements, advance in [*steps, ([], None)]:
         watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
         out = Panes()
-        keys = np.array([k for k, _, _ in elements], dtype=object)
-        ts = np.array([t for _, t, _ in elements], dtype=np.int64)
-        values = None if isinstance(op.accumulation, Count) else np.array([v for _, _, v in elements],
-                                                                          dtype=np.int64)
+        keys, ts, values = element_arrays(elements, reads_values=not isinstance(op.accumulation, Count))
         check_next_event_time(windows, table, watermark)
         if partials:
             table, lost = windows.process_partials(table, *_fold_per_pane(op, keys, ts, values), watermark, out)
             n_dropped += lost
         else:
             table = windows.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i])
-        panes.append(_panes(out))
+        panes.append(columnar_panes(out))
     assert len(table) == 0  # the end of input expired every window
     return panes, (n_dropped if partials else Counter(d.reason for d in dropped))
 

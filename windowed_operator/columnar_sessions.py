@@ -26,7 +26,6 @@ watermarks at session boundaries.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -36,52 +35,16 @@ from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
 from .columnar import Panes, columnar_form
-from .columnar_panes import ColumnarEmitter, object_array
-from .columnar_triggers import TriggeredRows, count_trigger
+from .columnar_panes import ColumnarEmitter
+from .columnar_triggers import RowTable, TriggeredRows, count_trigger
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from .time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
+from .time_rules import is_end_reached, is_expired
 from .windows.session_windows import SessionWindows
 
 
-def _ints(values: Any = ()) -> np.ndarray:
-    return np.asarray(values, dtype=np.int64)
-
-
-def _bools(values: Any = ()) -> np.ndarray:
-    return np.asarray(values, dtype=bool)
-
-
-@dataclass
-class SessionTable:
-    """A key group's active sessions, sorted by key then start (``watermark``: the last applied)."""
-
-    keys: np.ndarray = field(default_factory=object_array)
-    starts: np.ndarray = field(default_factory=_ints)
-    ends: np.ndarray = field(default_factory=_ints)
-    acc: list = field(default_factory=list)  # accumulator columns (ColumnarForm)
-    pending: np.ndarray = field(default_factory=_ints)  # elements since the last pane
-    hold: np.ndarray = field(default_factory=_bools)  # on_time_hold: data came before the end
-    nonspeculative: np.ndarray = field(default_factory=_ints)  # ON_TIME and LATE panes fired
-    index: np.ndarray = field(default_factory=_ints)  # panes fired: the next pane's index
-    last: np.ndarray = field(default_factory=object_array)  # the last pane's value (None before the first)
-    late: np.ndarray = field(default_factory=_bools)  # the trigger is past its ON_TIME pane
-    count: np.ndarray = field(default_factory=_ints)  # elements since the trigger last fired
-    closed: np.ndarray = field(default_factory=_bools)  # the trigger finished: elements are dropped
-    watermark: int = MIN_TIMESTAMP
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def take(self, rows: np.ndarray) -> "SessionTable":
-        """The rows selected by a mask or index array."""
-        return SessionTable(**{f.name: _select(getattr(self, f.name), rows) for f in fields(self)
-                               if f.name != "watermark"}, watermark=self.watermark)
-
-
-def _select(column: Any, rows: np.ndarray) -> Any:
-    return [c[rows] for c in column] if isinstance(column, list) else column[rows]
+#: A key group's sessions (``columnar_triggers.RowTable``).
+SessionTable = RowTable
 
 
 def supports_columnar_sessions(window: Any, accumulation: Accumulation, trigger: TriggerOption,
@@ -202,7 +165,7 @@ class ColumnarSessions(TriggeredRows):
                 np.zeros(0, dtype=bool)
             first, group_of = np.flatnonzero(starts_group), np.cumsum(starts_group) - 1
         if not n_groups:
-            return _concat([table.take(unchanged), closed], table.watermark), dropped
+            return RowTable.concat([table.take(unchanged), closed], table.watermark), dropped
         g_codes, g_starts = codes[first], starts[first]
         g_elements = np.add.reduceat((~is_row).astype(np.int64), first)
         merged = ~kept & ~single
@@ -244,7 +207,7 @@ class ColumnarSessions(TriggeredRows):
             count=np.where(kept, carried(table.count, 0), count) + g_elements,
             closed=np.zeros(n_groups, dtype=bool), watermark=table.watermark)
         self.fire_ready(result, np.flatnonzero(touched), watermark, out)
-        return _concat([result, table.take(unchanged), closed], table.watermark), dropped
+        return RowTable.concat([result, table.take(unchanged), closed], table.watermark), dropped
 
 
 def _matches(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, q_codes: np.ndarray, q_starts: np.ndarray,
@@ -262,20 +225,3 @@ def _matches(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, q_codes: n
     queries = tag == 0
     out[order[queries]] = hit[queries]
     return out
-
-
-def _concat(tables: list[SessionTable], watermark: int) -> SessionTable:
-    """Tables of one group as one, sorted by key, start and end."""
-    tables = [t for t in tables if len(t)]
-    if not tables:
-        return SessionTable(watermark=watermark)
-    if len(tables) == 1:
-        only = tables[0]
-        only.watermark = watermark
-        return only
-    joined = SessionTable(**{f.name: (
-        [np.concatenate([t.acc[c] for t in tables]) for c in range(len(tables[0].acc))] if f.name == "acc"
-        else np.concatenate([getattr(t, f.name) for t in tables])) for f in fields(SessionTable)
-        if f.name != "watermark"}, watermark=watermark)
-    codes, _ = factorize(joined.keys)
-    return joined.take(np.lexsort((joined.ends, joined.starts, codes)))

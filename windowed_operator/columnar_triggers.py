@@ -20,7 +20,7 @@ streams.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
 import numpy as np
@@ -28,8 +28,9 @@ import numpy as np
 from triggers.option import TriggerOption
 
 from .columnar import Panes
-from .columnar_panes import ColumnarEmitter
-from .time import MAX_TIMESTAMP
+from .columnar_panes import ColumnarEmitter, object_array
+from .range_ops import factorize
+from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from .time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
 
 
@@ -81,6 +82,63 @@ def count_trigger(option: TriggerOption) -> Optional[CountTrigger]:
         return None  # firings by processing time
     return CountTrigger(early=option.early.count if option.early is not None else None,
                         late=option.late.count if option.late is not None else None)
+
+
+def _ints(values: Any = ()) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+def _bools(values: Any = ()) -> np.ndarray:
+    return np.asarray(values, dtype=bool)
+
+
+@dataclass
+class RowTable:
+    """A key group's windows or sessions, one row each, sorted by key, start and end: accumulator
+    columns, the pane bookkeeping of ``WindowState`` and the count trigger's state (``watermark``:
+    the last applied)."""
+
+    keys: np.ndarray = field(default_factory=object_array)
+    starts: np.ndarray = field(default_factory=_ints)
+    ends: np.ndarray = field(default_factory=_ints)
+    acc: list = field(default_factory=list)  # accumulator columns (ColumnarForm)
+    pending: np.ndarray = field(default_factory=_ints)  # elements since the last pane
+    hold: np.ndarray = field(default_factory=_bools)  # on_time_hold: data came before the end
+    nonspeculative: np.ndarray = field(default_factory=_ints)  # ON_TIME and LATE panes fired
+    index: np.ndarray = field(default_factory=_ints)  # panes fired: the next pane's index
+    last: np.ndarray = field(default_factory=object_array)  # the last pane's value (None before the first)
+    late: np.ndarray = field(default_factory=_bools)  # the trigger is past its ON_TIME pane
+    count: np.ndarray = field(default_factory=_ints)  # elements since the trigger last fired
+    closed: np.ndarray = field(default_factory=_bools)  # the trigger finished: elements are dropped
+    watermark: int = MIN_TIMESTAMP
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def take(self, rows: np.ndarray) -> "RowTable":
+        """The rows selected by a mask or index array."""
+        return RowTable(**{f.name: _select(getattr(self, f.name), rows) for f in fields(self)
+                           if f.name != "watermark"}, watermark=self.watermark)
+
+    @staticmethod
+    def concat(tables: list["RowTable"], watermark: int) -> "RowTable":
+        """Tables of one group as one, sorted by key, start and end."""
+        tables = [t for t in tables if len(t)]
+        if not tables:
+            return RowTable(watermark=watermark)
+        if len(tables) == 1:
+            tables[0].watermark = watermark
+            return tables[0]
+        joined = RowTable(**{f.name: (
+            [np.concatenate([t.acc[c] for t in tables]) for c in range(len(tables[0].acc))] if f.name == "acc"
+            else np.concatenate([getattr(t, f.name) for t in tables])) for f in fields(RowTable)
+            if f.name != "watermark"}, watermark=watermark)
+        codes, _ = factorize(joined.keys)
+        return joined.take(np.lexsort((joined.ends, joined.starts, codes)))
+
+
+def _select(column: Any, rows: np.ndarray) -> Any:
+    return [c[rows] for c in column] if isinstance(column, list) else column[rows]
 
 
 class TriggeredRows:
@@ -146,4 +204,4 @@ class TriggeredRows:
                 column[done] = 0
 
 
-__all__ = ["CountTrigger", "TriggeredRows", "count_trigger"]
+__all__ = ["CountTrigger", "RowTable", "TriggeredRows", "count_trigger"]

@@ -21,7 +21,6 @@ times and watermarks at and around window ends and expiries.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -31,55 +30,15 @@ from triggers.option import TriggerOption
 
 from .columnar import Panes, columnar_form
 from .columnar_panes import ColumnarEmitter, object_array
-from .columnar_triggers import CountTrigger, TriggeredRows, count_trigger
+from .columnar_triggers import CountTrigger, RowTable, TriggeredRows, count_trigger
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize
-from .time import MIN_TIMESTAMP
 from .time_rules import is_end_reached, is_expired
 from .windows.base import WindowOption
 
 
-def _ints(values: Any = ()) -> np.ndarray:
-    return np.asarray(values, dtype=np.int64)
-
-
-def _bools(values: Any = ()) -> np.ndarray:
-    return np.asarray(values, dtype=bool)
-
-
-@dataclass
-class WindowTable:
-    """A key group's windows, sorted by key, start and end (``watermark``: the last applied)."""
-
-    keys: np.ndarray = field(default_factory=object_array)
-    starts: np.ndarray = field(default_factory=_ints)
-    ends: np.ndarray = field(default_factory=_ints)
-    acc: list = field(default_factory=list)  # accumulator columns (ColumnarForm)
-    pending: np.ndarray = field(default_factory=_ints)  # elements since the last pane
-    hold: np.ndarray = field(default_factory=_bools)  # on_time_hold: data came before the end
-    nonspeculative: np.ndarray = field(default_factory=_ints)  # ON_TIME and LATE panes fired
-    index: np.ndarray = field(default_factory=_ints)  # panes fired: the next pane's index
-    last: np.ndarray = field(default_factory=object_array)  # the last pane's value (None before the first)
-    late: np.ndarray = field(default_factory=_bools)  # the trigger is past its ON_TIME pane
-    count: np.ndarray = field(default_factory=_ints)  # elements since the trigger last fired
-    closed: np.ndarray = field(default_factory=_bools)  # the trigger finished: elements are dropped
-    watermark: int = MIN_TIMESTAMP
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def take(self, rows: np.ndarray) -> "WindowTable":
-        """The rows selected by a mask or index array."""
-        return WindowTable(**{f.name: _select(getattr(self, f.name), rows) for f in fields(self)
-                              if f.name != "watermark"}, watermark=self.watermark)
-
-
-#: The columns a window table carries besides keys, accumulators and the watermark.
-ROW_COLUMNS = ("starts", "ends", "pending", "hold", "nonspeculative", "index", "late", "count", "closed")
-
-
-def _select(column: Any, rows: np.ndarray) -> Any:
-    return [c[rows] for c in column] if isinstance(column, list) else column[rows]
+#: A key group's windows (``columnar_triggers.RowTable``).
+WindowTable = RowTable
 
 
 def supports_columnar_windows(window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
@@ -211,4 +170,4 @@ class ColumnarWindows(TriggeredRows):
         return result, accepted, live
 
 
-__all__ = ["ColumnarWindows", "WindowTable", "ROW_COLUMNS", "supports_columnar_windows"]
+__all__ = ["ColumnarWindows", "WindowTable", "supports_columnar_windows"]
