@@ -22,6 +22,8 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 
 import numpy as np
 
+from triggers.base import TimeDomain, TriggerContext
+
 from .columnar import ColumnarCore, ColumnarForm, PaneTable, supports_columnar
 from .columnar_panes import object_array
 from .columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
@@ -244,11 +246,13 @@ class RowsCodec:
         windows = sorted(self.values.from_data(data).windows.items())
         out = self.record(acc=[[] for _ in range(self.form.width)])
         for window, ws in windows:
-            late = not ws.timer_times("watermark")
+            late = not ws.timer_times(TimeDomain.WATERMARK.value)
+            # (``AfterWatermark``'s early or late ``Repeatedly(AfterCount)``, read where it keeps its count)
+            phase = TriggerContext(window, ws.trigger_state, ws.timers, MIN_TIMESTAMP, 0).nested(
+                "late" if late else "early").nested(0)
             row = {"starts": window.start, "ends": window.end, "pending": ws.pending, "hold": ws.on_time_hold,
                    "nonspeculative": ws.nonspeculative_index, "index": ws.pane_index, "late": late,
-                   "count": ws.trigger_state.get("late/0/count" if late else "early/0/count", 0),
-                   "closed": ws.closed}
+                   "count": phase.get("count", 0), "closed": ws.closed}
             for name in self.columns:
                 getattr(out, name).append(row[name])
             for column, value in zip(out.acc, self.form.columns_of(ws.acc) if not ws.closed

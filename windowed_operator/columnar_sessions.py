@@ -34,9 +34,8 @@ import pandas as pd
 from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
-from .columnar import Panes, columnar_form
-from .columnar_panes import ColumnarEmitter
-from .columnar_triggers import RowTable, TriggeredRows, count_trigger
+from .columnar import Panes
+from .columnar_triggers import RowTable, TriggeredRows, supports_count_triggered_rows
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize
 from .time_rules import is_end_reached, is_expired
@@ -49,40 +48,18 @@ SessionTable = RowTable
 
 def supports_columnar_sessions(window: Any, accumulation: Accumulation, trigger: TriggerOption,
                                timestamp_combiner: Any) -> bool:
-    """Sessions (a gap per element read from a column: ``process(gaps=)``), a count trigger
-    (``columnar_triggers``) in any accumulation mode, with or without only-updated panes, a built-in
-    numeric accumulation, and panes stamped with the end of the window.  Discarding min/max keep the
-    object path (their accumulator has no array identity to restart from), and so does a discarding
-    mean with early firings (its ON_TIME pane may be empty, which has no mean)."""
-    from .panes import TimestampCombiner
-
-    form = columnar_form(accumulation)
-    machine = count_trigger(trigger)
-    if form is None or machine is None or not isinstance(window, SessionWindows):
-        return False
-    if window.dynamic and not isinstance(window.gap, str):
-        return False  # (a callable gap is read element by element)
-    if trigger.discarding and (form.kind in ("min", "max") or (form.kind == "mean" and machine.early is not None)):
-        return False
-    return timestamp_combiner == TimestampCombiner.END_OF_WINDOW
+    """Sessions with a fixed gap or a gap per element read from a column (``process(gaps=)``; a
+    callable gap is read element by element), with what every count-triggered table needs
+    (``columnar_triggers.supports_count_triggered_rows``)."""
+    return (isinstance(window, SessionWindows) and (not window.dynamic or isinstance(window.gap, str))
+            and supports_count_triggered_rows(accumulation, trigger, timestamp_combiner))
 
 
 class ColumnarSessions(TriggeredRows):
     def __init__(self, window: SessionWindows, accumulation: Accumulation, trigger: TriggerOption,
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
-        form = columnar_form(accumulation)
-        assert form is not None
+        super().__init__(accumulation, trigger, allowed_lateness, label=label, column=column)
         self.gap = int(window.min_gap) if window.min_gap is not None else None  # (None: each element's)
-        self.form = form
-        self.accumulation = accumulation
-        self.discarding = trigger.discarding
-        self.retracting = trigger.retracting
-        self.lateness = allowed_lateness
-        self.label, self.column = label, column
-        self.emitter = ColumnarEmitter(form, accumulation, trigger, label=label, column=column)
-        machine = count_trigger(trigger)
-        assert machine is not None
-        self.trigger = machine
 
     # -- a bundle of elements -------------------------------------------------------------------
     def process(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
@@ -169,7 +146,7 @@ class ColumnarSessions(TriggeredRows):
         g_codes, g_starts = codes[first], starts[first]
         g_elements = np.add.reduceat((~is_row).astype(np.int64), first)
         merged = ~kept & ~single
-        if self.retracting and n_rows:
+        if self.emitter.retracting and n_rows:
             absorbed = member[is_row & merged[group_of]]
             self.emitter.retract_absorbed(table, absorbed[table.index[absorbed] > 0], watermark, out)
         # Accumulators, elements since the last pane, holds and counts fold over each group's members.

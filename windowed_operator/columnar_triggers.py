@@ -25,9 +25,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
-from .columnar import Panes
+from .columnar import ColumnarForm, Panes, columnar_form
 from .columnar_panes import ColumnarEmitter, object_array
 from .range_ops import factorize
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -82,6 +83,23 @@ def count_trigger(option: TriggerOption) -> Optional[CountTrigger]:
         return None  # firings by processing time
     return CountTrigger(early=option.early.count if option.early is not None else None,
                         late=option.late.count if option.late is not None else None)
+
+
+def supports_count_triggered_rows(accumulation: Accumulation, trigger: TriggerOption, timestamp_combiner: Any) -> bool:
+    """What a window or session table needs besides its window family: a count trigger in any
+    accumulation mode, with or without only-updated panes, a built-in numeric accumulation, and panes
+    stamped with the end of the window.  Discarding min/max keep the object path (their accumulator
+    has no array identity to restart from), and so does a discarding mean with early firings (its
+    ON_TIME pane may be empty, which has no mean)."""
+    from .panes import TimestampCombiner
+
+    form = columnar_form(accumulation)
+    machine = count_trigger(trigger)
+    if form is None or machine is None:
+        return False
+    if trigger.discarding and (form.kind in ("min", "max") or (form.kind == "mean" and machine.early is not None)):
+        return False
+    return timestamp_combiner == TimestampCombiner.END_OF_WINDOW
 
 
 def _ints(values: Any = ()) -> np.ndarray:
@@ -145,9 +163,15 @@ class TriggeredRows:
     """What the window and session tables share: a count trigger per row (columns ``late``,
     ``count``, ``closed``), its timers, the watermark step, and firing through the emitter."""
 
-    trigger: CountTrigger
-    emitter: ColumnarEmitter
-    lateness: int
+    def __init__(self, accumulation: Accumulation, trigger: TriggerOption, allowed_lateness: int, *,
+                 label: str, column: Optional[str]) -> None:
+        form = columnar_form(accumulation)
+        machine = count_trigger(trigger)
+        assert form is not None and machine is not None
+        self.form: ColumnarForm = form
+        self.trigger: CountTrigger = machine
+        self.emitter = ColumnarEmitter(form, accumulation, trigger, label=label, column=column)
+        self.lateness = allowed_lateness
 
     def due_per_row(self, table: Any) -> np.ndarray:
         """When each row next has something to do: its end-of-window timer, or its expiry."""
@@ -204,4 +228,4 @@ class TriggeredRows:
                 column[done] = 0
 
 
-__all__ = ["CountTrigger", "RowTable", "TriggeredRows", "count_trigger"]
+__all__ = ["CountTrigger", "RowTable", "TriggeredRows", "count_trigger", "supports_count_triggered_rows"]

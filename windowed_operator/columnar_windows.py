@@ -28,9 +28,8 @@ import numpy as np
 from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
-from .columnar import Panes, columnar_form
-from .columnar_panes import ColumnarEmitter, object_array
-from .columnar_triggers import CountTrigger, RowTable, TriggeredRows, count_trigger
+from .columnar import Panes
+from .columnar_triggers import RowTable, TriggeredRows, supports_count_triggered_rows
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize
 from .time_rules import is_end_reached, is_expired
@@ -43,34 +42,16 @@ WindowTable = RowTable
 
 def supports_columnar_windows(window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                               timestamp_combiner: Any) -> bool:
-    """Windows assigned by timestamp, a count trigger (``columnar_triggers``) in any accumulation
-    mode, with or without only-updated panes, a built-in numeric accumulation, and panes stamped
-    with the end of the window.  Discarding min/max keep the object path (their accumulator has no
-    array identity to restart from), and so does a discarding mean with early firings (its ON_TIME
-    pane may be empty, which has no mean)."""
-    from .panes import TimestampCombiner
-
-    form = columnar_form(accumulation)
-    machine = count_trigger(trigger)
-    if form is None or machine is None or window.kind != "assigned":
-        return False
-    if trigger.discarding and (form.kind in ("min", "max") or (form.kind == "mean" and machine.early is not None)):
-        return False
-    return timestamp_combiner == TimestampCombiner.END_OF_WINDOW
+    """Windows assigned by timestamp, with what every count-triggered table needs
+    (``columnar_triggers.supports_count_triggered_rows``)."""
+    return window.kind == "assigned" and supports_count_triggered_rows(accumulation, trigger, timestamp_combiner)
 
 
 class ColumnarWindows(TriggeredRows):
     def __init__(self, window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
-        form = columnar_form(accumulation)
-        machine = count_trigger(trigger)
-        assert form is not None and machine is not None
+        super().__init__(accumulation, trigger, allowed_lateness, label=label, column=column)
         self.window = window
-        self.form = form
-        self.trigger: CountTrigger = machine
-        self.emitter = ColumnarEmitter(form, accumulation, trigger, label=label, column=column)
-        self.lateness = allowed_lateness
-        self.label, self.column = label, column
 
     # -- a bundle -------------------------------------------------------------------------------
     def process(self, table: WindowTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
@@ -163,7 +144,7 @@ class ColumnarWindows(TriggeredRows):
             acc=self.form.reduce_segments(columns, first), pending=carried(table.pending, 0) + arrived,
             hold=carried(table.hold, False) | (touched & ~is_end_reached(g_ends - 1, watermark)),
             nonspeculative=carried(table.nonspeculative, 0), index=carried(table.index, 0),
-            last=object_array(carried(table.last, None).tolist()) if n_rows else object_array([None] * len(first)),
+            last=carried(table.last, None),
             late=carried(table.late, False), count=carried(table.count, 0) + arrived,
             closed=carried(table.closed, False), watermark=table.watermark)
         self.fire_ready(result, np.flatnonzero(touched & ~result.closed), watermark, out)
