@@ -19,12 +19,17 @@ def fmts(records: list[PaneRecord]) -> list[str]:
     return [fmt(r) for r in records]
 
 
+def _rows(table):
+    import pickle
+
+    return pickle.dumps({k: v for k, v in vars(table).items() if k != "watermark"})
+
+
 def check_next_event_time(columnar, table, watermark):
     """The timer a columnar path asks the processor for (``next_event_time``): nothing happens
     before it, something happens at it (a pane, a row purged, or a row's state changed: a firing
     whose unchanged pane is suppressed still finishes its window)."""
     import copy
-    import pickle
 
     from windowed_operator.columnar import Panes
 
@@ -34,8 +39,23 @@ def check_next_event_time(columnar, table, watermark):
     if due is None or watermark < due:
         assert len(out) == 0 and len(after) == len(table)
     else:
-        rows = lambda t: pickle.dumps({k: v for k, v in vars(t).items() if k != "watermark"})  # noqa: E731
-        assert len(out) > 0 or len(after) < len(table) or rows(after) != rows(table)
+        assert len(out) > 0 or len(after) < len(table) or _rows(after) != _rows(table)
+
+
+def check_next_processing_time(columnar, table, watermark, now):
+    """The processing-time timer a columnar path asks for (``next_processing_time``, once the
+    watermark step is done): nothing fires before it, something changes at it."""
+    import copy
+
+    from windowed_operator.columnar import Panes
+
+    probe = columnar.on_watermark(copy.deepcopy(table), watermark, Panes())
+    due, before, out = columnar.next_processing_time(probe), _rows(probe), Panes()
+    after = columnar.on_processing_time(probe, now, out)
+    if due is None or now < due:
+        assert len(out) == 0 and _rows(after) == before
+    else:
+        assert _rows(after) != before
 
 
 def near_boundaries(lo: int, hi: int, periods=(4, 5, 6, 9, 10), offsets=(0, 2), lateness=(0, 5, 7, 15, 30)):
@@ -123,25 +143,39 @@ def columnar_panes(out):
                                                    out.pane_index, out.is_first, out.is_last, out.is_retraction))
 
 
+def clocked(steps):
+    """Steps ``(elements, watermark[, processing-time advance])``, then the end of input, as
+    ``(elements, watermark, processing_time)``: the watermark never goes back (it starts at -100);
+    processing time starts at 0 and moves on by each step's advance."""
+    from windowed_operator.time import MAX_TIMESTAMP
+
+    watermark, now = -100, 0
+    for step in [*steps, ([], None)]:
+        elements, advance = step[0], step[1]
+        now += step[2] if len(step) > 2 else 0
+        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
+        yield elements, watermark, now
+
+
 def core_run(op, steps):
-    """The core's panes batch by batch (and its drops by reason) on keyed steps ``[(elements, watermark)]``
-    of ``(key, ts, value)``, then the end of input: the reference the columnar paths are checked against."""
+    """The core's panes batch by batch (and its drops by reason) on keyed steps ``[(elements, watermark
+    [, processing-time advance])]`` of ``(key, ts, value)``, then the end of input: the reference the
+    columnar paths are checked against."""
     from collections import Counter
 
     from windowed_operator.state import KeyState
-    from windowed_operator.time import MAX_TIMESTAMP
 
     core = op.build_core()
     states: dict = {}
-    watermark, panes, dropped = -100, [], Counter()
-    for elements, advance in [*steps, ([], None)]:
-        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
+    panes, dropped = [], Counter()
+    for elements, watermark, now in clocked(steps):
         by_key: dict = {}
         for key, ts, value in elements:
             by_key.setdefault(key, []).append((ts, value, None))
         batch_panes = Counter()
         for key in [*by_key, *[k for k in states if k not in by_key]]:
-            emission = core.process_batch(key, states.setdefault(key, KeyState()), by_key.get(key, []), watermark, 0)
+            emission = core.process_batch(key, states.setdefault(key, KeyState()), by_key.get(key, []), watermark,
+                                          now)
             dropped.update(d.reason for d in emission.dropped)
             batch_panes.update(pane_tuple(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index,
                                           p.is_first, p.is_last, p.is_retraction) for p in emission.outputs)

@@ -78,10 +78,11 @@ def columnar_run(op, steps, partials=False):
         check_next_event_time(columnar, table, watermark)
         if partials:
             table, n = columnar.process_partials(table, *preaggregate(columnar.form, columnar.layout, elements),
-                                                 watermark, out)
+                                                 watermark, out, processing_time=0)
             dropped += [None] * n
         else:
-            table = columnar.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i])
+            table = columnar.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i],
+                                    processing_time=0)
         panes.update(zip(out.keys, out.starts, out.ends, out.values, out.timing, out.pane_index, out.is_first,
                          out.is_last))
     assert len(table) == 0

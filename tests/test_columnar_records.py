@@ -1,4 +1,4 @@
-"""The columnar paths on per-key records give the panes of one whole-group table (panes and sessions)."""
+"""The columnar paths on per-key records give the panes of one whole-group table (panes, sessions, windows)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,12 +8,13 @@ from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, SessionWindows, TimeWindows
 from windowed_operator.columnar import ColumnarCore, PaneTable, Panes
-from windowed_operator.columnar_records import columnar_records, run_columnar_batch
-from windowed_operator.columnar_sessions import ColumnarSessions, SessionTable
+from windowed_operator.columnar_records import columnar_engine, columnar_records, run_columnar_batch
+from windowed_operator.columnar_triggers import RowTable
 from windowed_operator.group_state import GroupState
 
 from helpers import MemoryStore, near_boundaries
 
+TIMED = TriggerOption.at_watermark().with_early_firings_at_every(duration=5)
 CASES = {
     "tumbling sum": (TimeWindows(10), Sum(), TriggerOption.default(), 5),
     "hopping mean accumulating": (TimeWindows(10).slide_by(5), Mean(), TriggerOption.default().accumulating_fired_panes(), 7),
@@ -21,6 +22,12 @@ CASES = {
     "sessions sum": (SessionWindows(7), Sum(), TriggerOption.default(), 5),
     "sessions mean retracting": (SessionWindows(4), Mean(),
                                  TriggerOption.default().accumulating_and_retracting_fired_panes(), 9),
+    "tumbling sum, early every 5 ms": (TimeWindows(10), Sum(), TIMED, 5),
+    "hopping count, late every 4 ms, retracting": (
+        TimeWindows(10).slide_by(5), Count(),
+        TriggerOption.at_watermark().with_late_firings_at_every(duration=4).accumulating_and_retracting_fired_panes(), 20),
+    "sessions sum, early every 5 ms, late every 2": (SessionWindows(6), Sum(),
+                                                      TIMED.with_late_firings_at_every(count=2), 15),
 }
 
 
@@ -31,30 +38,35 @@ def panes_of(out: Panes):
 
 batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from("abcdef"), near_boundaries(0, 80),
                                                 st.integers(1, 9)), max_size=8),
-                             st.integers(0, 9)), max_size=10)
+                             st.integers(0, 9), st.sampled_from([0, 1, 3, 5, 6])), max_size=10)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 @settings(max_examples=80, deadline=None)
 @given(steps=batches)
-def test_per_key_pane_rows_give_the_panes_of_the_whole_table(name, steps):
+def test_per_key_records_give_the_panes_of_the_whole_table(name, steps):
+    """Keys a batch does not touch are loaded when their event-time or processing-time work is due
+    (the group's due indexes), and give the panes they would give in one table of every key."""
     window, acc, trigger, lateness = CASES[name]
-    if isinstance(window, SessionWindows):
-        core, whole = ColumnarSessions(window, acc, trigger, lateness), SessionTable()
-    else:
-        core, whole = ColumnarCore(window, acc, trigger, lateness), PaneTable()
-    records = columnar_records(core)
-    store, watermark = MemoryStore(), -3
-    for rows, step in [*steps, ([], 10 ** 6)]:
+    engine = columnar_engine(window, acc, trigger, lateness, label="op", column=None)
+    whole = PaneTable() if isinstance(engine, ColumnarCore) else RowTable()
+    records = columnar_records(engine)
+    store, watermark, now = MemoryStore(), -3, 0
+    for rows, step, advance in [*steps, ([], 10 ** 6, 0)]:
         watermark += step
+        now += advance
         keys = np.array([k for k, _, _ in rows], dtype=object)
         ts = np.array([t for _, t, _ in rows], dtype=np.int64)
         values = None if isinstance(acc, Count) else np.array([v for _, _, v in rows], dtype=np.int64)
         expected, got = Panes(), Panes()
-        whole = core.process(whole, keys, ts, values, watermark, expected, [], lambda i: None)
+        whole = engine.process(whole, keys, ts, values, watermark, expected, [], lambda i: None, processing_time=now)
         group = GroupState(store, records.codec, {}, "op")
-        run_columnar_batch(records, group, keys.tolist(), watermark,
-                           lambda table: core.process(table, keys, ts, values, watermark, got, [], lambda i: None))
+
+        def run(table):
+            table = engine.on_processing_time(engine.on_watermark(table, watermark, got), now, got)
+            return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=now)
+
+        run_columnar_batch(records, group, keys.tolist(), watermark, now, run)
         group.save(wm=watermark)
         assert panes_of(got) == panes_of(expected)
     assert not store.keys  # every window expired: every key removed

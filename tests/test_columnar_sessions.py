@@ -19,27 +19,29 @@ from windowed_operator.panes import TimestampCombiner, WindowOverflowError
 from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
-from helpers import check_next_event_time, columnar_panes, core_run, element_arrays, near_boundaries, pane_tuple
-from test_columnar_windows import trigger_options
+from helpers import (check_next_event_time, check_next_processing_time, clocked, columnar_panes, core_run,
+                     element_arrays, near_boundaries, pane_tuple)
+from test_columnar_windows import advance, slow_streams, timed_trigger_options, trigger_options
 
 ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
 MODES = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes(),
          "retracting": TriggerOption.default().accumulating_and_retracting_fired_panes()}
 
 element = st.tuples(st.sampled_from("abc"), near_boundaries(-5, 90), st.integers(-20, 20))
-batch = st.tuples(st.lists(element, max_size=10), near_boundaries(-10, 110))
+batch = st.tuples(st.lists(element, max_size=10), near_boundaries(-10, 110), advance)
 streams = st.lists(batch, min_size=1, max_size=8)
 
 
 def columnar_run(op, steps):
     sessions = ColumnarSessions(op.window, op.accumulation, op.trigger, op.allowed_lateness)
-    table, watermark, panes, dropped = SessionTable(), -100, [], []
-    for elements, advance in [*steps, ([], None)]:
-        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
+    table, panes, dropped = SessionTable(), [], []
+    for elements, watermark, now in clocked(steps):
         out = Panes()
         keys, ts, values = element_arrays(elements, reads_values=not isinstance(op.accumulation, Count))
         check_next_event_time(sessions, table, watermark)
-        table = sessions.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i])
+        check_next_processing_time(sessions, table, watermark, now)
+        table = sessions.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i],
+                                 processing_time=now)
         panes.append(columnar_panes(out))
     assert len(table) == 0  # the end of input expired every session
     return panes, Counter(d.reason for d in dropped)
@@ -58,10 +60,22 @@ def test_columnar_sessions_equal_the_core_batch_for_batch(steps, acc, mode, gap,
 @settings(max_examples=800, deadline=None)
 @given(steps=streams, acc=st.sampled_from(sorted(ACCS)), trigger=trigger_options(),
        gap=st.sampled_from([1, 5, 10, 17]), lateness=st.sampled_from([0, 7, 30]))
-def test_columnar_sessions_with_count_triggers_equal_the_core(steps, acc, trigger, gap, lateness):
-    """Early and late firings every N elements on merging sessions: counts summed over merged
-    sessions of one phase (``AfterWatermark.on_merge``), sessions whose trigger finished merging
-    with nothing and dropping their elements as closed_window, only-updated panes."""
+def test_columnar_sessions_with_early_and_late_firings_equal_the_core(steps, acc, trigger, gap, lateness):
+    """Early and late firings every N elements or D ms of processing time on merging sessions:
+    counts summed and the earliest due time kept over merged sessions of one phase
+    (``AfterWatermark.on_merge``), sessions whose trigger finished merging with nothing and dropping
+    their elements as closed_window, only-updated panes."""
+    op = KeyedWindowedOperator(SessionWindows(gap), ACCS[acc], trigger=trigger, allowed_lateness=lateness)
+    if not supports_columnar_sessions(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
+        return
+    assert columnar_run(op, steps) == core_run(op, steps)
+
+
+@settings(max_examples=400, deadline=None)
+@given(steps=slow_streams, acc=st.sampled_from(["sum", "count", "mean"]), trigger=timed_trigger_options(),
+       gap=st.sampled_from([1, 5, 10, 17]), lateness=st.sampled_from([0, 7, 30]))
+def test_session_firings_by_processing_time_equal_the_core(steps, acc, trigger, gap, lateness):
+    """Merged sessions keep the earliest due firing of the sessions of their phase."""
     op = KeyedWindowedOperator(SessionWindows(gap), ACCS[acc], trigger=trigger, allowed_lateness=lateness)
     if not supports_columnar_sessions(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
         return
@@ -105,7 +119,7 @@ def test_columnar_sessions_with_a_gap_per_element_equal_the_core(steps, acc, mod
         table = sessions.process(table, np.array([k for k, _, _, _ in elements], dtype=object),
                                  np.array([t for _, t, _, _ in elements], dtype=np.int64), values, watermark, out,
                                  dropped_columnar, lambda i: elements[i],
-                                 gaps=np.array([g for _, _, _, g in elements], dtype=np.int64))
+                                 gaps=np.array([g for _, _, _, g in elements], dtype=np.int64), processing_time=0)
         assert columnar_panes(out) == expected
     assert len(dropped_columnar) == dropped_core and len(table) == 0
 
@@ -137,7 +151,11 @@ def test_supports_only_what_it_computes():
     assert supports_columnar_sessions(SessionWindows(5), Mean(), early.accumulating_fired_panes(),
                                       TimestampCombiner.END_OF_WINDOW)
     by_time = TriggerOption.at_watermark().with_early_firings_at_every(duration=1_000)
-    assert not supports_columnar_sessions(SessionWindows(5), Sum(), by_time, TimestampCombiner.END_OF_WINDOW)
+    assert supports_columnar_sessions(SessionWindows(5), Sum(), by_time, TimestampCombiner.END_OF_WINDOW)
+    from triggers import AfterCount, AfterWatermark
+
+    custom = TriggerOption.of(AfterWatermark(early=AfterCount(2)))
+    assert not supports_columnar_sessions(SessionWindows(5), Sum(), custom, TimestampCombiner.END_OF_WINDOW)
     assert supports_columnar_sessions(SessionWindows(gap="g"), Sum(), default, TimestampCombiner.END_OF_WINDOW)
     assert not supports_columnar_sessions(SessionWindows(gap=len), Sum(), default, TimestampCombiner.END_OF_WINDOW)
 
@@ -146,6 +164,6 @@ def test_an_overflowing_session_names_its_key_and_bounds():
     op = KeyedWindowedOperator(SessionWindows(10), Sum())
     sessions = ColumnarSessions(op.window, op.accumulation, op.trigger, 0, label="op", column="n")
     table = sessions.process(SessionTable(), np.array(["k", "k"], dtype=object), np.array([1, 2]),
-                             np.array([2 ** 62, 2 ** 62]), 0, Panes(), [], lambda i: None)
+                             np.array([2 ** 62, 2 ** 62]), 0, Panes(), [], lambda i: None, processing_time=0)
     with pytest.raises(WindowOverflowError, match="k"):
         sessions.on_watermark(table, 100, Panes())

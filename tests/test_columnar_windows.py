@@ -14,15 +14,17 @@ from hypothesis import strategies as st
 
 from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
+from triggers.option import AccumulationMode
 from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimeWindows
 from windowed_operator.columnar import Panes
-from windowed_operator.columnar_triggers import CountTrigger, count_trigger
+from windowed_operator.columnar_triggers import Every, RowTrigger, row_trigger
 from windowed_operator.columnar_windows import ColumnarWindows, WindowTable, supports_columnar_windows
 from windowed_operator.panes import DropReason, TimestampCombiner
 from windowed_operator.state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
-from helpers import check_next_event_time, columnar_panes, core_run, element_arrays, near_boundaries
+from helpers import (check_next_event_time, check_next_processing_time, clocked, columnar_panes, core_run,
+                     element_arrays, near_boundaries)
 
 ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
 WINDOWS = {"tumbling 10": TimeWindows(10), "tumbling 5+2": TimeWindows(5, offset=2),
@@ -30,8 +32,12 @@ WINDOWS = {"tumbling 10": TimeWindows(10), "tumbling 5+2": TimeWindows(5, offset
            "cumulative 10/5": CumulativeWindows(10, 5), "global": GlobalWindow()}
 
 element = st.tuples(st.sampled_from("abc"), near_boundaries(-5, 90), st.integers(-3, 3))
-batch = st.tuples(st.lists(element, max_size=10), near_boundaries(-10, 110))
+#: How far processing time moves on before a batch: often not at all, often around the delays below.
+advance = st.sampled_from([0, 0, 1, 4, 5, 6, 11, 12, 13, 30])
+batch = st.tuples(st.lists(element, max_size=10), near_boundaries(-10, 110), advance)
 streams = st.lists(batch, min_size=1, max_size=8)
+#: Firings every N elements, or D ms of processing time after the first element since the last pane.
+FIRINGS = [{"count": 1}, {"count": 2}, {"count": 3}, {"duration": 5}, {"duration": 12}]
 
 
 @st.composite
@@ -39,12 +45,12 @@ def trigger_options(draw):
     kind = draw(st.sampled_from(["default", "at_watermark"]))
     option = TriggerOption.default() if kind == "default" else TriggerOption.at_watermark()
     if kind == "at_watermark":
-        early = draw(st.sampled_from([None, 1, 2, 3]))
-        late = draw(st.sampled_from([None, 1, 2]))
+        early = draw(st.sampled_from([None, *FIRINGS]))
+        late = draw(st.sampled_from([None, *FIRINGS[:2], *FIRINGS[3:]]))
         if early is not None:
-            option = option.with_early_firings_at_every(count=early)
+            option = option.with_early_firings_at_every(**early)
         if late is not None:
-            option = option.with_late_firings_at_every(count=late)
+            option = option.with_late_firings_at_every(**late)
     mode = draw(st.sampled_from(["discarding", "accumulating", "retracting"]))
     if mode == "accumulating":
         option = option.accumulating_fired_panes()
@@ -57,18 +63,20 @@ def trigger_options(draw):
 
 def columnar_run(op, steps, partials=False):
     windows = ColumnarWindows(op.window, op.accumulation, op.trigger, op.allowed_lateness)
-    table, watermark, panes, dropped = WindowTable(), -100, [], []
+    table, panes, dropped = WindowTable(), [], []
     n_dropped = 0
-    for elements, advance in [*steps, ([], None)]:
-        watermark = MAX_TIMESTAMP if advance is None else max(watermark, advance)
+    for elements, watermark, now in clocked(steps):
         out = Panes()
         keys, ts, values = element_arrays(elements, reads_values=not isinstance(op.accumulation, Count))
         check_next_event_time(windows, table, watermark)
+        check_next_processing_time(windows, table, watermark, now)
         if partials:
-            table, lost = windows.process_partials(table, *_fold_per_pane(op, keys, ts, values), watermark, out)
+            table, lost = windows.process_partials(table, *_fold_per_pane(op, keys, ts, values), watermark, out,
+                                                   processing_time=now)
             n_dropped += lost
         else:
-            table = windows.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i])
+            table = windows.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i],
+                                    processing_time=now)
         panes.append(columnar_panes(out))
     assert len(table) == 0  # the end of input expired every window
     return panes, (n_dropped if partials else Counter(d.reason for d in dropped))
@@ -103,6 +111,50 @@ def test_columnar_windows_equal_the_core_batch_for_batch(steps, acc, window, tri
     assert columnar_run(op, steps) == core_run(op, steps)
 
 
+def _slow(steps):
+    """Steps whose second item is how far the watermark moves on, as steps with the watermark itself."""
+    watermark, out = -10, []
+    for elements, step, moved in steps:
+        watermark += step
+        out.append((elements, watermark, moved))
+    return out
+
+
+#: Streams where the watermark creeps (0-8 ms a batch), so that windows stay open across many
+#: batches and processing time, not the watermark, decides most panes.
+slow_streams = st.lists(st.tuples(st.lists(element, max_size=6), st.integers(0, 8), advance), min_size=1,
+                        max_size=12).map(_slow)
+
+
+@st.composite
+def timed_trigger_options(draw):
+    """``AfterWatermark`` with at least one firing by processing time."""
+    early = draw(st.sampled_from([None, {"duration": 5}, {"duration": 12}, {"count": 2}]))
+    late = draw(st.sampled_from([None, {"duration": 5}, {"duration": 1}, {"count": 1}]))
+    if not any(f is not None and "duration" in f for f in (early, late)):
+        early = {"duration": 5}
+    option = TriggerOption.at_watermark()
+    if early is not None:
+        option = option.with_early_firings_at_every(**early)
+    if late is not None:
+        option = option.with_late_firings_at_every(**late)
+    option = option._with(mode=draw(st.sampled_from(list(AccumulationMode))))
+    return option.fire_only_updated_panes() if draw(st.booleans()) else option
+
+
+@settings(max_examples=400, deadline=None)
+@given(steps=slow_streams, acc=st.sampled_from(["sum", "count", "mean"]), window=st.sampled_from(sorted(WINDOWS)),
+       trigger=timed_trigger_options(), lateness=st.sampled_from([0, 7, 30]))
+def test_firings_by_processing_time_equal_the_core(steps, acc, window, trigger, lateness):
+    """A firing is due ``delay`` after the first element since the phase's last pane, later
+    elements leaving it; a pane (also the ON_TIME one) clears it; due firings run before the
+    batch's elements, after the watermark's."""
+    op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=trigger, allowed_lateness=lateness)
+    if not supports_columnar_windows(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
+        return
+    assert columnar_run(op, steps) == core_run(op, steps)
+
+
 @settings(max_examples=300, deadline=None)
 @given(steps=streams, acc=st.sampled_from(["sum", "count", "mean", "max"]),
        window=st.sampled_from(["tumbling 10", "hopping 10/5", "cumulative 10/5"]), trigger=trigger_options(),
@@ -118,14 +170,17 @@ def test_partials_folded_per_pane_give_the_panes_of_their_elements(steps, acc, w
     assert folded == panes and lost == sum(dropped.values())
 
 
-def test_count_triggers_are_recognized_and_others_are_not():
-    assert count_trigger(TriggerOption.default()) == CountTrigger(early=None, late=1)
+def test_watermark_triggers_are_recognized_and_custom_ones_are_not():
+    assert row_trigger(TriggerOption.default()) == RowTrigger(early=None, late=Every(count=1))
     early = TriggerOption.at_watermark().with_early_firings_at_every(count=100)
-    assert count_trigger(early) == CountTrigger(early=100, late=None)
-    assert count_trigger(TriggerOption.at_watermark().with_early_firings_at_every(duration=1_000)) is None
-    from triggers import AfterCount, Repeatedly
+    assert row_trigger(early) == RowTrigger(early=Every(count=100), late=None)
+    timed = TriggerOption.at_watermark().with_early_firings_at_every("1s").with_late_firings_at_every(count=2)
+    assert row_trigger(timed) == RowTrigger(early=Every(delay=1_000), late=Every(count=2))
+    assert row_trigger(timed).uses_processing_time and not row_trigger(early).uses_processing_time
+    from triggers import AfterCount, AfterWatermark, Repeatedly
 
-    assert count_trigger(TriggerOption.of(Repeatedly(AfterCount(2)))) is None
+    assert row_trigger(TriggerOption.of(Repeatedly(AfterCount(2)))) is None
+    assert row_trigger(TriggerOption.of(AfterWatermark(early=AfterCount(2)))) is None
 
 
 def test_a_finished_window_drops_its_late_elements_as_closed_until_it_expires():
@@ -162,7 +217,7 @@ def test_an_accumulator_past_int64_read_back_from_its_record_still_raises_at_fir
     windows = ColumnarWindows(op.window, op.accumulation, op.trigger, 0)
     records = WindowRecords(windows)
     table = windows.process(WindowTable(), np.array(["a"] * 3, dtype=object), np.array([1, 2, 3]),
-                            np.array([2 ** 62] * 3), 0, Panes(), [], lambda i: None)
+                            np.array([2 ** 62] * 3), 0, Panes(), [], lambda i: None, processing_time=0)
     data = json.loads(json.dumps(records.codec.to_data(records.split(table, ["a"])["a"])))
     table = records.build(["a"], [records.codec.from_data(data)], 0)
     with pytest.raises(WindowOverflowError, match=r"\[0, 10\)"):

@@ -42,7 +42,7 @@ def columnar_path(values, acc=None):
     out = Panes()
     table = columnar.process(PaneTable(), np.array(["a"] * len(values), dtype=object),
                              np.arange(len(values), dtype=np.int64), np.array(values, dtype=np.int64), 0, out, [],
-                             lambda i: values[i])
+                             lambda i: values[i], processing_time=0)
     columnar.on_watermark(table, MAX_TIMESTAMP, out)
     return out.values.tolist()
 

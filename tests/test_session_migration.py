@@ -1,5 +1,5 @@
-"""State version 6 kept sessions under the default trigger, and windows assigned by timestamp under
-count triggers or in retracting mode, as the object path's records; they now run on the columnar
+"""State version 6 kept sessions, and windows assigned by timestamp under count or processing-time
+firings or in retracting mode, as the object path's records; they now run on the columnar
 session and window paths, whose records are read from the old ones key by key.  A stream run first
 on the object path's records and then, on the same stored records, on a columnar path gives the
 panes of one uninterrupted run."""
@@ -37,28 +37,29 @@ def pane(key, start, end, value, timing, index, is_last, is_retraction):
     return key, int(start), int(end), round(float(value), 9), timing, int(index), bool(is_last), bool(is_retraction)
 
 
-def object_path_batch(core, store, elements, watermark):
+def object_path_batch(core, store, elements, watermark, now=0):
     group = GroupState(store, KeyStateCodec(), {}, "op")
     by_key: dict = {}
     for key, ts, value in elements:
         by_key.setdefault(key, []).append((ts, value, None))
-    work = [(key, lambda k, state, rows=sorted(rows): core.process_batch(k, state, rows, watermark, 0))
+    work = [(key, lambda k, state, rows=sorted(rows): core.process_batch(k, state, rows, watermark, now))
             for key, rows in by_key.items()]
-    emission = run_group_batch(core, group, work, watermark, 0)
+    emission = run_group_batch(core, group, work, watermark, now)
     group.commit(next_due(core))
     group.save(wm=watermark)
     return Counter(pane(p.key, p.window_start, p.window_end, p.value, p.timing.value, p.index, p.is_last,
                         p.is_retraction) for p in emission.outputs)
 
 
-def columnar_batch(engine, records, store, elements, watermark, count):
+def columnar_batch(engine, records, store, elements, watermark, count, now=0):
     group = GroupState(store, records.codec, {}, "op")
     keys = np.array([k for k, _, _ in elements], dtype=object)
     ts = np.array([t for _, t, _ in elements], dtype=np.int64)
     values = None if count else np.array([v for _, _, v in elements], dtype=np.int64)
     out = Panes()
-    run_columnar_batch(records, group, keys.tolist(), watermark,
-                       lambda table: engine.process(table, keys, ts, values, watermark, out, [], lambda i: None))
+    run_columnar_batch(records, group, keys.tolist(), watermark, now,
+                       lambda table: engine.process(table, keys, ts, values, watermark, out, [], lambda i: None,
+                                                    processing_time=now))
     group.save(wm=watermark)
     return Counter(pane(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
                                              out.pane_index, out.is_last, out.is_retraction))
@@ -78,11 +79,18 @@ COUNT_TRIGGERS = {
     "early 2": TriggerOption.at_watermark().with_early_firings_at_every(count=2),
     "early 1 late 2": TriggerOption.at_watermark().with_early_firings_at_every(count=1).with_late_firings_at_every(
         count=2),
-    "late 1": TriggerOption.at_watermark().with_late_firings_at_every(count=1), "default": TriggerOption.default()}
+    "late 1": TriggerOption.at_watermark().with_late_firings_at_every(count=1), "default": TriggerOption.default(),
+    "early 5 ms late 3 ms": TriggerOption.at_watermark().with_early_firings_at_every(duration=5)
+    .with_late_firings_at_every(duration=3),
+    "early 5 ms late 1": TriggerOption.at_watermark().with_early_firings_at_every(duration=5)
+    .with_late_firings_at_every(count=1)}
+#: Steps with processing time moving on (by 0-6 ms) before each batch.
+timed_steps = st.lists(st.tuples(st.lists(element, max_size=8), near_boundaries(0, 100),
+                                 st.sampled_from([0, 2, 3, 5, 6])), min_size=2, max_size=8)
 
 
 @settings(max_examples=200, deadline=None)
-@given(steps=steps_strategy, split=st.integers(1, 7), acc=st.sampled_from(sorted(ACCS)),
+@given(steps=timed_steps, split=st.integers(1, 7), acc=st.sampled_from(sorted(ACCS)),
        window=st.sampled_from(sorted(WINDOWS)), trigger=st.sampled_from(sorted(COUNT_TRIGGERS)),
        mode=st.sampled_from(["discarding", "accumulating", "retracting"]), lateness=st.sampled_from([0, 9, 40]))
 def test_object_path_records_continue_on_the_columnar_window_path(steps, split, acc, window, trigger, mode,
@@ -99,6 +107,22 @@ def test_object_path_records_continue_on_the_columnar_window_path(steps, split, 
     _continue_across_the_switch(op, steps, split, acc == "count")
 
 
+@settings(max_examples=150, deadline=None)
+@given(steps=timed_steps, split=st.integers(1, 7), acc=st.sampled_from(sorted(ACCS)),
+       trigger=st.sampled_from(sorted(COUNT_TRIGGERS)), mode=st.sampled_from(["accumulating", "retracting"]),
+       lateness=st.sampled_from([0, 9, 40]))
+def test_object_path_session_records_with_early_and_late_firings_continue(steps, split, acc, trigger, mode,
+                                                                         lateness):
+    """Sessions under count or processing-time firings (the object path's records in version 6)
+    continue on the session table: the phase, its count and its due firing read from the trigger's
+    state."""
+    option = COUNT_TRIGGERS[trigger]
+    option = option.accumulating_fired_panes() if mode == "accumulating" else \
+        option.accumulating_and_retracting_fired_panes()
+    op = KeyedWindowedOperator(SessionWindows(6), ACCS[acc], trigger=option, allowed_lateness=lateness)
+    _continue_across_the_switch(op, steps, split, acc == "count")
+
+
 def _continue_across_the_switch(op, steps, split, count):
     core = op.build_core()
     engine = columnar_engine(op.window, op.accumulation, op.trigger, op.allowed_lateness, label="op", column=None)
@@ -107,14 +131,15 @@ def _continue_across_the_switch(op, steps, split, count):
     split = min(split, len(steps) - 1)
     uninterrupted, migrated = [], []
     store, old_store = MemoryStore(), MemoryStore()
-    watermark = -10
-    for i, (elements, advance) in enumerate(steps):
+    watermark, now = -10, 0
+    for i, (elements, advance, *moved) in enumerate(steps):
         watermark = max(watermark, advance)
-        uninterrupted.append(object_path_batch(core, old_store, elements, watermark))
+        now += moved[0] if moved else 0
+        uninterrupted.append(object_path_batch(core, old_store, elements, watermark, now))
         if i < split:
-            migrated.append(object_path_batch(core, store, elements, watermark))
+            migrated.append(object_path_batch(core, store, elements, watermark, now))
         else:
-            migrated.append(columnar_batch(engine, records, store, elements, watermark, count))
+            migrated.append(columnar_batch(engine, records, store, elements, watermark, count, now))
     assert migrated == uninterrupted
     assert not store.keys
 

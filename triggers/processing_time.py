@@ -6,6 +6,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from windowed_operator.config import Duration
+from windowed_operator.time_rules import is_timer_due
 
 from .base import TimeDomain, Trigger, TriggerContext, earliest
 
@@ -30,7 +31,7 @@ class AfterProcessingTime(Trigger):
 
     def should_fire(self, ctx: TriggerContext) -> bool:
         fire_at = ctx.get("fire_at")
-        return fire_at is not None and ctx.processing_time >= fire_at
+        return fire_at is not None and bool(is_timer_due(fire_at, ctx.processing_time))
 
     def on_fire(self, ctx: TriggerContext) -> bool:
         ctx.clear_timer(TimeDomain.PROCESSING_TIME)

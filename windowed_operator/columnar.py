@@ -238,6 +238,12 @@ class ColumnarCore:
         """When the group next has something to do: an ON_TIME pane or a pane to drop."""
         return int(self.due_per_row(table).min()) if len(table) else None
 
+    def next_processing_time(self, table: PaneTable) -> Optional[int]:
+        return None  # (the default trigger waits on the watermark only)
+
+    def on_processing_time(self, table: PaneTable, processing_time: int, out: Panes) -> PaneTable:
+        return table
+
     def on_watermark(self, table: PaneTable, watermark: int, out: Panes) -> PaneTable:
         if watermark <= table.watermark:
             return table
@@ -267,8 +273,10 @@ class ColumnarCore:
         return ~is_expired(self.layout.end_range(pane)[1] - 1, self.lateness, watermark)
 
     def process(self, table: PaneTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
-                watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any]) -> PaneTable:
-        """One batch of a key group (``keys``, ``timestamps``, ``values`` aligned), in the core's order."""
+                watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any], *,
+                processing_time: int) -> PaneTable:
+        """One batch of a key group (``keys``, ``timestamps``, ``values`` aligned), in the core's order
+        (the default trigger has no processing-time firings: ``processing_time`` changes nothing)."""
         table = self.on_watermark(table, watermark, out)
         if not len(timestamps):
             return table
@@ -281,7 +289,8 @@ class ColumnarCore:
         return self._fold_bundle(table, keys, pane, columns, live, watermark, out)
 
     def process_partials(self, table: PaneTable, keys: np.ndarray, panes: np.ndarray, counts: np.ndarray,
-                         aggregates: list[np.ndarray], watermark: int, out: Panes) -> tuple[PaneTable, int]:
+                         aggregates: list[np.ndarray], watermark: int, out: Panes, *,
+                         processing_time: int) -> tuple[PaneTable, int]:
         """One batch already folded per (key, pane) upstream (``ColumnarForm.partial_aggregates``; rows
         may repeat a (key, pane)); returns the table and how many elements were dropped as expired.
         Panes never split windows, so lateness decided per partial is lateness per element."""

@@ -3,7 +3,7 @@ and split back into one record per key.
 
 Three tables: the pane table of windows assigned by timestamp under the default trigger
 (``columnar``, records ``KeyPanes``), the session table (``columnar_sessions``, records
-``KeySessions``) and the window table of windows assigned by timestamp under count triggers
+``KeySessions``) and the window table of windows assigned by timestamp under early/late firings
 (``columnar_windows``, records ``KeyWindows``); ``PaneRecords``, ``SessionRecords`` and
 ``WindowRecords`` build and split them, and ``run_columnar_batch`` runs any.
 
@@ -26,6 +26,7 @@ from triggers.base import TimeDomain, TriggerContext
 
 from .columnar import ColumnarCore, ColumnarForm, PaneTable, supports_columnar
 from .columnar_panes import object_array
+from .columnar_triggers import NOT_SET
 from .columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
 from .columnar_windows import ColumnarWindows, WindowTable, supports_columnar_windows
 from .panes import TimestampCombiner
@@ -46,6 +47,8 @@ class KeyPanes:
     late: dict = field(default_factory=dict)  # window end -> LATE panes fired
     #: When the key next has work (set after a batch, for the due index; not stored).
     next_due: Optional[int] = field(default=None, compare=False)
+    #: (pane rows never wait on processing time)
+    next_processing_due: Optional[int] = field(default=None, compare=False)
 
 
 class KeyPanesCodec:
@@ -182,9 +185,12 @@ class KeyRows:
     last: list = field(default_factory=list)
     late: list = field(default_factory=list)
     count: list = field(default_factory=list)
+    fire_at: list = field(default_factory=list)
     closed: list = field(default_factory=list)
-    #: When the key next has work (set after a batch, for the due index; not stored).
+    #: When the key next has work, in event time and in processing time (set after a batch, for the
+    #: due indexes; not stored).
     next_due: Optional[int] = field(default=None, compare=False)
+    next_processing_due: Optional[int] = field(default=None, compare=False)
 
 
 KeySessions = KeyWindows = KeyRows
@@ -193,7 +199,11 @@ KeySessions = KeyWindows = KeyRows
 #: The plain columns of session and window rows and their types (besides ``acc`` and ``last``,
 #: which hold values).
 _ROW_COLUMNS = {"starts": np.int64, "ends": np.int64, "pending": np.int64, "hold": bool,
-                "nonspeculative": np.int64, "index": np.int64, "late": bool, "count": np.int64, "closed": bool}
+                "nonspeculative": np.int64, "index": np.int64, "late": bool, "count": np.int64,
+                "fire_at": np.int64, "closed": bool}
+#: Columns a record may leave out when every row holds the default (``fire_at`` only matters to
+#: firings by processing time; records written before them have none).
+_OPTIONAL_COLUMNS = {"fire_at": NOT_SET}
 
 
 def _trigger_columns(data: dict) -> dict:
@@ -225,6 +235,9 @@ class RowsCodec:
 
     def to_data(self, state: Any) -> dict:
         data: dict[str, Any] = {"rows": self.kind, **{name: getattr(state, name) for name in self.columns}}
+        for name, default in _OPTIONAL_COLUMNS.items():
+            if all(v == default for v in data[name]):
+                del data[name]
         data["acc"] = [[self.values.value(v) for v in column] for column in state.acc]
         data["last"] = [self.values.value(v) for v in state.last]
         return data
@@ -235,24 +248,28 @@ class RowsCodec:
         read = self.values.read_value
         if "late" not in data:
             data = {**data, **_trigger_columns(data)}
+        data = {**{name: [default] * len(data["starts"]) for name, default in _OPTIONAL_COLUMNS.items()}, **data}
         return self.record(**{name: list(data[name]) for name in self.columns},
                            acc=[[read(v) for v in column] for column in data["acc"]],
                            last=[read(v) for v in data["last"]])
 
     def _from_windows(self, data: dict) -> Any:
         """A key's rows from the object path's record: its windows' bookkeeping, and the trigger's
-        phase and count from its state (the end-of-window timer is pending exactly before the
+        phase, count and processing-time firing from its state (the end-of-window timer is pending exactly before the
         ON_TIME pane: ``columnar_triggers``)."""
         windows = sorted(self.values.from_data(data).windows.items())
         out = self.record(acc=[[] for _ in range(self.form.width)])
         for window, ws in windows:
             late = not ws.timer_times(TimeDomain.WATERMARK.value)
-            # (``AfterWatermark``'s early or late ``Repeatedly(AfterCount)``, read where it keeps its count)
+            # (``AfterWatermark``'s early or late ``Repeatedly``, read where its ``AfterCount`` keeps its count
+            # or its ``AfterProcessingTime`` its due time)
             phase = TriggerContext(window, ws.trigger_state, ws.timers, MIN_TIMESTAMP, 0).nested(
                 "late" if late else "early").nested(0)
+            fire_at = phase.get("fire_at")
             row = {"starts": window.start, "ends": window.end, "pending": ws.pending, "hold": ws.on_time_hold,
                    "nonspeculative": ws.nonspeculative_index, "index": ws.pane_index, "late": late,
-                   "count": phase.get("count", 0), "closed": ws.closed}
+                   "count": phase.get("count", 0), "fire_at": NOT_SET if fire_at is None else fire_at,
+                   "closed": ws.closed}
             for name in self.columns:
                 getattr(out, name).append(row[name])
             for column, value in zip(out.acc, self.form.columns_of(ws.acc) if not ws.closed
@@ -285,9 +302,12 @@ class RowRecords:
         columns = {name: getattr(table, name).tolist() for name in (*self.columns, "last")}
         acc = [c.tolist() for c in table.acc]
         due = self.engine.due_per_row(table)
+        processing_due = self.engine.processing_due_per_row(table)
         for lo, hi in _key_runs(table.keys):
+            timed = int(processing_due[lo:hi].min())
             out[table.keys[lo]] = self.record(**{name: values[lo:hi] for name, values in columns.items()},
-                                              acc=[c[lo:hi] for c in acc], next_due=int(due[lo:hi].min()))
+                                              acc=[c[lo:hi] for c in acc], next_due=int(due[lo:hi].min()),
+                                              next_processing_due=None if timed == NOT_SET else timed)
         return out
 
 
@@ -344,16 +364,16 @@ def columnar_records(engine: Engine) -> ColumnarRecords:
 
 
 def run_columnar_batch(records: ColumnarRecords, group: GroupState, batch_keys: Iterable[Hashable],
-                       watermark: int, run: Callable[[Any], Any]) -> None:
-    """One batch of one group on per-key records: load the batch's keys and the keys due, build
-    their table at the group's last watermark, ``run`` the path on it, and hand each key's records
-    back to the group (``group.save`` remains to do)."""
+                       watermark: int, processing_time: int, run: Callable[[Any], Any]) -> None:
+    """One batch of one group on per-key records: load the batch's keys and the keys due (in event
+    time or processing time), build their table at the group's last watermark, ``run`` the path on
+    it, and hand each key's records back to the group (``group.save`` remains to do)."""
     keys = list(dict.fromkeys(batch_keys))
     group.preload(keys)
     touched = set(keys)
-    keys += [key for key in group.due_keys(watermark, None) if key not in touched]
+    keys += [key for key in group.due_keys(watermark, processing_time) if key not in touched]
     table = run(records.build(keys, [group.loaded[k].state for k in keys], group.meta.get("wm", MIN_TIMESTAMP)))
     for key, state in records.split(table, keys).items():  # every key of ``keys``: all written back
         group.touch(key)
         group.loaded[key].state = state
-    group.commit(lambda state: (state.next_due, None))
+    group.commit(lambda state: (state.next_due, state.next_processing_due))

@@ -1,9 +1,9 @@
-"""Session windows as arrays: the columnar path for merging windows under count triggers.
+"""Session windows as arrays: the columnar path for merging windows under early/late firings.
 
 A key group's sessions are one table, one row per session, sorted by key, start and end: bounds,
-accumulator columns, the pane bookkeeping of ``WindowState`` (``columnar_panes``) and the count
+accumulator columns, the pane bookkeeping of ``WindowState`` (``columnar_panes``) and the
 trigger's state (``columnar_triggers``: Beam's default trigger, or early/late firings every N
-elements).  A micro-batch is then a few array operations for all keys at once instead of Python
+elements or D ms of processing time).  A micro-batch is then a few array operations for all keys at once instead of Python
 objects per session, in the order of ``WindowedCore.run_batch``:
 
 1. the watermark step (``TriggeredRows.on_watermark``): sessions whose end-of-window timer is due
@@ -35,7 +35,7 @@ from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
 from .columnar import Panes
-from .columnar_triggers import RowTable, TriggeredRows, supports_count_triggered_rows
+from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize
 from .time_rules import is_end_reached, is_expired
@@ -49,10 +49,10 @@ SessionTable = RowTable
 def supports_columnar_sessions(window: Any, accumulation: Accumulation, trigger: TriggerOption,
                                timestamp_combiner: Any) -> bool:
     """Sessions with a fixed gap or a gap per element read from a column (``process(gaps=)``; a
-    callable gap is read element by element), with what every count-triggered table needs
-    (``columnar_triggers.supports_count_triggered_rows``)."""
+    callable gap is read element by element), with what every triggered table needs
+    (``columnar_triggers.supports_triggered_rows``)."""
     return (isinstance(window, SessionWindows) and (not window.dynamic or isinstance(window.gap, str))
-            and supports_count_triggered_rows(accumulation, trigger, timestamp_combiner))
+            and supports_triggered_rows(accumulation, trigger, timestamp_combiner))
 
 
 class ColumnarSessions(TriggeredRows):
@@ -64,10 +64,10 @@ class ColumnarSessions(TriggeredRows):
     # -- a bundle of elements -------------------------------------------------------------------
     def process(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
                 watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any],
-                gaps: Optional[np.ndarray] = None) -> SessionTable:
+                gaps: Optional[np.ndarray] = None, *, processing_time: int) -> SessionTable:
         """One batch of a key group (``keys``, ``timestamps``, ``values`` aligned), in the core's order;
         ``gaps``: each element's gap in ms (positive), for sessions whose gap is the element's."""
-        table = self.on_watermark(table, watermark, out)
+        table = self.on_processing_time(self.on_watermark(table, watermark, out), processing_time, out)
         if not len(timestamps):
             return table
         timestamps = np.asarray(timestamps, dtype=np.int64)
@@ -82,14 +82,16 @@ class ColumnarSessions(TriggeredRows):
         partials = self.form.from_partials(np.ones(len(index), dtype=np.int64),
                                            [values[live]] * len(self.form.partial_aggregates) if values is not None
                                            else [])
-        table, closed = self._merge_bundle(table, keys[live], timestamps[live], ends[live], partials, watermark, out)
+        table, closed = self._merge_bundle(table, keys[live], timestamps[live], ends[live], partials, watermark,
+                                           processing_time, out)
         for i in index[closed].tolist():
             dropped.append(DroppedElement(DropReason.CLOSED_WINDOW, element_of(i), keys[i], int(timestamps[i]),
                                           watermark))
         return table
 
     def _merge_bundle(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, proto_ends: np.ndarray,
-                      partials: list, watermark: int, out: Panes) -> tuple[SessionTable, np.ndarray]:
+                      partials: list, watermark: int, processing_time: int,
+                      out: Panes) -> tuple[SessionTable, np.ndarray]:
         """Beam's bundle-level merge of the bundle's proto-sessions with the key's active sessions
         (``WindowedCore._add_to_sessions``); returns the table and which elements were dropped as
         arriving in a closed session."""
@@ -159,14 +161,17 @@ class ColumnarSessions(TriggeredRows):
             held = is_row & table.hold[rows]
             row_late = is_row & table.late[rows]
             # ``AfterWatermark.on_merge``: late only if every merged session was and the end is reached;
-            # the count of the phase it is in sums its sources' counts of that phase.
+            # the count of the phase it is in sums its sources' counts of that phase, and its firing by
+            # processing time is due at the earliest of theirs (``AfterProcessingTime.on_merge``).
             late_now = merged & np.logical_and.reduceat(row_late | ~is_row, first) & reached
-            counted = np.where(is_row & (late_now[group_of] | ~row_late), table.count[rows], 0)
-            count = np.add.reduceat(counted, first)
+            in_phase = is_row & (late_now[group_of] | ~row_late)
+            count = np.add.reduceat(np.where(in_phase, table.count[rows], 0), first)
+            fire_at = np.minimum.reduceat(np.where(in_phase, table.fire_at[rows], NOT_SET), first)
         else:
             columns = [partial[elements] for partial in partials]
             pending, held = np.ones(len(member), dtype=np.int64), np.zeros(len(member), dtype=bool)
             late_now, count = merged & reached, np.zeros(n_groups, dtype=np.int64)
+            fire_at = np.full(n_groups, NOT_SET, dtype=np.int64)
         touched = g_elements > 0
 
         def carried(column: np.ndarray, fresh: Any) -> np.ndarray:
@@ -182,8 +187,9 @@ class ColumnarSessions(TriggeredRows):
             nonspeculative=carried(table.nonspeculative, 0), index=carried(table.index, 0),
             last=carried(table.last, None), late=np.where(kept, carried(table.late, False), late_now),
             count=np.where(kept, carried(table.count, 0), count) + g_elements,
+            fire_at=np.where(kept, carried(table.fire_at, NOT_SET), fire_at),
             closed=np.zeros(n_groups, dtype=bool), watermark=table.watermark)
-        self.fire_ready(result, np.flatnonzero(touched), watermark, out)
+        self.on_elements(result, np.flatnonzero(touched), watermark, processing_time, out)
         return RowTable.concat([result, table.take(unchanged), closed], table.watermark), dropped
 
 

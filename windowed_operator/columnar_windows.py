@@ -1,11 +1,11 @@
-"""Windows assigned by timestamp under count triggers, as arrays: one row per (key, window).
+"""Windows assigned by timestamp under early/late firings, as arrays: one row per (key, window).
 
 The pane-sharing path (``columnar``) serves Beam's default trigger without retractions, where no
-window needs state of its own.  Early and late firings every N elements, the accumulating-and-
-retracting mode and only-updated panes do need it (a count per window, the last pane's value), so
-this path keeps a key group's windows as one table, sorted by key, start and end: accumulator
-columns, the pane bookkeeping of ``WindowState`` (``columnar_panes``) and the count trigger's
-state (``columnar_triggers``).  A micro-batch is a few array operations for all keys at once, in
+window needs state of its own.  Early and late firings (every N elements or D ms of processing
+time), the accumulating-and-retracting mode and only-updated panes do need it (a count and a due
+time per window, the last pane's value), so this path keeps a key group's windows as one table,
+sorted by key, start and end: accumulator columns, the pane bookkeeping of ``WindowState``
+(``columnar_panes``) and the trigger's state (``columnar_triggers``).  A micro-batch is a few array operations for all keys at once, in
 the order of ``WindowedCore.run_batch``:
 
 1. the watermark step: windows whose end-of-window timer is due fire (finishing if the trigger has
@@ -29,7 +29,7 @@ from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
 from .columnar import Panes
-from .columnar_triggers import RowTable, TriggeredRows, supports_count_triggered_rows
+from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize
 from .time_rules import is_end_reached, is_expired
@@ -42,9 +42,9 @@ WindowTable = RowTable
 
 def supports_columnar_windows(window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                               timestamp_combiner: Any) -> bool:
-    """Windows assigned by timestamp, with what every count-triggered table needs
-    (``columnar_triggers.supports_count_triggered_rows``)."""
-    return window.kind == "assigned" and supports_count_triggered_rows(accumulation, trigger, timestamp_combiner)
+    """Windows assigned by timestamp, with what every triggered table needs
+    (``columnar_triggers.supports_triggered_rows``)."""
+    return window.kind == "assigned" and supports_triggered_rows(accumulation, trigger, timestamp_combiner)
 
 
 class ColumnarWindows(TriggeredRows):
@@ -55,37 +55,40 @@ class ColumnarWindows(TriggeredRows):
 
     # -- a bundle -------------------------------------------------------------------------------
     def process(self, table: WindowTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
-                watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any]) -> WindowTable:
+                watermark: int, out: Panes, dropped: list, element_of: Callable[[int], Any], *,
+                processing_time: int) -> WindowTable:
         """One batch of a key group (``keys``, ``timestamps``, ``values`` aligned), in the core's order."""
-        table = self.on_watermark(table, watermark, out)
+        table = self.on_processing_time(self.on_watermark(table, watermark, out), processing_time, out)
         if not len(timestamps):
             return table
         timestamps = np.asarray(timestamps, dtype=np.int64)
         ones = np.ones(len(timestamps), dtype=np.int64)
         partials = self.form.from_partials(ones, [values] * len(self.form.partial_aggregates))
-        table, accepted, live = self._add(table, keys, timestamps, partials, ones, watermark, out)
+        table, accepted, live = self._add(table, keys, timestamps, partials, ones, watermark, processing_time, out)
         for i in np.flatnonzero(~accepted).tolist():
             reason = DropReason.CLOSED_WINDOW if live[i] else DropReason.EXPIRED
             dropped.append(DroppedElement(reason, element_of(i), keys[i], int(timestamps[i]), watermark))
         return table
 
     def process_partials(self, table: WindowTable, keys: np.ndarray, panes: np.ndarray, counts: np.ndarray,
-                         aggregates: list[np.ndarray], watermark: int, out: Panes) -> tuple[WindowTable, int]:
+                         aggregates: list[np.ndarray], watermark: int, out: Panes, *,
+                         processing_time: int) -> tuple[WindowTable, int]:
         """One batch folded upstream per (key, pane) (rows may repeat a (key, pane)); returns the table
         and how many elements were dropped.  Every element of a pane has the pane's windows, so each
         partial is assigned, judged and counted (its elements count for the count trigger) as its
         elements would be."""
-        table = self.on_watermark(table, watermark, out)
+        table = self.on_processing_time(self.on_watermark(table, watermark, out), processing_time, out)
         if not len(panes):
             return table, 0
         counts = np.asarray(counts, dtype=np.int64)
         partials = self.form.from_partials(counts, aggregates)
         table, accepted, _ = self._add(table, keys, np.asarray(panes, dtype=np.int64), partials, counts, watermark,
-                                       out)
+                                       processing_time, out)
         return table, int(counts[~accepted].sum())
 
     def _add(self, table: WindowTable, keys: np.ndarray, timestamps: np.ndarray, partials: list[np.ndarray],
-             counts: np.ndarray, watermark: int, out: Panes) -> tuple[WindowTable, np.ndarray, np.ndarray]:
+             counts: np.ndarray, watermark: int, processing_time: int,
+             out: Panes) -> tuple[WindowTable, np.ndarray, np.ndarray]:
         """Fold a bundle's partials (``counts`` elements each) into their windows and fire what is
         ready; returns the table, which partials went into some window, and which had a live one."""
         n_rows, n_items = len(table), len(timestamps)
@@ -146,8 +149,8 @@ class ColumnarWindows(TriggeredRows):
             nonspeculative=carried(table.nonspeculative, 0), index=carried(table.index, 0),
             last=carried(table.last, None),
             late=carried(table.late, False), count=carried(table.count, 0) + arrived,
-            closed=carried(table.closed, False), watermark=table.watermark)
-        self.fire_ready(result, np.flatnonzero(touched & ~result.closed), watermark, out)
+            fire_at=carried(table.fire_at, NOT_SET), closed=carried(table.closed, False), watermark=table.watermark)
+        self.on_elements(result, np.flatnonzero(touched & ~result.closed), watermark, processing_time, out)
         return result, accepted, live
 
 

@@ -328,7 +328,8 @@ class WindowedCore:
             ws = state.windows[window]
             if ws.closed:
                 continue
-            due = [k for k, t in ws.timers.items() if k.endswith(_PROCESSING) and t <= processing_time]
+            due = [k for k, t in ws.timers.items() if k.endswith(_PROCESSING)
+                   and time_rules.is_timer_due(t, processing_time)]
             if not due:
                 continue
             for k in due:
@@ -378,7 +379,7 @@ class WindowedCore:
     def processing_time_work_due(self, state: KeyState, processing_time: int) -> bool:
         """Whether ``on_processing_time`` has something to do for this key now."""
         due = self.next_processing_time(state)
-        return due is not None and due <= processing_time
+        return due is not None and bool(time_rules.is_timer_due(due, processing_time))
 
     def process_batch(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
                       watermark: int, processing_time: int) -> Emission:

@@ -40,7 +40,7 @@ ADVICE: dict[str, str] = {
     "timestamp combiner": "open panes hold timestamps for the old combiner: start a new checkpoint",
     "key groups": "keys are hashed into the stored number of groups: pass key_groups={stored} to apply()",
     "state layout": "the new options run on another execution path (the columnar paths serve the default "
-                    "trigger and count triggers with vectorized=True), whose state is laid out differently: "
+                    "trigger and early/late firings with vectorized=True), whose state is laid out differently: "
                     "start a new checkpoint or restore the options that chose the stored layout",
     "time mode": "timers of the other time domain are stored: start a new checkpoint",
     "accumulation mode": "after discarding panes, the accumulators hold only the elements since the last pane: "
@@ -50,7 +50,7 @@ ADVICE: dict[str, str] = {
 #: State layouts whose records a later layout reads and rewrites key by key (stored -> current).
 LAYOUT_MIGRATIONS: set[tuple[str, str]] = {
     ("per-key windows", "per-key session rows"),  # sessions under the default trigger went columnar
-    ("per-key windows", "per-key window rows"),  # so did windows assigned by timestamp under count triggers
+    ("per-key windows", "per-key window rows"),  # so did windows assigned by timestamp under early/late firings
 }
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

@@ -48,9 +48,11 @@ def expiry_due(max_timestamp: Any, allowed_lateness: int) -> Any:
     return max_timestamp + allowed_lateness + 1
 
 
-def is_timer_due(due: Any, watermark: Any) -> Any:
-    """An event-time timer fires once the watermark reaches its due time (Spark's rule too)."""
-    return watermark >= due
+def is_timer_due(due: Any, now: Any) -> Any:
+    """A timer fires once its clock reaches its due time: an event-time timer at the watermark ``due``
+    (Spark's rule too), a processing-time timer at the processing time ``due`` (Beam's
+    ``AfterProcessingTime``: once processing time is past the first element plus the delay)."""
+    return now >= due
 
 
 def latest_max_timestamp_reached(watermark: Any) -> Any:

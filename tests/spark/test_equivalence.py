@@ -123,16 +123,31 @@ def test_global_window_panes_can_be_collected_to_python(spark, tmp_path):
     assert rows and all(r.window_start is None and r.window_end is None and r.timestamp is None for r in rows)
 
 
-def test_processing_time_triggers_with_a_controlled_clock(spark, tmp_path):
-    trig = (TriggerOption.at_watermark().with_early_firings_at_every(duration=1_000)
-            .with_late_firings_at_every(duration=1_000).discarding_fired_panes())
-    op = operator(TimeWindows(10_000), trig)
+BY_TIME = TriggerOption.at_watermark().with_early_firings_at_every(duration=1_000)
+
+
+@pytest.mark.parametrize("window,trigger", [
+    ("tumbling", BY_TIME.with_late_firings_at_every(duration=1_000).discarding_fired_panes()),
+    ("hopping", BY_TIME.with_late_firings_at_every(count=1).accumulating_and_retracting_fired_panes()),
+    ("sessions", BY_TIME.with_late_firings_at_every(duration=1_000).accumulating_and_retracting_fired_panes())],
+    ids=["tumbling", "hopping-retracting", "sessions-retracting"])
+def test_processing_time_triggers_with_a_controlled_clock(spark, tmp_path, window, trigger):
+    """Firings by processing time on the columnar window and session tables (pre-aggregated where the
+    windows have panes; keys whose firing is due found by the group's processing-time index) equal
+    the local runner under the same clock."""
+    option = {"tumbling": TimeWindows(10_000), "hopping": TimeWindows(10_000).slide_by(5_000),
+              "sessions": SessionWindows(3_000)}[window]
+    op = operator(option, trigger)
     batches = make_batches(6, n_batches=4, per_batch=6)
     clock = [0, 500, 1_700, 2_000, 3_500, 5_000]
     runner = run_local_like_spark(op, batches, DELAY, clock_times=clock)
     expected = local_panes(runner)
     assert any(p[4] == "EARLY" for p in expected)
-    assert spark_panes(run_spark(spark, op, batches, tmp_path, clock_times=clock)) == expected
+    assert spark_panes(run_spark(spark, op, batches, tmp_path, clock_times=clock, key_groups=4)) == expected
+    if window != "sessions":  # (folded per (key, pane) before the shuffle: the window table takes partials)
+        (tmp_path / "plan").mkdir()
+        stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
+        assert "MapInArrow" in op.apply(stream)._jdf.queryExecution().logical().toString()
 
 
 def test_non_keyed_operator_with_a_list_output(spark, tmp_path):

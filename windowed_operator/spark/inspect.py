@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Optional
 
+from ..columnar_triggers import NOT_SET
 from ..state_codec import KeyStateCodec
 from .group_store import KEYS_STATE, META_STATE
 from .processor import GROUP_COLUMN
@@ -54,15 +55,17 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
                + (f" {' '.join(flags)}" if flags else ""))
     if "buffer" in state:
         yield f"  element buffer: {len(state['buffer'])} timestamps"
-    if "ends" in state:  # the rows of the columnar session path, or of the window path (count triggers)
+    if "ends" in state:  # the rows of the columnar session path, or of the window path (early/late firings)
         windows = state.get("rows") == "windows"
         for i, (start, end) in enumerate(zip(state["starts"], state["ends"])):
             fired = state["index"][i]
             trigger = ""
             if "late" in state:
                 phase = "after its ON_TIME pane" if state["late"][i] else "before its ON_TIME pane"
+                fire_at = state.get("fire_at", [NOT_SET] * len(state["starts"]))[i]
                 trigger = (" trigger finished" if state["closed"][i] else
-                           f" trigger {phase}, {state['count'][i]} element(s) counted")
+                           f" trigger {phase}, {state['count'][i]} element(s) counted"
+                           + (f", fires at processing time {fire_at}" if fire_at != NOT_SET else ""))
             yield (f"  {'window' if windows else 'session'} [{start}, {end}) "
                    f"acc={[read(column[i]) for column in state['acc']]!r} "
                    f"pending={state['pending'][i]} panes fired={fired}"

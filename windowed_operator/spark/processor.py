@@ -173,29 +173,31 @@ class WindowedStatefulProcessor(StatefulProcessor):
         keys = factorize(self._keys(frame))[1].tolist() if frame is not None and len(frame) else []
         if plan.key_column is not None:
             keys = [k for k in keys if not is_null(k)]  # rows with a null key are rejected below
-        released, panes, dropped, bad = Panes(), Panes(), [], []
+        released, timed, panes, dropped, bad = Panes(), Panes(), Panes(), [], []
         n_dropped = 0
 
         def run(table: Any) -> Any:
             nonlocal n_dropped
             table = self.columnar.on_watermark(table, watermark, released)  # (Phase.WATERMARK's panes)
+            table = self.columnar.on_processing_time(table, processing_time, timed)  # (Phase.PROCESSING_TIME's)
             if frame is None or not len(frame):
                 return table
             if plan.preaggregated:
-                table, n_dropped = self._run_partials(table, frame, watermark, panes)
+                table, n_dropped = self._run_partials(table, frame, watermark, processing_time, panes)
                 return table
-            table = self._run_rows(table, frame, watermark, panes, dropped, bad)
+            table = self._run_rows(table, frame, watermark, processing_time, panes, dropped, bad)
             n_dropped = len(dropped)
             return table
 
-        run_columnar_batch(self.records, group, keys, watermark, run)
+        run_columnar_batch(self.records, group, keys, watermark, processing_time, run)
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)
         self._schedule_group(group, spark_now, watermark)
         self._note_input(meta, beats, processing_time)
         group.save(wm=watermark)
         late = dropped if plan.operator.late_data_output else []
-        for phase, made, side in ((Phase.WATERMARK, released, []), (Phase.ELEMENTS, panes, [*late, *bad])):
+        for phase, made, side in ((Phase.WATERMARK, released, []), (Phase.PROCESSING_TIME, timed, []),
+                                  (Phase.ELEMENTS, panes, [*late, *bad])):
             if len(made) or (plan.side_outputs and side):
                 # (columns mixing values and nulls keep Python objects; else typed columns, which
                 # convert to Arrow much faster)
@@ -230,8 +232,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             return np.full(len(frame), None, dtype=object)
         return frame[self.plan.key_column].to_numpy(dtype=object)
 
-    def _run_rows(self, table: PaneTable, frame: pd.DataFrame, watermark: int, panes: Panes, dropped: list,
-                  bad: list) -> PaneTable:
+    def _run_rows(self, table: PaneTable, frame: pd.DataFrame, watermark: int, processing_time: int, panes: Panes,
+                  dropped: list, bad: list) -> PaneTable:
         """Input rows: those with a null or a time out of range are rejected (an error or a dead
         letter), the rest folded."""
         assert self.columnar is not None
@@ -254,16 +256,17 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
         extra = {"gaps": gaps[clean]} if gaps is not None else {}
         return self.columnar.process(table, self._keys(frame), frame[plan.time_column].to_numpy(dtype=np.int64),
-                                     values, watermark, panes, dropped, element_of, **extra)
+                                     values, watermark, panes, dropped, element_of, processing_time=processing_time,
+                                     **extra)
 
-    def _run_partials(self, table: PaneTable, frame: pd.DataFrame, watermark: int,
+    def _run_partials(self, table: PaneTable, frame: pd.DataFrame, watermark: int, processing_time: int,
                       panes: Panes) -> tuple[PaneTable, int]:
         """Rows folded upstream per (key, pane) (``preaggregate``): never null, never kept."""
         assert self.columnar is not None
         aggregates = [frame[name].to_numpy() for name in self.plan.partial_columns]
         return self.columnar.process_partials(table, self._keys(frame), frame[PANE_COLUMN].to_numpy(dtype=np.int64),
                                               frame[COUNT_COLUMN].to_numpy(dtype=np.int64), aggregates, watermark,
-                                              panes)
+                                              panes, processing_time=processing_time)
 
     def _clean(self, frame: pd.DataFrame) -> np.ndarray:
         """Rows the array paths take: a key, a time in range and a value (the rest go to the reader).

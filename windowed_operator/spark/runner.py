@@ -10,7 +10,7 @@ from pyspark.sql.types import IntegralType, LongType, StructField, StructType, T
 
 from ..columnar import columnar_form
 from ..columnar_records import supports_columnar_path
-from ..columnar_triggers import count_trigger
+from ..columnar_triggers import row_trigger
 from ..operator import OperatorBase, WindowingOptions
 from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, event_time_in_range, latest_event_time
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
@@ -496,10 +496,11 @@ def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
 def folds_before_shuffle(op: WindowingOptions, *, counts_carried: bool = False) -> bool:
     """What every scan-stage fold (pre-aggregation, pre-selection, pre-folding) needs: Beam's default
     trigger (it does not count elements) or, where the folded rows carry their element counts to
-    the trigger (``counts_carried``: the columnar paths), any count trigger; windows that are unions
+    the trigger (``counts_carried``: the columnar paths), ``AfterWatermark`` firing by count or by
+    processing time (all of a batch's elements arrive at its processing time); windows that are unions
     of panes, no element kept aside (no late-data or dead-letter output: a bad row raises the
     processor's error there) and no skew check (the scan stage has no batch time)."""
-    trigger = op.trigger.kind == "default" or (counts_carried and count_trigger(op.trigger) is not None)
+    trigger = op.trigger.kind == "default" or (counts_carried and row_trigger(op.trigger) is not None)
     return (trigger and op.window.pane_layout() is not None and not op.late_data_output
             and op.on_bad_element == "raise" and op.max_future_skew is None)
 
