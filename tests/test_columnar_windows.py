@@ -77,6 +77,9 @@ def columnar_run(op, steps, partials=False):
         else:
             table = windows.process(table, keys, ts, values, watermark, out, dropped, lambda i: elements[i],
                                     processing_time=now)
+        finished = table.closed
+        assert not table.pending[finished].any() and not any(c[finished].any() for c in table.acc), \
+            "a window whose trigger finished holds nothing"
         panes.append(columnar_panes(out))
     assert len(table) == 0  # the end of input expired every window
     return panes, (n_dropped if partials else Counter(d.reason for d in dropped))

@@ -218,19 +218,11 @@ class ColumnarCore:
                                       Window(int(windows.starts[bad]), int(windows.ends[bad])), values[bad])
         return values
 
-    def _first_end_after(self, max_timestamp: Any) -> Any:
-        """The smallest window end whose max timestamp (end - 1) is after ``max_timestamp``."""
-        return self.layout.align_up(max_timestamp + 2)
-
-    def _last_end_up_to(self, max_timestamp: Any) -> Any:
-        """The largest window end whose max timestamp is at most ``max_timestamp``."""
-        return self.layout.align_down(max_timestamp + 1)
-
     def due_per_row(self, table: PaneTable) -> np.ndarray:
         """When each pane row next has something to do: its next window's ON_TIME pane, or its
         expiry."""
         lo, hi = self.layout.end_range(table.starts)
-        next_end = np.maximum(lo, self._first_end_after(latest_max_timestamp_reached(table.watermark)))
+        next_end = np.maximum(lo, self.layout.first_end_after(latest_max_timestamp_reached(table.watermark)))
         return np.minimum(np.where(next_end <= hi, end_of_window_due(next_end - 1), MAX_TIMESTAMP),
                           expiry_due(hi - 1, self.lateness))
 
@@ -252,8 +244,8 @@ class ColumnarCore:
             codes, uniques = factorize(table.keys)
             lo, hi = self.layout.end_range(table.starts)
             # Windows whose end is reached at ``watermark`` and was not at the last one applied.
-            due_lo = np.maximum(lo, self._first_end_after(latest_max_timestamp_reached(table.watermark)))
-            due_hi = hi if ended else np.minimum(hi, self._last_end_up_to(latest_max_timestamp_reached(watermark)))
+            due_lo = np.maximum(lo, self.layout.first_end_after(latest_max_timestamp_reached(table.watermark)))
+            due_hi = hi if ended else np.minimum(hi, self.layout.last_end_up_to(latest_max_timestamp_reached(watermark)))
             due = self._windows(codes, table.starts, due_lo, due_hi)
             if len(due.ends):
                 expired = is_expired(due.ends - 1, self.lateness, watermark)
@@ -334,8 +326,8 @@ class ColumnarCore:
                            np.minimum.reduceat(first_wm[order], first), table.watermark, table.late_panes)
         # LATE panes: windows over the bundle's panes whose end is reached and that have not expired.
         lo, hi = self.layout.end_range(bundle_starts)
-        late_lo = np.maximum(lo, self._first_end_after(latest_max_timestamp_expired(watermark, self.lateness)))
-        late_hi = np.minimum(hi, self._last_end_up_to(latest_max_timestamp_reached(watermark)))
+        late_lo = np.maximum(lo, self.layout.first_end_after(latest_max_timestamp_expired(watermark, self.lateness)))
+        late_hi = np.minimum(hi, self.layout.last_end_up_to(latest_max_timestamp_reached(watermark)))
         late = self._windows(bundle_codes, bundle_starts, late_lo, late_hi)
         if len(late.ends):
             self._fire_late(result, merged_codes, late, bundle_acc, uniques, out)

@@ -31,8 +31,8 @@ from triggers.option import TriggerOption
 from .columnar import Panes
 from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
-from .range_ops import factorize
-from .time_rules import is_end_reached, is_expired
+from .range_ops import expand_ends, factorize, lex_searchsorted, range_sums
+from .time_rules import is_end_reached, is_expired, latest_max_timestamp_expired
 from .windows.base import WindowOption
 
 
@@ -42,9 +42,10 @@ WindowTable = RowTable
 
 def supports_columnar_windows(window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                               timestamp_combiner: Any) -> bool:
-    """Windows assigned by timestamp, with what every triggered table needs
-    (``columnar_triggers.supports_triggered_rows``)."""
-    return window.kind == "assigned" and supports_triggered_rows(accumulation, trigger, timestamp_combiner)
+    """Windows assigned by timestamp that are unions of panes (``windows/pane_layout.py``), with what
+    every triggered table needs (``columnar_triggers.supports_triggered_rows``)."""
+    return (window.kind == "assigned" and window.pane_layout() is not None
+            and supports_triggered_rows(accumulation, trigger, timestamp_combiner))
 
 
 class ColumnarWindows(TriggeredRows):
@@ -52,6 +53,8 @@ class ColumnarWindows(TriggeredRows):
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
         super().__init__(accumulation, trigger, allowed_lateness, label=label, column=column)
         self.window = window
+        self.layout = window.pane_layout()
+        assert self.layout is not None
 
     # -- a bundle -------------------------------------------------------------------------------
     def process(self, table: WindowTable, keys: np.ndarray, timestamps: np.ndarray, values: Optional[np.ndarray],
@@ -89,51 +92,87 @@ class ColumnarWindows(TriggeredRows):
     def _add(self, table: WindowTable, keys: np.ndarray, timestamps: np.ndarray, partials: list[np.ndarray],
              counts: np.ndarray, watermark: int, processing_time: int,
              out: Panes) -> tuple[WindowTable, np.ndarray, np.ndarray]:
-        """Fold a bundle's partials (``counts`` elements each) into their windows and fire what is
-        ready; returns the table, which partials went into some window, and which had a live one."""
-        n_rows, n_items = len(table), len(timestamps)
-        starts, ends, item = self.window.assign_array(timestamps)
-        alive = ~is_expired(ends - 1, self.lateness, watermark)
-        starts, ends, item = starts[alive], ends[alive], item[alive]
-        live = np.bincount(item, minlength=n_items) > 0
+        """Fold a bundle's partials (``counts`` elements each, at ``timestamps`` or pane starts) into
+        their open windows and fire what is ready; returns the table, which partials went into some
+        window, and which had a live one.
+
+        Every partial of a pane has the pane's windows, so the partials fold per (key, pane) first and
+        each window the bundle touched takes the fold of its run of panes (``range_ops``: prefix-sum
+        differences, a sparse table for min/max): the work follows the panes and windows touched, not
+        the panes times the windows over each (60 for hopping windows of 60 s every 1 s)."""
+        layout = self.layout
+        panes = layout.pane_start(timestamps)
+        lo, hi = layout.end_range(panes)  # the ends of the pane's windows, ``step`` apart
+        live = ~is_expired(hi - 1, self.lateness, watermark)
+        lo = np.maximum(lo, layout.first_end_after(latest_max_timestamp_expired(watermark, self.lateness)))
         codes, uniques = factorize(np.concatenate([table.keys, keys]))
-        # Every window occurrence: the table's rows (row r as r), then the bundle's pairs (pair j as -1 - j).
-        member = np.concatenate([np.arange(n_rows), -1 - np.arange(len(item))])
-        all_codes = np.concatenate([codes[:n_rows], codes[n_rows:][item]])
-        all_starts = np.concatenate([table.starts, starts])
-        all_ends = np.concatenate([table.ends, ends])
+        row_codes, codes = codes[:len(table)], codes[len(table):]
+        accepted = live & ~self._only_finished(table, row_codes, codes, lo, hi)
+        if not accepted.any():
+            return table, accepted, live
+        codes, panes, lo, hi = codes[accepted], panes[accepted], lo[accepted], hi[accepted]
+        order = np.lexsort((panes, codes))
+        codes, panes = codes[order], panes[order]
+        first = np.flatnonzero(np.concatenate(([True], (np.diff(codes) != 0) | (np.diff(panes) != 0))))
+        pane_acc = self.form.reduce_segments([c[accepted][order] for c in partials], first)
+        pane_counts = np.add.reduceat(counts[accepted][order], first)
+        codes, panes, lo, hi = codes[first], panes[first], lo[order][first], hi[order][first]
+        w_codes, w_ends = expand_ends(codes, lo, hi, layout.step)
+        w_starts = layout.window_start(w_ends)
+        at = lex_searchsorted(codes, panes, w_codes, w_starts)
+        to = lex_searchsorted(codes, panes, w_codes, w_ends)
+        table = self._merge(table, row_codes, uniques, w_codes, w_starts, w_ends,
+                            self.form.range_values(pane_acc, at, to), range_sums(pane_counts, at, to), watermark,
+                            processing_time, out)
+        return table, accepted, live
+
+    def _only_finished(self, table: WindowTable, row_codes: np.ndarray, codes: np.ndarray, lo: np.ndarray,
+                       hi: np.ndarray) -> np.ndarray:
+        """Which partials have live windows (ends in [lo, hi]) that all finished: their elements are
+        dropped as arriving in a closed window."""
+        finished = np.flatnonzero(table.closed)
+        if not len(finished):
+            return np.zeros(len(codes), dtype=bool)
+        f_codes, f_ends = row_codes[finished], table.ends[finished]
+        order = np.lexsort((f_ends, f_codes))
+        f_codes, f_ends = f_codes[order], f_ends[order]
+        n_finished = lex_searchsorted(f_codes, f_ends, codes, hi + 1) - lex_searchsorted(f_codes, f_ends, codes, lo)
+        n_live = np.where(lo <= hi, (hi - lo) // self.layout.step + 1, 0)
+        return (n_live > 0) & (n_finished >= n_live)
+
+    def _merge(self, table: WindowTable, row_codes: np.ndarray, uniques: np.ndarray, w_codes: np.ndarray,
+               w_starts: np.ndarray, w_ends: np.ndarray, w_acc: list[np.ndarray], arrived: np.ndarray, watermark: int,
+               processing_time: int, out: Panes) -> WindowTable:
+        """Fold each touched window's new partial (``arrived`` elements) into its row, or open a row
+        for it; a window whose trigger finished takes nothing.  Then ask each window that took
+        elements whether to fire."""
+        n_rows = len(table)
+        # Every window: the table's rows (row r as r), then the bundle's windows (window j as -1 - j).
+        member = np.concatenate([np.arange(n_rows), -1 - np.arange(len(w_ends))])
+        all_codes = np.concatenate([row_codes, w_codes])
+        all_starts = np.concatenate([table.starts, w_starts])
+        all_ends = np.concatenate([table.ends, w_ends])
         order = np.lexsort((all_ends, all_starts, all_codes))
         all_codes, all_starts, all_ends, member = all_codes[order], all_starts[order], all_ends[order], member[order]
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (all_codes[1:] != all_codes[:-1]) | (all_starts[1:] != all_starts[:-1]) | \
-            (all_ends[1:] != all_ends[:-1])
-        group_of = np.cumsum(new) - 1
         is_row = member >= 0
-        n_groups = int(group_of[-1]) + 1 if len(order) else 0
-        row_of_group = np.full(n_groups, -1, dtype=np.int64)
-        row_of_group[group_of[is_row]] = member[is_row]
-        closed = np.zeros(n_groups, dtype=bool)
+        rows, windows = np.where(is_row, member, 0), np.where(is_row, 0, -1 - member)
+        if n_rows:  # (a window already in the table is its row followed by the bundle's window)
+            finished = np.zeros(len(order), dtype=bool)
+            finished[1:] = is_row[:-1] & ~is_row[1:] & table.closed[rows[:-1]] & (all_ends[1:] == all_ends[:-1]) & \
+                (all_codes[1:] == all_codes[:-1])
+            if finished.any():
+                keep = ~finished
+                all_codes, all_starts, all_ends = all_codes[keep], all_starts[keep], all_ends[keep]
+                is_row, rows, windows = is_row[keep], rows[keep], windows[keep]
+        first = np.flatnonzero(np.concatenate(([True], (all_codes[1:] != all_codes[:-1]) |
+                                               (all_ends[1:] != all_ends[:-1]))))
         if n_rows:
-            has_row = row_of_group >= 0
-            closed[has_row] = table.closed[row_of_group[has_row]]
-        # Pairs into finished windows are not added; an element with no other window is dropped.
-        keep = is_row | ~closed[group_of]
-        pair = -1 - member[keep & ~is_row]
-        accepted = np.bincount(item[pair], minlength=n_items) > 0
-        if not len(pair):
-            return table, accepted, live  # (nothing to add: the table is unchanged)
-        member, group_of, is_row = member[keep], group_of[keep], is_row[keep]
-        first = np.flatnonzero(np.concatenate(([True], group_of[1:] != group_of[:-1])))
-        rows = np.where(is_row, member, 0)
-        pairs = np.where(is_row, 0, -1 - member)
-        pair_item = item[pairs]
-        if n_rows:
-            columns = [np.where(is_row, column[rows], partial[pair_item]) for column, partial in zip(table.acc, partials)]
+            columns = [np.where(is_row, column[rows], partial[windows]) for column, partial in zip(table.acc, w_acc)]
         else:
-            columns = [partial[pair_item] for partial in partials]
-        arrived = np.add.reduceat(np.where(is_row, 0, counts[pair_item]), first)
-        row = row_of_group[group_of[first]]
-        g_ends = all_ends[keep][first]
+            columns = [partial[windows] for partial in w_acc]
+        g_arrived = np.add.reduceat(np.where(is_row, 0, arrived[windows]), first)
+        row = np.where(is_row[first], rows[first], -1)
+        g_ends = all_ends[first]
 
         def carried(column: np.ndarray, fresh: Any) -> np.ndarray:
             """A window's stored value of ``column``; ``fresh`` for a window the bundle opens."""
@@ -141,17 +180,17 @@ class ColumnarWindows(TriggeredRows):
                 return np.full(len(first), fresh, dtype=column.dtype)
             return np.where(row >= 0, column[np.maximum(row, 0)], fresh).astype(column.dtype)
 
-        touched = arrived > 0
+        touched = g_arrived > 0
         result = WindowTable(
-            keys=uniques[all_codes[keep][first]], starts=all_starts[keep][first], ends=g_ends,
-            acc=self.form.reduce_segments(columns, first), pending=carried(table.pending, 0) + arrived,
+            keys=uniques[all_codes[first]], starts=all_starts[first], ends=g_ends,
+            acc=self.form.reduce_segments(columns, first), pending=carried(table.pending, 0) + g_arrived,
             hold=carried(table.hold, False) | (touched & ~is_end_reached(g_ends - 1, watermark)),
             nonspeculative=carried(table.nonspeculative, 0), index=carried(table.index, 0),
             last=carried(table.last, None),
-            late=carried(table.late, False), count=carried(table.count, 0) + arrived,
+            late=carried(table.late, False), count=carried(table.count, 0) + g_arrived,
             fire_at=carried(table.fire_at, NOT_SET), closed=carried(table.closed, False), watermark=table.watermark)
         self.on_elements(result, np.flatnonzero(touched & ~result.closed), watermark, processing_time, out)
-        return result, accepted, live
+        return result
 
 
 __all__ = ["ColumnarWindows", "WindowTable", "supports_columnar_windows"]

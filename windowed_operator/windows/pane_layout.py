@@ -52,6 +52,14 @@ class PaneLayout:
         """The largest window end <= x."""
         return x - (x - self.phase) % self.step
 
+    def first_end_after(self, max_timestamp: Any) -> Any:
+        """The smallest window end whose max timestamp (end - 1) is after ``max_timestamp``."""
+        return self.align_up(max_timestamp + 2)
+
+    def last_end_up_to(self, max_timestamp: Any) -> Any:
+        """The largest window end whose max timestamp is at most ``max_timestamp``."""
+        return self.align_down(max_timestamp + 1)
+
 
 @dataclass(frozen=True)
 class HoppingPaneLayout(PaneLayout):
