@@ -8,6 +8,7 @@ objects per session, in the order of ``WindowedCore.run_batch``:
 
 1. the watermark step (``TriggeredRows.on_watermark``): sessions whose end-of-window timer is due
    fire; expired sessions are purged, those with unfired elements firing a last pane first;
+   then firings due by processing time (``TriggeredRows.on_processing_time``);
 2. the bundle: each element makes a proto-session ``[ts, ts + gap)`` (the window's gap, or the
    element's, read from a column: ``session_windows.read_gaps``); those already expired are
    dropped; the bundle's proto-sessions and the key's active sessions are merged all at once (Beam's

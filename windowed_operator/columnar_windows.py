@@ -11,10 +11,13 @@ the order of ``WindowedCore.run_batch``:
 1. the watermark step: windows whose end-of-window timer is due fire (finishing if the trigger has
    no late firings, or if they also expire); expired windows are purged, those with elements since
    their last pane firing a last pane first (Beam's garbage collection, FIRE_IF_NON_EMPTY);
-2. the bundle: each element (or partial folded upstream) is assigned its windows with array
-   arithmetic; an element all of whose windows expired is dropped (EXPIRED), one all of whose live
-   windows finished is dropped as arriving in a closed window (CLOSED_WINDOW); the others fold into
-   their open windows; every window the bundle touched is asked once whether to fire.
+2. firings due by processing time (``TriggeredRows.on_processing_time``);
+3. the bundle: an element (or partial folded upstream) all of whose windows expired is dropped
+   (EXPIRED), one all of whose live windows finished is dropped as arriving in a closed window
+   (CLOSED_WINDOW); the others fold per (key, pane) (``windows/pane_layout.py``: windows are unions
+   of panes), and each window over the bundle's panes takes the fold of its run of panes, as the
+   pane-sharing path computes a window's value; every window the bundle touched is asked once
+   whether to fire.
 
 ``tests/test_columnar_windows.py`` runs this path against ``WindowedCore`` on random streams with
 times and watermarks at and around window ends and expiries.
