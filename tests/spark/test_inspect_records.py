@@ -8,6 +8,7 @@ pytest.importorskip("pyspark")
 from windowed_operator.columnar import ColumnarForm  # noqa: E402
 from windowed_operator.columnar_records import (KeyPanes, KeyPanesCodec, KeySessions, KeySessionsCodec,  # noqa: E402
                                                 KeyWindows, KeyWindowsCodec)
+from windowed_operator.columnar_triggers import NOT_SET  # noqa: E402
 from windowed_operator.spark.inspect import describe_record  # noqa: E402
 
 
@@ -37,11 +38,12 @@ def test_pane_rows_are_printed_with_late_counts():
 def test_window_rows_are_printed_with_their_trigger_state():
     windows = KeyWindows(starts=[0, 10, 20], ends=[10, 20, 30], acc=[[0, 5, 2]], pending=[0, 1, 2],
                          hold=[False, False, True], nonspeculative=[1, 1, 0], index=[2, 1, 0], last=[7, 4, None],
-                         late=[True, True, False], count=[0, 1, 2], closed=[True, False, False])
-    lines = list(describe_record("u2", record(KeyWindowsCodec(ColumnarForm("sum")).to_data(windows), due=(30, None))))
-    assert lines == ["'u2': due at watermark 30",
+                         late=[True, True, False], count=[0, 1, 2], fire_at=[NOT_SET, 1_700, NOT_SET],
+                         closed=[True, False, False])
+    lines = list(describe_record("u2", record(KeyWindowsCodec(ColumnarForm("sum")).to_data(windows), due=(30, 1_700))))
+    assert lines == ["'u2': due at watermark 30, processing time 1700",
                      "  window [0, 10) acc=[0] pending=0 panes fired=2 last_output=7 trigger finished",
                      "  window [10, 20) acc=[5] pending=1 panes fired=1 last_output=4 trigger after its ON_TIME pane, "
-                     "1 element(s) counted",
+                     "1 element(s) counted, fires at processing time 1700",
                      "  window [20, 30) acc=[2] pending=2 panes fired=0 on_time_hold trigger before its ON_TIME pane, "
                      "2 element(s) counted"]
