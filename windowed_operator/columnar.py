@@ -43,7 +43,7 @@ from accumulations.numeric import Count, Max, Mean, Min, Sum
 from triggers.option import TriggerOption
 
 from .panes import DropReason, DroppedElement, Timing, WindowOverflowError
-from .range_ops import expand_ends, factorize, lex_searchsorted, range_reduce, range_sums
+from .range_ops import expand_ends, factorize, lex_searchsorted, range_reduce, range_sums, run_starts
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from .time_rules import (end_of_window_due, expiry_due, is_end_reached, is_expired, latest_max_timestamp_expired,
                          latest_max_timestamp_reached)
@@ -304,7 +304,7 @@ class ColumnarCore:
         row_codes = codes[len(table):]
         order = np.lexsort((panes, row_codes))
         row_codes, panes = row_codes[order], panes[order]
-        first = _run_starts(row_codes, panes)
+        first = run_starts(row_codes, panes)
         partial = self.form.reduce_segments([c[order] for c in columns], first)
         return self._merge_bundle(table, codes[:len(table)], uniques, row_codes[first], panes[first], partial,
                                   watermark, out)
@@ -317,7 +317,7 @@ class ColumnarCore:
         all_starts = np.concatenate([table.starts, bundle_starts])
         order = np.lexsort((all_starts, all_codes))
         all_codes, all_starts = all_codes[order], all_starts[order]
-        first = _run_starts(all_codes, all_starts)
+        first = run_starts(all_codes, all_starts)
         acc = self.form.reduce_segments([np.concatenate([a, b])[order] for a, b in zip(table.acc, bundle_acc)]
                                         if len(table) else [b[order] for b in bundle_acc], first)
         first_wm = np.concatenate([table.first_watermark, np.full(len(bundle_codes), watermark, dtype=np.int64)])
@@ -350,8 +350,3 @@ class ColumnarCore:
             index[i] += before
             counts[(key, end)] = before + 1
         out.add(keys, late.starts, late.ends, values, Timing.LATE, index, np.zeros(len(index), dtype=bool))
-
-
-def _run_starts(codes: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Indexes where a new (code, start) run begins in rows sorted by both."""
-    return np.flatnonzero(np.concatenate(([True], (np.diff(codes) != 0) | (np.diff(starts) != 0))))

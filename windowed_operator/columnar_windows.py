@@ -34,7 +34,7 @@ from triggers.option import TriggerOption
 from .columnar import Panes
 from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
-from .range_ops import expand_ends, factorize, lex_searchsorted, range_sums
+from .range_ops import expand_ends, factorize, lex_searchsorted, range_sums, run_starts
 from .time_rules import is_end_reached, is_expired, latest_max_timestamp_expired
 from .windows.base import WindowOption
 
@@ -116,7 +116,7 @@ class ColumnarWindows(TriggeredRows):
         codes, panes, lo, hi = codes[accepted], panes[accepted], lo[accepted], hi[accepted]
         order = np.lexsort((panes, codes))
         codes, panes = codes[order], panes[order]
-        first = np.flatnonzero(np.concatenate(([True], (np.diff(codes) != 0) | (np.diff(panes) != 0))))
+        first = run_starts(codes, panes)
         pane_acc = self.form.reduce_segments([c[accepted][order] for c in partials], first)
         pane_counts = np.add.reduceat(counts[accepted][order], first)
         codes, panes, lo, hi = codes[first], panes[first], lo[order][first], hi[order][first]
@@ -167,8 +167,7 @@ class ColumnarWindows(TriggeredRows):
                 keep = ~finished
                 all_codes, all_starts, all_ends = all_codes[keep], all_starts[keep], all_ends[keep]
                 is_row, rows, windows = is_row[keep], rows[keep], windows[keep]
-        first = np.flatnonzero(np.concatenate(([True], (all_codes[1:] != all_codes[:-1]) |
-                                               (all_ends[1:] != all_ends[:-1]))))
+        first = run_starts(all_codes, all_ends)  # (a window's end names it within its key)
         if n_rows:
             columns = [np.where(is_row, column[rows], partial[windows]) for column, partial in zip(table.acc, w_acc)]
         else:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Optional, Protocol
 
+from .time_rules import is_timer_due
+
 #: Bucket width: keys due within the same 10 s share a bucket.
 BUCKET_MS = 10_000
 #: Entries per stored part: a bounded read and write per bucket touched.
@@ -103,12 +105,12 @@ class DueIndex:
         """The keys entered as due at or before ``time``, removed from the index; entries due later
         in the same buckets are written back (over the bucket's first parts)."""
         keys: set[Hashable] = set()
-        for bucket in sorted(b for b, v in self.buckets.items() if v.earliest <= time):
+        for bucket in sorted(b for b, v in self.buckets.items() if is_timer_due(v.earliest, time)):
             known = self.buckets.pop(bucket)
             later: list[Entry] = []
             for part in range(known.parts):
                 for key, due in self.store.get_part(self.domain, bucket, part):
-                    if due <= time:
+                    if is_timer_due(due, time):
                         keys.add(key)
                     else:
                         later.append((key, due))

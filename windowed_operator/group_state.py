@@ -21,6 +21,7 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol
 
 from .due_index import DueIndex, IndexStore
 from .fingerprint import check_restart
+from .time_rules import is_timer_due
 
 EVENT, PROCESSING = "event", "processing"
 
@@ -109,9 +110,9 @@ class GroupState:
         self.preload(taken)
         for key in taken:
             entry = self.loaded[key]
-            if entry.due[0] is not None and entry.due[0] <= watermark:
+            if entry.due[0] is not None and is_timer_due(entry.due[0], watermark):
                 entry.due[0] = None  # its entry was taken
-            if processing_time is not None and entry.due[1] is not None and entry.due[1] <= processing_time:
+            if processing_time is not None and entry.due[1] is not None and is_timer_due(entry.due[1], processing_time):
                 entry.due[1] = None
         return list(taken)
 

@@ -56,6 +56,11 @@ def lex_searchsorted(codes: np.ndarray, times: np.ndarray, q_codes: np.ndarray, 
     return np.searchsorted(rows, queries, side="left")
 
 
+def run_starts(codes: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Indexes where a new (code, time) run begins in rows sorted by both."""
+    return np.flatnonzero(np.concatenate(([True], (np.diff(codes) != 0) | (np.diff(times) != 0))))
+
+
 def expand_ends(codes: np.ndarray, lo: np.ndarray, hi: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
     """Every ``step``-aligned end in the union of each code's intervals [lo, hi] (empty ones ignored),
     once each, sorted by (code, end).  Each pane covers a run of window ends; the union over a key's

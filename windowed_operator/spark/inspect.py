@@ -57,12 +57,13 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
         yield f"  element buffer: {len(state['buffer'])} timestamps"
     if "ends" in state:  # the rows of the columnar session path, or of the window path (early/late firings)
         windows = state.get("rows") == "windows"
+        fire_at_column = state.get("fire_at", [NOT_SET] * len(state["starts"]))
         for i, (start, end) in enumerate(zip(state["starts"], state["ends"])):
             fired = state["index"][i]
             trigger = ""
             if "late" in state:
                 phase = "after its ON_TIME pane" if state["late"][i] else "before its ON_TIME pane"
-                fire_at = state.get("fire_at", [NOT_SET] * len(state["starts"]))[i]
+                fire_at = fire_at_column[i]
                 trigger = (" trigger finished" if state["closed"][i] else
                            f" trigger {phase}, {state['count'][i]} element(s) counted"
                            + (f", fires at processing time {fire_at}" if fire_at != NOT_SET else ""))
