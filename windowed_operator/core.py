@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right, insort
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Optional
+from typing import Any, Callable, Hashable, Iterable, Optional, Sequence
 
 from accumulations.base import Accumulation
 from triggers.base import TimeDomain, TriggerContext
@@ -102,11 +102,18 @@ class WindowedCore:
                 emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
 
     def accumulate_into(self, window: Window, ws: WindowState, partial: Any, count: int, watermark: int,
-                        processing_time: int, earliest: Optional[int], latest: Optional[int]) -> None:
+                        processing_time: int, earliest: Optional[int], latest: Optional[int],
+                        retracted: Sequence[Any] = ()) -> None:
         """Fold ``count`` elements, already folded into ``partial``, into a window (the array path).
         ``earliest``/``latest`` are their extreme timestamps at or after the watermark (None if
-        none): only those hold the pane's output timestamp."""
+        none): only those hold the pane's output timestamp.  ``retracted`` holds the values of the
+        upstream retractions among the ``count`` elements (not in ``partial``): they come out after
+        the rest is merged in, so an accumulator never holds less than its retractions undo (an
+        upstream pane is always folded in before its retraction arrives, so the element path's
+        order gives the same accumulator)."""
         ws.acc = self.accumulation.merge(ws.acc, partial)
+        for value in retracted:
+            ws.acc = self.accumulation.subtract(ws.acc, value)
         self._note_elements(window, ws, count, earliest, latest, watermark, processing_time)
 
     def _accumulate_into(self, window: Window, ws: WindowState, ts: int, value: Any, watermark: int,

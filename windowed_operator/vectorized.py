@@ -33,13 +33,15 @@ Windows = tuple[np.ndarray, np.ndarray]
 def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState, timestamps: np.ndarray,
                    values: Optional[np.ndarray], watermark: int, processing_time: int,
                    element_of: Callable[[int], Any], windows: Optional[Windows] = None,
-                   weights: Optional[np.ndarray] = None) -> Emission:
+                   weights: Optional[np.ndarray] = None, retracted: Optional[np.ndarray] = None) -> Emission:
     """``core.process_elements`` for arrays: ``values`` holds what the accumulation folds (None for
     accumulations that read nothing, such as Count); ``element_of(i)`` rebuilds element i for the
     late-data output, only for dropped elements; ``windows`` (starts, ends) gives each element's
     window where the core inherits windows instead of assigning them.  With ``weights``, each
     "element" is a partial accumulator standing for that many elements of one pane, all of whose
-    windows it belongs to (folded before the shuffle: ``spark/prefold.py``): values are merged."""
+    windows it belongs to (folded before the shuffle: ``spark/prefold.py``): values are merged.
+    ``retracted`` marks upstream retractions (a chained stage's input): their values are what they
+    undo, folded out of their window with the accumulation's inverse (``core.accumulate_into``)."""
     emission = Emission()
     n = len(timestamps)
     if n == 0:
@@ -85,10 +87,13 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
             emission.dropped.append(DroppedElement(reason, element_of(i), key, int(timestamps[i]), watermark))
     # Values in window order (Count, the one accumulation reading no column, folds the indices).
     pair_values = values[index] if values is not None else index
+    undone: dict[int, list] = {}
     if weights is not None:  # partial accumulators: merged, counted by the elements they stand for
         counts = np.add.reduceat(weights[index], first).tolist() if len(index) else []
         partials = [_merge_all(acc, pair_values[lo:hi]) for lo, hi in zip(first.tolist(), [*first[1:].tolist(),
                                                                                          len(index)])]
+    elif retracted is not None and open_segments and retracted.any():
+        partials, undone = _fold_with_retractions(acc, pair_values, retracted[index], first, counts)
     else:
         partials = acc.fold_segments(pair_values, first) if open_segments else []
     touched: list[Window] = []
@@ -96,10 +101,28 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
         if ws is None:
             ws = windows[window] = core._new_window_state()
         core.accumulate_into(window, ws, partials[seg], counts[seg], watermark, processing_time, earliest[seg],
-                             latest[seg])
+                             latest[seg], undone.get(seg, ()))
         touched.append(window)
     core.fire_ready(key, state, touched, watermark, processing_time, emission)
     return emission
+
+
+def _fold_with_retractions(acc: Any, pair_values: np.ndarray, pair_retracted: np.ndarray, first: np.ndarray,
+                           counts: list[int]) -> tuple[list, dict[int, list]]:
+    """Per segment, the fold of its elements that are not retractions, and the values of those that
+    are (in order), which the window then subtracts."""
+    segment = np.repeat(np.arange(len(counts)), counts)
+    kept = ~pair_retracted
+    partials = [acc.default_accumulated_value() for _ in counts]
+    kept_segment = segment[kept]
+    if len(kept_segment):
+        starts = np.flatnonzero(np.concatenate(([True], np.diff(kept_segment) != 0)))
+        for seg, partial in zip(kept_segment[starts].tolist(), acc.fold_segments(pair_values[kept], starts)):
+            partials[seg] = partial
+    undone: dict[int, list] = {}
+    for seg, value in zip(segment[pair_retracted].tolist(), pair_values[pair_retracted].tolist()):
+        undone.setdefault(seg, []).append(value)
+    return partials, undone
 
 
 def _merge_all(acc: Any, partials: Any) -> Any:
@@ -121,11 +144,11 @@ def _held_extremes(ufunc: np.ufunc, stamps: np.ndarray, first: np.ndarray, none:
 def process_batch_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState, timestamps: np.ndarray,
                          values: Optional[np.ndarray], watermark: int, processing_time: int,
                          element_of: Callable[[int], Any], windows: Optional[Windows] = None,
-                         weights: Optional[np.ndarray] = None) -> Emission:
+                         weights: Optional[np.ndarray] = None, retracted: Optional[np.ndarray] = None) -> Emission:
     """``core.process_batch`` with the elements as arrays (the same order of steps)."""
     return core.run_batch(key, state, watermark, processing_time, len(timestamps) > 0,
                           lambda: process_arrays(core, key, state, timestamps, values, watermark, processing_time,
-                                                 element_of, windows, weights))
+                                                 element_of, windows, weights, retracted))
 
 
 __all__ = ["supports_vectorized", "process_arrays", "process_batch_arrays"]

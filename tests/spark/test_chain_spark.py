@@ -47,6 +47,9 @@ CHAINS = {
         WindowedOperator(None, Max())),
     "retracting-sessions-then-sum": lambda: first_stage(
         SessionWindows(4_000), EARLY_LATE.accumulating_and_retracting_fired_panes()).then(WindowedOperator(None, Sum())),
+    "retracting-hopping-count-then-mean-per-key": lambda: first_stage(
+        TimeWindows(10_000).slide_by(5_000), EARLY_LATE.accumulating_and_retracting_fired_panes(), acc=Count()).then(
+        KeyedWindowedOperator(None, Mean())),
     "three-stages": lambda: first_stage(TimeWindows(5_000), EARLY_LATE.accumulating_fired_panes()).then(
         KeyedWindowedOperator(None, Count())).then(WindowedOperator(TimeWindows(20_000), Mean(), allowed_lateness=5_000)),
 }

@@ -32,7 +32,7 @@ from ..group_state import GroupState
 from ..columnar import PaneTable, Panes
 from ..columnar_records import columnar_engine, columnar_records, run_columnar_batch
 from ..columnar_panes import object_array
-from ..panes import DroppedElement
+from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize
 from ..state import KeyState
 from ..state_codec import KeyStateCodec
@@ -359,10 +359,10 @@ class WindowedStatefulProcessor(StatefulProcessor):
         """One step's upstream panes on the array path, key by key (False: the element path takes
         them all). Each row is read as the element path reads it (``UpstreamPaneReader``: the pane,
         its key, value and window); what is saved is the per-element window bookkeeping and trigger
-        calls: values are folded per window at once (``vectorized.process_arrays``). Steps holding a
-        retraction, or a row the reader rejects, go the element path (which folds retractions out
-        and rejects rows with the reason)."""
-        if not self.plan.vectorized or frame["is_retraction"].any():
+        calls: values are folded per window at once (``vectorized.process_arrays``), retractions
+        folded out with the accumulation's inverse. Steps holding a row the reader rejects go the
+        element path (which rejects it with the reason)."""
+        if not self.plan.vectorized:
             return False
         reads = []
         for record in frame.to_dict("records"):
@@ -374,11 +374,14 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 return False
         n = len(reads)
         stamps = np.fromiter((r.timestamp for r in reads), dtype=np.int64, count=n)
-        values = _value_array([r.value for r in reads])
+        read_values = [r.value for r in reads]
+        retracted = np.fromiter((isinstance(v, RetractedValue) for v in read_values), dtype=bool, count=n)
+        values = _value_array([v.value if undo else v for v, undo in zip(read_values, retracted.tolist())])
         windows = None
         if self.core.kind == "inherited":
             windows = (np.fromiter((r.window.start for r in reads), dtype=np.int64, count=n),
                        np.fromiter((r.window.end for r in reads), dtype=np.int64, count=n))
+        has_retractions = bool(retracted.any())
         codes, uniques = factorize(np.array([r.key for r in reads] + [None], dtype=object)[:n])
         order = np.lexsort((stamps, codes))  # by key, then time (the element path's order: _record_work)
         bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [n]))
@@ -388,8 +391,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
             def run(k: Any, state: KeyState, rows: np.ndarray = rows) -> Emission:
                 return process_batch_arrays(
                     self.core, k, state, stamps[rows], values[rows], watermark, processing_time,
-                    lambda j: values[rows[j]],  # (what the element path's drops carry: the value read)
-                    None if windows is None else (windows[0][rows], windows[1][rows]))
+                    lambda j: read_values[rows[j]],  # (what the element path's drops carry: the value read)
+                    None if windows is None else (windows[0][rows], windows[1][rows]),
+                    retracted=retracted[rows] if has_retractions else None)
 
             work.append((key, run))
         return True
