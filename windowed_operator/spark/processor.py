@@ -32,6 +32,7 @@ from ..group_state import GroupState
 from ..columnar import PaneTable, Panes
 from ..columnar_records import columnar_engine, columnar_records, run_columnar_batch
 from ..columnar_panes import object_array
+from ..pane_columns import PaneColumns, read_pane_columns
 from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize
 from ..state import KeyState
@@ -358,12 +359,41 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def _fed_array_work(self, frame: pd.DataFrame, watermark: int, processing_time: int, work: list) -> bool:
         """One step's upstream panes on the array path, key by key (False: the element path takes
         them all). Each row is read as the element path reads it (``UpstreamPaneReader``: the pane,
-        its key, value and window); what is saved is the per-element window bookkeeping and trigger
+        its key, value and window; as columns where the stage reads nothing but the pane's own
+        fields, ``pane_columns``); what is saved is the per-element window bookkeeping and trigger
         calls: values are folded per window at once (``vectorized.process_arrays``), retractions
         folded out with the accumulation's inverse. Steps holding a row the reader rejects go the
         element path (which rejects it with the reason)."""
         if not self.plan.vectorized:
             return False
+        upstream = self.plan.upstream
+        read = read_pane_columns({c: frame[c].to_numpy() for c in frame.columns}, self.reader.reader,
+                                 upstream.keyed, upstream.core_accumulation().get_retraction)
+        if read is None:
+            read = self._read_fed_rows(frame)
+        if read is None:
+            return False
+        n = len(read.timestamps)
+        has_retractions = bool(read.retracted.any())
+        codes, uniques = factorize(read.keys)
+        order = np.lexsort((read.timestamps, codes))  # by key, then time (the element path's order: _record_work)
+        bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [n]))
+        stamps, values, windows, retracted = read.timestamps, read.values, read.windows, read.retracted
+        for i, key in enumerate(uniques.tolist()):
+            rows = order[bounds[i]:bounds[i + 1]]
+
+            def run(k: Any, state: KeyState, rows: np.ndarray = rows) -> Emission:
+                return process_batch_arrays(
+                    self.core, k, state, stamps[rows], values[rows], watermark, processing_time,
+                    lambda j: read.element(rows[j]),  # (what the element path's drops carry: the value read)
+                    None if windows is None else (windows[0][rows], windows[1][rows]),
+                    retracted=retracted[rows] if has_retractions else None)
+
+            work.append((key, run))
+        return True
+
+    def _read_fed_rows(self, frame: pd.DataFrame) -> Optional[PaneColumns]:
+        """The rows read one by one (None if the reader rejects one)."""
         reads = []
         for record in frame.to_dict("records"):
             record.pop(GROUP_COLUMN, None)
@@ -371,32 +401,19 @@ class WindowedStatefulProcessor(StatefulProcessor):
             try:
                 reads.append(self.reader.read(record, MIN_TIMESTAMP, self.now))
             except BadElementError:
-                return False
+                return None
         n = len(reads)
-        stamps = np.fromiter((r.timestamp for r in reads), dtype=np.int64, count=n)
         read_values = [r.value for r in reads]
         retracted = np.fromiter((isinstance(v, RetractedValue) for v in read_values), dtype=bool, count=n)
-        values = _value_array([v.value if undo else v for v, undo in zip(read_values, retracted.tolist())])
         windows = None
         if self.core.kind == "inherited":
             windows = (np.fromiter((r.window.start for r in reads), dtype=np.int64, count=n),
                        np.fromiter((r.window.end for r in reads), dtype=np.int64, count=n))
-        has_retractions = bool(retracted.any())
-        codes, uniques = factorize(np.array([r.key for r in reads] + [None], dtype=object)[:n])
-        order = np.lexsort((stamps, codes))  # by key, then time (the element path's order: _record_work)
-        bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [n]))
-        for i, key in enumerate(uniques.tolist()):
-            rows = order[bounds[i]:bounds[i + 1]]
-
-            def run(k: Any, state: KeyState, rows: np.ndarray = rows) -> Emission:
-                return process_batch_arrays(
-                    self.core, k, state, stamps[rows], values[rows], watermark, processing_time,
-                    lambda j: read_values[rows[j]],  # (what the element path's drops carry: the value read)
-                    None if windows is None else (windows[0][rows], windows[1][rows]),
-                    retracted=retracted[rows] if has_retractions else None)
-
-            work.append((key, run))
-        return True
+        return PaneColumns(keys=np.array([r.key for r in reads] + [None], dtype=object)[:n],
+                           timestamps=np.fromiter((r.timestamp for r in reads), dtype=np.int64, count=n),
+                           values=_value_array([v.value if undo else v for v, undo in zip(read_values,
+                                                                                          retracted.tolist())]),
+                           retracted=retracted, windows=windows)
 
     def _record_work(self, frame: pd.DataFrame, watermark: int, processing_time: int, work: list,
                      bad: list[DroppedElement]) -> None:
