@@ -17,7 +17,9 @@ nothing.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 
 import numpy as np
@@ -37,7 +39,7 @@ from .time_rules import expiry_due
 from .windows.session_windows import SessionWindows
 
 
-@dataclass
+@dataclass(slots=True)
 class KeyPanes:
     """One key's pane rows (sorted by start) and its LATE pane counts per window end."""
 
@@ -65,17 +67,38 @@ class KeyPanesCodec:
         return not state.starts and not state.late
 
     def to_data(self, state: KeyPanes) -> dict:
+        encode = self.values.value
         data: dict[str, Any] = {"starts": state.starts, "first_watermark": state.first_watermark,
-                                "acc": [[self.values.value(v) for v in column] for column in state.acc]}
+                                "acc": [_encoded(encode, column) for column in state.acc]}
         if state.late:
             data["late"] = [[end, n] for end, n in state.late.items()]
         return data
 
     def from_data(self, data: dict) -> KeyPanes:
         read = self.values.read_value
-        return KeyPanes(list(data["starts"]), list(data["first_watermark"]),
-                        [[read(v) for v in column] for column in data["acc"]],
-                        {end: n for end, n in data.get("late", [])})
+        late = data.get("late")
+        return KeyPanes(data["starts"], data["first_watermark"], [_decoded(read, column) for column in data["acc"]],
+                        {end: n for end, n in late} if late else {})
+
+
+def _encoded(encode: Callable[[Any], Any], column: list) -> list:
+    """A column of values in the state codec's tagged form.  Integers, finite floats and None are
+    their own form: a column of only those (nearly every column: counts, sums, last outputs) is
+    kept as it is instead of encoded value by value."""
+    for v in column:
+        t = type(v)
+        if t is int or v is None or (t is float and math.isfinite(v)):
+            continue
+        return [encode(v) for v in column]
+    return column
+
+
+def _decoded(decode: Callable[[Any], Any], column: list) -> list:
+    """A stored column of values read back: only a tagged value (a list) needs decoding."""
+    for v in column:
+        if type(v) is list:
+            return [decode(v) for v in column]
+    return column
 
 
 def _column(values: list) -> np.ndarray:
@@ -170,7 +193,7 @@ class PaneRecords:
 
 
 # -- session and window rows -------------------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class KeyRows:
     """One key's sessions or windows (sorted by start, end), column by column as in ``SessionTable``
     and ``WindowTable``."""
@@ -236,10 +259,11 @@ class RowsCodec:
     def to_data(self, state: Any) -> dict:
         data: dict[str, Any] = {"rows": self.kind, **{name: getattr(state, name) for name in self.columns}}
         for name, default in _OPTIONAL_COLUMNS.items():
-            if all(v == default for v in data[name]):
+            if data[name].count(default) == len(data[name]):
                 del data[name]
-        data["acc"] = [[self.values.value(v) for v in column] for column in state.acc]
-        data["last"] = [self.values.value(v) for v in state.last]
+        encode = self.values.value
+        data["acc"] = [_encoded(encode, column) for column in state.acc]
+        data["last"] = _encoded(encode, state.last)
         return data
 
     def from_data(self, data: dict) -> Any:
@@ -248,10 +272,10 @@ class RowsCodec:
         read = self.values.read_value
         if "late" not in data:
             data = {**data, **_trigger_columns(data)}
-        data = {**{name: [default] * len(data["starts"]) for name, default in _OPTIONAL_COLUMNS.items()}, **data}
-        return self.record(**{name: list(data[name]) for name in self.columns},
-                           acc=[[read(v) for v in column] for column in data["acc"]],
-                           last=[read(v) for v in data["last"]])
+        n = len(data["starts"])
+        columns = {name: data[name] if name in data else [_OPTIONAL_COLUMNS[name]] * n for name in self.columns}
+        return self.record(**columns, acc=[_decoded(read, column) for column in data["acc"]],
+                           last=_decoded(read, data["last"]))
 
     def _from_windows(self, data: dict) -> Any:
         """A key's rows from the object path's record: its windows' bookkeeping, and the trigger's
@@ -288,26 +312,39 @@ class RowRecords:
         self.codec = RowsCodec(engine.form, kind)
 
     def build(self, keys: list[Hashable], states: list[Any], watermark: int) -> Any:
-        if not any(s.starts for s in states):
+        rows = sum(len(s.starts) for s in states)
+        if not rows:
             return self.table(watermark=watermark)
-        columns = {name: np.array([v for s in states for v in getattr(s, name)], dtype=dtype)
+        columns = {name: np.fromiter(chain.from_iterable([getattr(s, name) for s in states]), dtype=dtype, count=rows)
                    for name, dtype in self.columns.items()}
         return self.table(keys=_key_column(keys, states), acc=_acc_columns(states),
-                          last=object_array([v for s in states for v in s.last]), watermark=watermark, **columns)
+                          last=object_array(list(chain.from_iterable([s.last for s in states]))), watermark=watermark,
+                          **columns)
 
     def split(self, table: Any, keys: list[Hashable]) -> dict[Hashable, Any]:
-        out = {key: self.record() for key in keys}
-        if not len(table):
-            return out
-        columns = {name: getattr(table, name).tolist() for name in (*self.columns, "last")}
-        acc = [c.tolist() for c in table.acc]
-        due = self.engine.due_per_row(table)
-        processing_due = self.engine.processing_due_per_row(table)
-        for lo, hi in _key_runs(table.keys):
-            timed = int(processing_due[lo:hi].min())
-            out[table.keys[lo]] = self.record(**{name: values[lo:hi] for name, values in columns.items()},
-                                              acc=[c[lo:hi] for c in acc], next_due=int(due[lo:hi].min()),
-                                              next_processing_due=None if timed == NOT_SET else timed)
+        """Each key's rows (keys left without rows: empty), with when it next has work due: one
+        slice per column and key, the due times reduced per key at once."""
+        out: dict[Hashable, Any] = {}
+        if len(table):
+            c = {name: getattr(table, name).tolist() for name in (*self.columns, "last")}
+            acc = [column.tolist() for column in table.acc]
+            firsts = np.flatnonzero(np.concatenate(([True], table.keys[1:] != table.keys[:-1])))
+            due = np.minimum.reduceat(self.engine.due_per_row(table), firsts).tolist()
+            timed = np.minimum.reduceat(self.engine.processing_due_per_row(table), firsts).tolist()
+            bounds = [*firsts.tolist(), len(table)]
+            starts, ends, pending, hold, nonspeculative, index, last, late, count, fire_at, closed = (
+                c["starts"], c["ends"], c["pending"], c["hold"], c["nonspeculative"], c["index"], c["last"],
+                c["late"], c["count"], c["fire_at"], c["closed"])
+            record = self.record
+            for key, lo, hi, key_due, key_timed in zip(table.keys[firsts].tolist(), bounds, bounds[1:], due, timed):
+                out[key] = record(starts=starts[lo:hi], ends=ends[lo:hi], acc=[a[lo:hi] for a in acc],
+                                  pending=pending[lo:hi], hold=hold[lo:hi], nonspeculative=nonspeculative[lo:hi],
+                                  index=index[lo:hi], last=last[lo:hi], late=late[lo:hi], count=count[lo:hi],
+                                  fire_at=fire_at[lo:hi], closed=closed[lo:hi], next_due=key_due,
+                                  next_processing_due=None if key_timed == NOT_SET else key_timed)
+        for key in keys:
+            if key not in out:
+                out[key] = self.record()
         return out
 
 

@@ -24,6 +24,8 @@ from .fingerprint import check_restart
 from .time_rules import is_timer_due
 
 EVENT, PROCESSING = "event", "processing"
+#: A record as compact JSON (one encoder for every record: ``json.dumps`` with options makes one a call).
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 class StateCodec(Protocol):
@@ -83,11 +85,14 @@ class GroupState:
         missing = list(dict.fromkeys(k for k in keys if k not in self.loaded))
         if not missing:
             return
-        for key, text in zip(missing, self.store.get_keys(missing)):
+        texts = self.store.get_keys(missing)
+        stored = [text for text in texts if text is not None]
+        records = iter(json.loads(f"[{','.join(stored)}]") if stored else ())  # (one parse for all of them)
+        for key, text in zip(missing, texts):
             if text is None:
                 self.loaded[key] = _Loaded(self.codec.new(), [None, None], existed=False)
             else:
-                record = json.loads(text)
+                record = next(records)
                 self.loaded[key] = _Loaded(self.codec.from_data(record["state"]), record["due"], existed=True)
 
     def key(self, key: Hashable) -> Any:
@@ -136,7 +141,7 @@ class GroupState:
                     moved = True
             if entry.changed or moved or not entry.existed:
                 record = {"state": self.codec.to_data(entry.state), "due": entry.due}
-                puts.append((key, json.dumps(record, separators=(",", ":"), allow_nan=False)))
+                puts.append((key, _encode(record)))
         if puts:
             self.store.put_keys(puts)
         if removals:

@@ -32,6 +32,7 @@ from ..group_state import GroupState
 from ..columnar import PaneTable, Panes
 from ..columnar_records import columnar_engine, columnar_records, run_columnar_batch
 from ..columnar_panes import object_array
+from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
 from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize
@@ -104,11 +105,15 @@ class WindowedStatefulProcessor(StatefulProcessor):
         names = list(self.plan.input_columns)
         if names and list(frame.columns) != names and len(frame.columns) == len(names):
             frame.columns = names  # struct columns in the input make pyspark name columns _0, _1, ...
-        yield from self._run(frame, timerValues, None)
+        with collector_paused():  # (see gc_pause: the batch's many small objects hold no cycles)
+            out = list(self._run(frame, timerValues, None))
+        yield from out
 
     def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
-        yield from self._run(None, timerValues, expiredTimerInfo.getExpiryTimeInMs())
+        with collector_paused():
+            out = list(self._run(None, timerValues, expiredTimerInfo.getExpiryTimeInMs()))
+        yield from out
 
     def close(self) -> None:
         pass
