@@ -104,6 +104,10 @@ class SparkPlan:
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
     #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
     input_columns: tuple[str, ...] = ()
+    #: Each key group's rows of a scan partition arrive as one Arrow payload (``packed_input``).
+    packed_input: bool = False
+    #: The session's time zone, converting packed timestamps as pyspark's row path would.
+    timezone: Optional[str] = None
     #: The operator whose panes are the input (a chained stage: ``spark.chain``), or None for raw rows.
     upstream: Optional[WindowingOptions] = None
     #: A chained stage's end-of-input watermark: its upstream's (see ``end_of_input_watermark``).

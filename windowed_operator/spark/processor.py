@@ -45,6 +45,7 @@ from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_in
 from ..windows.session_windows import element_gap, read_gaps
 from .heartbeat import max_known, split_beats
 from .group_store import SparkGroupStore
+from .packed_input import PACKED_POSITION, unpack_rows
 from .plan import EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PHASE_COLUMN, SIDE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 from .preselect import WEIGHT_COLUMN
@@ -102,6 +103,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        if self.plan.packed_input:
+            # (by position: pyspark names the columns _0, _1, as a namedtuple renames underscored names)
+            frame = unpack_rows(frame.iloc[:, PACKED_POSITION].tolist(), self.plan.timezone)
         names = list(self.plan.input_columns)
         if names and list(frame.columns) != names and len(frame.columns) == len(names):
             frame.columns = names  # struct columns in the input make pyspark name columns _0, _1, ...
