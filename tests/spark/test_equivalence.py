@@ -147,7 +147,7 @@ def test_processing_time_triggers_with_a_controlled_clock(spark, tmp_path, windo
     if window != "sessions":  # (folded per (key, pane) before the shuffle: the window table takes partials)
         (tmp_path / "plan").mkdir()
         stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
-        assert "MapInArrow" in op.apply(stream)._jdf.queryExecution().logical().toString()
+        assert "MapInArrow PreAggregation" in op.apply(stream)._jdf.queryExecution().logical().toString()
 
 
 def test_non_keyed_operator_with_a_list_output(spark, tmp_path):
@@ -247,8 +247,8 @@ def test_preaggregated_partials_equal_the_plain_path(spark, tmp_path, window, ac
     assert pre_drops.value == plain_drops.value >= 1
     (tmp_path / "plan").mkdir()
     stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
-    assert "MapInArrow" in op.apply(stream)._jdf.queryExecution().logical().toString()
-    assert "MapInArrow" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow PreAggregation" in op.apply(stream)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow PreAggregation" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "non-keyed"])
@@ -271,8 +271,8 @@ def test_preselected_rows_equal_the_plain_path(spark, tmp_path, keyed):
     assert pre_drops.value == plain_drops.value >= 2
     (tmp_path / "plan").mkdir()
     stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
-    assert "MapInArrow" in op.apply(stream)._jdf.queryExecution().logical().toString()
-    assert "MapInArrow" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow PreSelection" in op.apply(stream)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow PreSelection" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
 
 
 def test_windows_before_1970_fire_and_hold_back_no_other_key(spark, tmp_path):

@@ -59,8 +59,8 @@ def test_prefolded_sketches_equal_the_plain_path(spark, tmp_path, case):
     assert fold_drops.value == plain_drops.value >= 2
     (tmp_path / "plan").mkdir()
     stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
-    assert "MapInArrow" in op.apply(stream)._jdf.queryExecution().logical().toString()
-    assert "MapInArrow" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow PreFolding" in op.apply(stream)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow PreFolding" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
 
 
 def test_prefolding_folds_each_key_and_pane_into_one_sketch():
