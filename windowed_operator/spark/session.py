@@ -29,6 +29,8 @@ LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "2g",
+    # Python workers forked with the processor's modules already imported (``worker_daemon``).
+    "spark.python.daemon.module": "windowed_operator.spark.worker_daemon",
 }
 
 
