@@ -256,7 +256,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
         columns.append(_GROUP_COLUMN)
     packed, timezone = packing_conf(projected)
     # A scan-stage fold already hands few rows (partials, pre-selected rows): packing them is one more
-    # Python pass for little (measured on Nexmark: q7 0.92x with it, q5 1.01x; q11 1.22x, q5r 1.14x).
+    # Python pass for little (Nexmark, 2 runs interleaved: q7 0.92x with it, q5 1.01x; where no fold
+    # runs, benchmarks/nexmark/results-2026-11-24d-packed.txt: q11 1.09x, q5r 1.13x).
     packed = packed and not (plan.preaggregated or plan.preselected or plan.prefolded)
     plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone)
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
