@@ -112,6 +112,21 @@ class MemoryStore:
         self.calls["remove_part"] += 1
         del self.parts[(domain, bucket, part)]
 
+    def get_texts(self, domain, places):
+        self.calls["get_text"] += len(places)
+        return [self.parts.get((domain, bucket, part)) for bucket, part in places]
+
+    def put_texts(self, domain, items):
+        self.calls["put_text"] += len(items)
+        for bucket, part, text in items:
+            json.loads(text)
+            self.parts[(domain, bucket, part)] = text
+
+    def remove_texts(self, domain, places):
+        self.calls["remove_text"] += len(places)
+        for bucket, part in places:
+            del self.parts[(domain, bucket, part)]
+
 
 def stream_of(steps, element) -> "TestStream":
     """A TestStream of property-test steps: ``("elements", [row...])`` (each made an element by

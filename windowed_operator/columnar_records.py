@@ -82,12 +82,12 @@ class KeyPanesCodec:
 
 
 def _encoded(encode: Callable[[Any], Any], column: list) -> list:
-    """A column of values in the state codec's tagged form.  Integers, finite floats and None are
-    their own form: a column of only those (nearly every column: counts, sums, last outputs) is
+    """A column of values in the state codec's tagged form.  Integers, strings, finite floats and None
+    are their own form: a column of only those (nearly every column: counts, sums, last outputs) is
     kept as it is instead of encoded value by value."""
     for v in column:
         t = type(v)
-        if t is int or v is None or (t is float and math.isfinite(v)):
+        if t is int or t is str or v is None or (t is float and math.isfinite(v)):
             continue
         return [encode(v) for v in column]
     return column

@@ -1,0 +1,142 @@
+"""The pane log gives the panes of one whole-group table, reading state only for the panes that fire."""
+import datetime as dt
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accumulations import Count, Max, Mean, Min, Sum
+from triggers import TriggerOption
+from windowed_operator import CumulativeWindows, TimeWindows
+from windowed_operator.columnar import PaneTable, Panes
+from windowed_operator.columnar_records import columnar_engine
+from windowed_operator.pane_log import DOMAIN, META, PaneLog, run_pane_log_batch, supports_pane_log
+from windowed_operator.time import MAX_TIMESTAMP
+
+from helpers import MemoryStore, near_boundaries
+
+
+
+def panes_of(out: Panes):
+    """The panes as rows, in an order keys of mixed types allow."""
+    return sorted(zip(*[np.asarray(c).tolist() for c in (out.keys, out.starts, out.ends, out.values, out.timing,
+                                                          out.pane_index, out.is_last, out.is_retraction)]), key=repr)
+
+
+CASES = {
+    "tumbling sum": (TimeWindows(10), Sum()),
+    "hopping mean": (TimeWindows(10).slide_by(5), Mean()),
+    "hopping count, offset": (TimeWindows(9, offset=2).slide_by(3), Count()),
+    "cumulative min": (CumulativeWindows(20, 5), Min()),
+    "tumbling max, accumulating": (TimeWindows(6), Max()),
+}
+
+batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(["a", "b", 3, 4, ("t", 1), None]),
+                                                near_boundaries(0, 80), st.integers(-9, 9)), max_size=8),
+                             st.integers(0, 12)), max_size=12)
+
+
+def engine_of(name):
+    window, acc = CASES[name]
+    trigger = TriggerOption.default().accumulating_fired_panes() if "accumulating" in name else TriggerOption.default()
+    return columnar_engine(window, acc, trigger, 0, label="op", column=None), acc
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@settings(max_examples=80, deadline=None)
+@given(steps=batches, partials=st.booleans())
+def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials):
+    """Batches with watermarks at and around window boundaries; elements as rows or as partials
+    folded upstream per (key, pane).  The store is empty once input ends."""
+    engine, acc = engine_of(name)
+    log, store, meta = PaneLog(engine), MemoryStore(), {}
+    whole, watermark = PaneTable(), -3
+    for rows, step in [*steps, ([], MAX_TIMESTAMP)]:
+        watermark = min(watermark + step, MAX_TIMESTAMP)
+        keys = np.empty(len(rows), dtype=object)
+        keys[:] = [k for k, _, _ in rows]
+        ts = np.array([t for _, t, _ in rows], dtype=np.int64)
+        values = None if isinstance(acc, Count) else np.array([v for _, _, v in rows], dtype=np.int64)
+        expected, got = Panes(), Panes()
+        whole = engine.process(whole, keys, ts, values, watermark, expected, [], lambda i: None, processing_time=0)
+
+        def run(table):
+            if partials:  # one partial per row (rows may repeat a (key, pane), as upstream folds may)
+                aggregates = [values] * len(engine.form.partial_aggregates)
+                return engine.process_partials(table, keys, engine.layout.pane_start(ts),
+                                               np.ones(len(ts), dtype=np.int64), aggregates, watermark, got,
+                                               processing_time=0)[0]
+            return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=0)
+
+        due = run_pane_log_batch(log, store, meta, watermark, run)
+        meta["wm"] = watermark
+        assert panes_of(got) == panes_of(expected)
+        assert due == engine.next_event_time(whole)
+        held = {start: parts for start, parts in meta[META]}
+        assert sorted(store.parts) == sorted((DOMAIN, s, p) for s, n in held.items() for p in range(n))
+    assert not store.parts and meta[META] == []
+
+
+def test_elements_are_written_without_reading_and_a_pane_is_read_when_its_windows_fire():
+    engine, _ = engine_of("tumbling sum")
+    log, store, meta = PaneLog(engine), MemoryStore(), {"wm": 0}
+    keys = np.array([f"k{i}" for i in range(1000)], dtype=object)
+
+    def batch(ts, watermark, out):
+        def run(table):
+            return engine.process(table, keys, np.full(len(keys), ts, dtype=np.int64), np.ones(len(keys), dtype=np.int64),
+                                  watermark, out, [], lambda i: None, processing_time=0)
+        due = run_pane_log_batch(log, store, meta, watermark, run)
+        meta["wm"] = watermark
+        return due
+
+    out = Panes()
+    assert batch(3, 1, out) == 10  # the window [0, 10) is due at watermark 10
+    assert batch(7, 2, out) == 10
+    assert dict(store.calls) == {"put_text": 2}  # two batches of 1,000 keys: one part each, nothing read
+    assert [p for p in store.parts] == [(DOMAIN, 0, 0), (DOMAIN, 0, 1)]
+    assert batch(12, 10, out) == 20
+    assert len(out) == 1000 and set(np.asarray(out.values).tolist()) == {2}
+    # the fired pane is read (2 parts) and removed; the new pane's rows are one new part
+    assert store.calls["get_text"] == 2 and store.calls["remove_text"] == 2 and store.calls["put_text"] == 3
+    assert list(store.parts) == [(DOMAIN, 10, 0)]
+
+
+def test_keys_of_any_stored_type_come_back_equal():
+    engine, _ = engine_of("tumbling sum")
+    log, store, meta = PaneLog(engine), MemoryStore(), {"wm": 0}
+    keys = np.empty(6, dtype=object)
+    keys[:] = ["x", 7, 2 ** 70, ("a", 1), dt.datetime(2026, 1, 2, 3, 4, 5), None]
+
+    def batch(watermark, out, n):
+        def run(table):
+            return engine.process(table, keys[:n], np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64) * 1.5,
+                                  watermark, out, [], lambda i: None, processing_time=0)
+        run_pane_log_batch(log, store, meta, watermark, run)
+        meta["wm"] = watermark
+
+    out = Panes()
+    batch(1, out, 6)
+    batch(2, out, 6)  # a second part of the same pane, folded with the first when the window fires
+    batch(10, out, 0)
+    assert dict(zip(np.asarray(out.keys).tolist(), np.asarray(out.values).tolist())) == {
+        "x": 0.0, 7: 3.0, 2 ** 70: 6.0, ("a", 1): 9.0, dt.datetime(2026, 1, 2, 3, 4, 5): 12.0, None: 15.0}
+
+
+def test_only_the_default_trigger_without_lateness_is_served():
+    window, acc = CASES["tumbling sum"]
+    assert supports_pane_log(columnar_engine(window, acc, TriggerOption.default(), 0, label="op", column=None))
+    assert not supports_pane_log(columnar_engine(window, acc, TriggerOption.default(), 1, label="op", column=None))
+    early = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
+    assert not supports_pane_log(columnar_engine(window, acc, early, 0, label="op", column=None))
+
+
+def test_a_key_in_several_parts_of_a_pane_is_one_row_once_read():
+    engine, _ = engine_of("hopping mean")
+    log = PaneLog(engine)
+    parts = [(0, log.part_text(["a", "b"], [[1.0, 2.0], [1, 1]])), (0, log.part_text(["b", "a"], [[3.0, 4.0], [1, 2]])),
+             (5, log.part_text(["a"], [[7.0], [1]]))]
+    table = log.build(parts, 0)
+    rows = sorted(zip(table.keys.tolist(), table.starts.tolist(), *[c.tolist() for c in table.acc]))
+    assert rows == [("a", 0, 5.0, 3), ("a", 5, 7.0, 1), ("b", 0, 5.0, 2)]

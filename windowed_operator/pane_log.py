@@ -1,0 +1,164 @@
+"""The pane log: a key group's pane rows stored by pane, not by key, where no element needs the
+state it joins.
+
+On the per-key layout (``columnar_records``) every key a batch touches costs a read and a write of
+its record, and every key due a read and a write or removal: on Spark each is a request to the
+JVM's state server, and Nexmark's q5 (bids per auction in hopping windows, most auctions new)
+spent most of its operator time there.  Under the default trigger with no allowed lateness an
+element never needs what is stored: it is dropped if every window over its pane has expired, and
+otherwise only added to its (key, pane) partial; no window fires on an element (a window whose end
+is reached has expired).  State is read only when windows fire, and then it is exactly the rows
+of the panes under the windows that fire, which a watermark step names without any key.
+
+So the rows are kept per pane: each pane's rows are *parts* (one text each, the rows some batches
+added), appended without reading.  A watermark step reads the parts of the panes that have work
+due (``ColumnarCore.due_per_row``, the columnar core's own rule), folds repeated (key, pane) rows,
+runs the core, and writes each loaded pane back as one part, or removes it once its every window
+has expired.  The calls a batch makes follow the panes it touches and the panes due, whatever the
+number of keys; the bytes read follow the panes that fire, which is what the batch outputs.
+
+The group's record holds the panes held and their part counts (``meta["pane_log"]``).  A
+checkpoint written on the per-key layout keeps it (``choose_layout``).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Optional, Protocol
+
+import numpy as np
+
+from .columnar import ColumnarCore, PaneTable
+from .columnar_panes import object_array
+from .columnar_records import _column, _decoded, _encoded
+from .range_ops import factorize, run_starts
+from .state_codec import KeyStateCodec
+from .time import MIN_TIMESTAMP
+from .time_rules import is_timer_due
+
+LAYOUT = "pane log"
+#: The store's part domain the pane log writes under (the due index's parts use "event", "processing").
+DOMAIN = "panes"
+META = "pane_log"
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+class PartStore(Protocol):
+    """Texts by (domain, bucket, part), many per call (``SparkGroupStore``: pipelined)."""
+
+    def get_texts(self, domain: str, places: list[tuple[int, int]]) -> list[Optional[str]]: ...
+
+    def put_texts(self, domain: str, items: list[tuple[int, int, str]]) -> None: ...
+
+    def remove_texts(self, domain: str, places: list[tuple[int, int]]) -> None: ...
+
+
+def supports_pane_log(engine: Any) -> bool:
+    """Elements never join stored state: the pane table (default trigger) with no allowed lateness."""
+    return isinstance(engine, ColumnarCore) and engine.lateness == 0
+
+
+class PaneLog:
+    layout = LAYOUT
+
+    def __init__(self, core: ColumnarCore) -> None:
+        assert supports_pane_log(core)
+        self.core = core
+        self.values = KeyStateCodec()
+
+    # -- which panes a watermark step needs -------------------------------------------------------
+    def due_panes(self, held: dict[int, int], last_watermark: int, watermark: int) -> list[int]:
+        """The held panes with work due between the last watermark applied and ``watermark``."""
+        if not held or watermark <= last_watermark:
+            return []
+        starts = np.fromiter(held, dtype=np.int64, count=len(held))
+        due = self.core.due_per_row(PaneTable(object_array([None] * len(starts)), starts, watermark=last_watermark))
+        return starts[is_timer_due(due, watermark)].tolist()
+
+    def next_due(self, held: dict[int, int], watermark: int) -> Optional[int]:
+        """When the group next has work: the earliest due time of a held pane."""
+        if not held:
+            return None
+        starts = np.fromiter(held, dtype=np.int64, count=len(held))
+        return int(self.core.due_per_row(PaneTable(object_array([None] * len(starts)), starts,
+                                                   watermark=watermark)).min())
+
+    # -- parts <-> rows ---------------------------------------------------------------------------
+    def part_text(self, keys: list, acc: list[list]) -> str:
+        return _encode({"keys": _encoded(self.values.value, keys), "acc": [_encoded(self.values.value, c)
+                                                                          for c in acc]})
+
+    def build(self, pane_parts: list[tuple[int, str]], watermark: int) -> PaneTable:
+        """The table of the given parts (pane start, text), one row per (key, pane): rows a pane got
+        in several parts are folded."""
+        if not pane_parts:
+            return PaneTable(watermark=watermark)
+        data = json.loads(f"[{','.join(text for _, text in pane_parts)}]")
+        read = self.values.read_value
+        keys = object_array([k for part in data for k in _decoded(read, part["keys"])])
+        starts = np.fromiter((start for (start, _), part in zip(pane_parts, data) for _ in part["keys"]),
+                             dtype=np.int64, count=len(keys))
+        width = self.core.form.width
+        acc = [_column([v for part in data for v in _decoded(read, part["acc"][c])]) for c in range(width)]
+        codes, uniques = factorize(keys)
+        order = np.lexsort((starts, codes))
+        codes, starts = codes[order], starts[order]
+        first = run_starts(codes, starts)
+        folded = self.core.form.reduce_segments([c[order] for c in acc], first)
+        return PaneTable(uniques[codes[first]], starts[first], folded,
+                         np.full(len(first), watermark, dtype=np.int64), watermark)
+
+    def rows_by_pane(self, table: PaneTable) -> dict[int, str]:
+        """Each pane of the table as one part's text."""
+        if not len(table):
+            return {}
+        order = np.argsort(table.starts, kind="stable")
+        starts = table.starts[order]
+        bounds = np.flatnonzero(np.concatenate(([True], starts[1:] != starts[:-1], [True]))).tolist()
+        keys = table.keys[order].tolist()
+        acc = [c[order].tolist() for c in table.acc]
+        return {int(starts[lo]): self.part_text(keys[lo:hi], [c[lo:hi] for c in acc])
+                for lo, hi in zip(bounds[:-1], bounds[1:])}
+
+
+def held_panes(meta: dict) -> dict[int, int]:
+    """Pane start -> parts, from the group's record."""
+    return {start: parts for start, parts in meta.get(META, [])}
+
+
+def run_pane_log_batch(log: PaneLog, store: PartStore, meta: dict, watermark: int,
+                       run: Callable[[PaneTable], PaneTable]) -> Optional[int]:
+    """One batch of one group on the pane log: read the panes due, ``run`` the core on them (it
+    fires, drops, and adds the batch's elements), write the loaded panes back folded and the
+    elements' new rows as new parts.  Updates ``meta`` (the caller saves it) and returns when the
+    group next has work."""
+    held = held_panes(meta)
+    last = meta.get("wm", MIN_TIMESTAMP)
+    loaded = log.due_panes(held, last, watermark)
+    places = [(start, part) for start in loaded for part in range(held[start])]
+    texts = store.get_texts(DOMAIN, places) if places else []
+    missing = [place for place, text in zip(places, texts) if text is None]
+    if missing:
+        raise RuntimeError(f"the pane log's record names parts the state does not hold: {missing[:5]}")
+    table = run(log.build([(start, text) for (start, _), text in zip(places, texts)], last))
+    written = log.rows_by_pane(table)
+    puts: list[tuple[int, int, str]] = []
+    removals: list[tuple[int, int]] = []
+    for start in loaded:
+        parts = held.pop(start)
+        text = written.pop(start, None)
+        first_removed = 0
+        if text is not None:
+            puts.append((start, 0, text))
+            held[start] = first_removed = 1
+        removals += [(start, part) for part in range(first_removed, parts)]
+    for start, text in written.items():  # rows only this batch's elements made: a new part
+        part = held.get(start, 0)
+        puts.append((start, part, text))
+        held[start] = part + 1
+    if puts:
+        store.put_texts(DOMAIN, puts)
+    if removals:
+        store.remove_texts(DOMAIN, removals)
+    meta[META] = sorted([start, parts] for start, parts in held.items())
+    return log.next_due(held, watermark)
+
