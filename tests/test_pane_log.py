@@ -140,3 +140,44 @@ def test_a_key_in_several_parts_of_a_pane_is_one_row_once_read():
     table = log.build(parts, 0)
     rows = sorted(zip(table.keys.tolist(), table.starts.tolist(), *[c.tolist() for c in table.acc]))
     assert rows == [("a", 0, 5.0, 3), ("a", 5, 7.0, 1), ("b", 0, 5.0, 2)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=batches, switch=st.lists(st.booleans(), min_size=13, max_size=13))
+def test_moving_between_per_key_records_and_the_pane_log_keeps_every_pane(steps, switch):
+    """Before each batch the group may move to the other layout (a restart changing allowed lateness,
+    here without late data, so the panes are the same): every layout change keeps all rows."""
+    from windowed_operator.columnar_records import columnar_records, run_columnar_batch
+    from windowed_operator.group_state import GroupState
+    from windowed_operator.pane_log_migration import key_records_to_pane_log, pane_log_to_key_records
+
+    engine, acc = engine_of("hopping mean")
+    log, records, store = PaneLog(engine), columnar_records(engine), MemoryStore()
+    whole, watermark, on_log = PaneTable(), -3, False
+    for (rows, step), flip in zip([*steps, ([], MAX_TIMESTAMP)], switch):
+        watermark = min(watermark + step, MAX_TIMESTAMP)
+        keys = np.empty(len(rows), dtype=object)
+        keys[:] = [k for k, _, _ in rows]
+        ts = np.array([t for _, t, _ in rows], dtype=np.int64)
+        values = np.array([v for _, _, v in rows], dtype=np.int64)
+        expected, got = Panes(), Panes()
+        whole = engine.process(whole, keys, ts, values, watermark, expected, [], lambda i: None, processing_time=0)
+
+        def run(table):
+            return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=0)
+
+        group = GroupState(store, records.codec, {}, "op")
+        moved: list = []
+        if flip:
+            on_log = not on_log
+            if on_log:
+                key_records_to_pane_log(group, log, store)
+            else:
+                moved = pane_log_to_key_records(group, records, log, store)
+        if on_log:
+            run_pane_log_batch(log, store, group.meta, watermark, run)
+        else:
+            run_columnar_batch(records, group, [*keys.tolist(), *moved], watermark, 0, run)
+        group.save(wm=watermark)
+        assert panes_of(got) == panes_of(expected)
+    assert not store.keys and not [p for p in store.parts if p[0] == DOMAIN]

@@ -51,6 +51,9 @@ ADVICE: dict[str, str] = {
 LAYOUT_MIGRATIONS: set[tuple[str, str]] = {
     ("per-key windows", "per-key session rows"),  # sessions under the default trigger went columnar
     ("per-key windows", "per-key window rows"),  # so did windows assigned by timestamp under early/late firings
+    # the default trigger's pane rows, by key with allowed lateness, by pane without (``pane_log_migration``)
+    ("per-key pane rows", "pane log"),
+    ("pane log", "per-key pane rows"),
 }
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

@@ -6,11 +6,12 @@ Three state variables per key group (the grouping key of transformWithStateInPan
 - ``wo_keys`` (MapState ``key <the key column's type>`` -> ``record string``): each key's record as
   JSON, ``{"state": {"windows": [...], ...}, "due": [event, processing]}`` (``state_codec``);
 - ``wo_due`` (MapState ``domain string, bucket bigint, part int`` -> ``entries string``): the due
-  index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form).
+  index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form); and on the pane log
+  (``windowed_operator.pane_log``, domain ``panes``) the parts of each pane's rows.
 All of it is data: ``spark.read.format("statestore").option("stateVarName", "wo_keys")`` on a
 checkpoint shows every key's windows, and ``windowed_operator.spark.inspect`` prints them.
 The group's record and the index parts are one call to the JVM each (a socket round trip); the
-keys' records are read and written many per round trip (``pipelined_map``).
+keys' records and the pane log's parts are read and written many per round trip (``pipelined_map``).
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ class SparkGroupStore:
         self.parts = handle.getMapState(DUE_STATE, "domain string, bucket bigint, part int", "entries string")
         self.codec = KeyStateCodec()
         self.pipelined = PipelinedMap(self.keys)
+        self.pipelined_parts = PipelinedMap(self.parts)
 
     def _map_key(self, key: Hashable) -> tuple:
         return (_plain(key),) if self.keyed else (_NO_KEY,)
@@ -77,3 +79,14 @@ class SparkGroupStore:
 
     def remove_part(self, domain: str, bucket: int, part: int) -> None:
         self.parts.removeKey((domain, int(bucket), int(part)))
+
+    # -- texts by part (the pane log), pipelined ---------------------------------------------------
+    def get_texts(self, domain: str, places: list[tuple[int, int]]) -> list[Optional[str]]:
+        values = self.pipelined_parts.get_many([(domain, int(bucket), int(part)) for bucket, part in places])
+        return [value[0] if value is not None else None for value in values]
+
+    def put_texts(self, domain: str, items: list[tuple[int, int, str]]) -> None:
+        self.pipelined_parts.put_many([((domain, int(bucket), int(part)), (text,)) for bucket, part, text in items])
+
+    def remove_texts(self, domain: str, places: list[tuple[int, int]]) -> None:
+        self.pipelined_parts.remove_many([(domain, int(bucket), int(part)) for bucket, part in places])

@@ -34,6 +34,8 @@ from ..columnar_records import columnar_engine, columnar_records, run_columnar_b
 from ..columnar_panes import object_array
 from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
+from ..pane_log import LAYOUT as PANE_LOG, PaneLog, held_panes, run_pane_log_batch, supports_pane_log
+from ..pane_log_migration import key_records_to_pane_log, pane_log_to_key_records, stored_layout
 from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize
 from ..state import KeyState
@@ -90,9 +92,14 @@ class WindowedStatefulProcessor(StatefulProcessor):
             self.columnar = columnar_engine(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
                                             label=op.label(), column=op.value_column())
             self.records = columnar_records(self.columnar)
+        #: The default trigger with no allowed lateness keeps its rows by pane (``pane_log``).
+        self.pane_log = PaneLog(self.columnar) if self.columnar is not None and supports_pane_log(self.columnar) \
+            and self.plan.time_mode == "EventTime" else None
+        layout = PANE_LOG if self.pane_log is not None else \
+            self.records.layout if self.columnar is not None else "per-key windows"
         self.fingerprint = state_fingerprint(
             self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
-            layout=self.records.layout if self.columnar is not None else "per-key windows",
+            layout=layout,
             state_version=STATE_VERSION, key_column=self.plan.state_key)
         # (the pickled value of earlier versions is declared only to detect it)
         self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
@@ -180,9 +187,6 @@ class WindowedStatefulProcessor(StatefulProcessor):
         processing_time = plan.clock.now(spark_now)
         watermark = self._watermark(timer_values, meta, processing_time)
         behind = meta.get("wm", watermark)
-        keys = factorize(self._keys(frame))[1].tolist() if frame is not None and len(frame) else []
-        if plan.key_column is not None:
-            keys = [k for k in keys if not is_null(k)]  # rows with a null key are rejected below
         released, timed, panes, dropped, bad = Panes(), Panes(), Panes(), [], []
         n_dropped = 0
 
@@ -199,10 +203,21 @@ class WindowedStatefulProcessor(StatefulProcessor):
             n_dropped = len(dropped)
             return table
 
-        run_columnar_batch(self.records, group, keys, watermark, processing_time, run)
+        if self.pane_log is not None:
+            if stored_layout(group) not in (None, PANE_LOG):
+                key_records_to_pane_log(group, self.pane_log, self.store)
+            due = run_pane_log_batch(self.pane_log, self.store, meta, watermark, run)
+            self._schedule_group(group, spark_now, watermark, due=due, has_due=bool(held_panes(meta)))
+        else:
+            keys = factorize(self._keys(frame))[1].tolist() if frame is not None and len(frame) else []
+            if plan.key_column is not None:
+                keys = [k for k in keys if not is_null(k)]  # rows with a null key are rejected below
+            if stored_layout(group) == PANE_LOG:
+                keys += pane_log_to_key_records(group, self.records, PaneLog(self.columnar), self.store)
+            run_columnar_batch(self.records, group, keys, watermark, processing_time, run)
+            self._schedule_group(group, spark_now, watermark)
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)
-        self._schedule_group(group, spark_now, watermark)
         self._note_input(meta, beats, processing_time)
         group.save(wm=watermark)
         late = dropped if plan.operator.late_data_output else []
@@ -502,22 +517,24 @@ class WindowedStatefulProcessor(StatefulProcessor):
             idle[side] = input_is_idle(info.get("input", start), self.plan.operator.idle_timeout, processing_time)
         return two_input_watermark(marks, idle)
 
-    def _schedule_group(self, group: GroupState, spark_now: int, watermark: int) -> None:
+    def _schedule_group(self, group: GroupState, spark_now: int, watermark: int, *,
+                        due: Optional[int] = None, has_due: Optional[bool] = None) -> None:
         """The per-key layout's timer: the earliest due time in the group's event-time index
         (EventTime mode), or the next batch while any key is indexed (ProcessingTime mode, where the
-        group polls its due indexes).
+        group polls its due indexes).  The pane log passes its own (``due``: its earliest due pane;
+        ``has_due``: whether it holds any).
 
         With ``SparkPlan.wakes_every_batch`` (a chained stage, the event-time output) the group also
         wakes at every advance of the watermark (every batch, in ProcessingTime mode), so that its last
         watermark is always the previous batch's."""
         if self.plan.time_mode == "EventTime":
-            due = group.next_event_time()
+            due = group.next_event_time() if has_due is None else due
             if self.plan.wakes_every_batch and watermark < MAX_TIMESTAMP:
                 due = watermark + 1 if due is None else min(due, watermark + 1)
             wanted = spark_timer(due, self.plan.end_of_input_watermark) if due is not None else None
         else:
-            wanted = self._poll(group.meta.get("timer"), spark_now) if group.has_due() or self.plan.wakes_every_batch \
-                else None
+            indexed = group.has_due() if has_due is None else has_due
+            wanted = self._poll(group.meta.get("timer"), spark_now) if indexed or self.plan.wakes_every_batch else None
         self._set_timer(group.meta, wanted)
 
     def _poll(self, current: Optional[int], spark_now: int) -> int:

@@ -1,0 +1,67 @@
+"""Moving a key group between the per-key pane rows and the pane log, once, when a restart changes
+which one the operator's options choose.
+
+The pane log serves the default trigger with no allowed lateness (``pane_log``); the same operator
+with allowed lateness keeps pane rows per key (``columnar_records.PaneRecords``), and checkpoints
+written before the pane log existed hold per-key rows too.  Allowed lateness is a change a restart
+may make (``fingerprint.SAFE_CHANGES``), so neither direction may strand state: the first batch of
+a group whose record names the other layout reads all of the group's rows once, in the old layout,
+and writes them in the new one.  Both directions read what the group holds (once), not more:
+- per key -> pane log: every key holding rows is in the event-time due index (its next window end or
+  its expiry), so taking every entry of the index names every key;
+- pane log -> per key: the group's record names every pane and its parts.
+"""
+from __future__ import annotations
+
+from typing import Hashable
+
+from .columnar_records import PaneRecords, build_table
+from .group_state import EVENT, PROCESSING, GroupState
+from .pane_log import DOMAIN, META, PaneLog, PartStore, held_panes
+from .range_ops import factorize
+from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
+
+
+def stored_layout(group: GroupState) -> str | None:
+    """The layout the group's state was written in (None: a new group)."""
+    fingerprint = group.meta.get("fingerprint")
+    return fingerprint.get("state layout") if fingerprint else None
+
+
+def key_records_to_pane_log(group: GroupState, log: PaneLog, store: PartStore) -> int:
+    """Every key's pane rows moved into the pane log (the key records and index entries removed);
+    returns how many keys were moved."""
+    keys = [key for domain in (EVENT, PROCESSING) for key in group.indexes[domain].take_due(MAX_TIMESTAMP)]
+    keys = list(dict.fromkeys(keys))
+    group.preload(keys)
+    held = [key for key in keys if group.loaded[key].existed]
+    table = build_table(held, [group.loaded[key].state for key in held], group.meta.get("wm", MIN_TIMESTAMP))
+    parts = log.rows_by_pane(table)
+    if parts:
+        store.put_texts(DOMAIN, [(start, 0, text) for start, text in parts.items()])
+    group.meta[META] = sorted([start, 1] for start in parts)
+    if held:
+        group.store.remove_keys(held)
+    group.loaded.clear()
+    for index in group.indexes.values():
+        index.flush()
+    return len(held)
+
+
+def pane_log_to_key_records(group: GroupState, records: PaneRecords, log: PaneLog, store: PartStore) -> list[Hashable]:
+    """Every pane's rows moved to per-key records (loaded and marked changed: the batch's commit
+    writes them and enters their due times); returns the keys, which the batch must run with."""
+    held = held_panes(group.meta)
+    places = [(start, part) for start, parts in sorted(held.items()) for part in range(parts)]
+    texts = store.get_texts(DOMAIN, places) if places else []
+    table = log.build([(start, text) for (start, _), text in zip(places, texts) if text is not None],
+                      group.meta.get("wm", MIN_TIMESTAMP))
+    keys = factorize(table.keys)[1].tolist() if len(table) else []
+    group.preload(keys)
+    for key, state in records.split(table, keys).items():
+        group.touch(key)
+        group.loaded[key].state = state
+    if places:
+        store.remove_texts(DOMAIN, places)
+    group.meta.pop(META, None)
+    return keys
