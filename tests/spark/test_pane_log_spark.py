@@ -68,6 +68,11 @@ def test_the_pane_log_gives_the_local_runners_panes_and_keeps_no_key_records(spa
     parts = pane_parts(spark, checkpoint)
     assert parts and not key_records(spark, checkpoint)
     assert {start for start, _ in parts} >= {BASE + 25_000, BASE + 30_000}  # the panes still under open windows
+    from windowed_operator.spark.inspect import describe_checkpoint
+
+    lines = list(describe_checkpoint(spark, str(checkpoint), key="b"))
+    assert lines[0].endswith("0 key(s) with state:") and lines[1].startswith("the pane log:")
+    assert f"pane from {BASE + 30_000} (part 0): 1 row(s)" in lines and "  'b': acc=[4]" in lines
 
 
 def _file_sink(store):
@@ -111,3 +116,19 @@ def test_a_restart_that_changes_allowed_lateness_moves_the_state_between_layouts
 
     got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
     assert values(got) == values(local_panes(run_local_like_spark(hopping_sum(), in_order, DELAY)))
+
+
+def test_the_pane_log_setting_off_keeps_rows_per_key(spark, tmp_path):
+    from windowed_operator.spark.runner import PANE_LOG_CONF
+
+    write_batches(tmp_path / "in", BATCHES[:2], flush=False)
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
+    spark.conf.set(PANE_LOG_CONF, "false")
+    try:
+        out = hopping_sum().apply(df, end_of_input=END_COLUMN)
+    finally:
+        spark.conf.unset(PANE_LOG_CONF)
+    query = (out.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert key_records(spark, tmp_path / "checkpoint") and not pane_parts(spark, tmp_path / "checkpoint")

@@ -1,4 +1,5 @@
-"""Reading a checkpoint's state: every key's windows (what is pending, what fired, trigger state).
+"""Reading a checkpoint's state: every key's windows (what is pending, what fired, trigger state),
+or on the pane log (the default trigger with no allowed lateness) every pane's rows.
 
 The state is data (``spark.group_store``), so Spark's own state data source reads it; these
 helpers give it columns with names and print it per key:
@@ -6,7 +7,8 @@ helpers give it columns with names and print it per key:
     windowed-operator state CHECKPOINT [--key K] [--limit 50]
 
 or ``key_records(spark, checkpoint)`` for a DataFrame of ``key_group``, ``key`` and ``record`` (the
-key's JSON record) to query yourself.
+key's JSON record) to query yourself; ``pane_log_parts(spark, checkpoint)`` for the pane log's
+``key_group``, ``pane_start``, ``part`` and ``rows`` (JSON: the keys and accumulator columns).
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from typing import Any, Iterator, Optional
 
 from ..columnar_triggers import NOT_SET
 from ..state_codec import KeyStateCodec
-from .group_store import KEYS_STATE, META_STATE
+from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
+from .group_store import DUE_STATE, KEYS_STATE, META_STATE
 from .processor import GROUP_COLUMN
 
 
@@ -27,6 +30,30 @@ def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
           .load(checkpoint))
     return df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.key").alias("key"),
                      F.col("user_map_value.record").alias("record"))
+
+
+def pane_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
+    """The pane log's parts (``windowed_operator.pane_log``): each a pane's rows some batches added."""
+    from pyspark.sql import functions as F
+
+    df = (spark.read.format("statestore").option("operatorId", operator_id).option("stateVarName", DUE_STATE)
+          .load(checkpoint))
+    return df.where(F.col("user_map_key.domain") == PANE_LOG_DOMAIN).select(
+        F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.bucket").alias("pane_start"),
+        F.col("user_map_key.part").alias("part"), F.col("user_map_value.entries").alias("rows"))
+
+
+def describe_part(pane_start: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
+    """Lines for one part of the pane log: its pane and each row (key, accumulator columns)."""
+    data = json.loads(text)
+    read = KeyStateCodec().read_value
+    keys = [read(k) for k in data["keys"]]
+    columns = [[read(v) for v in column] for column in data["acc"]]
+    shown = [i for i, k in enumerate(keys) if key is None or str(k) == key]
+    if shown:
+        yield f"pane from {pane_start} (part {part}): {len(keys)} row(s)"
+    for i in shown:
+        yield f"  {keys[i]!r}: acc={[column[i] for column in columns]!r}"
 
 
 def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
@@ -90,3 +117,14 @@ def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, 
     yield f"{checkpoint}: {total} key(s) with state" + (f", the first {limit}:" if total > limit else ":")
     for row in rows[:limit]:
         yield from describe_record(row["key"], row["record"])
+    parts = pane_log_parts(spark, checkpoint, operator_id).orderBy("pane_start", "part", "key_group").collect()
+    if parts:
+        yield f"the pane log: {len(parts)} part(s) (a key's rows of a pane may span parts: they are summed when read)"
+    lines = 0
+    for part in parts:
+        for line in describe_part(part["pane_start"], part["part"], part["rows"], key):
+            if lines == limit:
+                yield f"... (the first {limit} lines)"
+                return
+            lines += 1
+            yield line

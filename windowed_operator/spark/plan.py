@@ -106,6 +106,9 @@ class SparkPlan:
     input_columns: tuple[str, ...] = ()
     #: Each key group's rows of a scan partition arrive as one Arrow payload (``packed_input``).
     packed_input: bool = False
+    #: The default trigger with no allowed lateness keeps its rows by pane (``windowed_operator.pane_log``);
+    #: ``spark.windowed_operator.paneLog=false`` keeps them per key.
+    pane_log: bool = True
     #: The session's time zone, converting packed timestamps as pyspark's row path would.
     timezone: Optional[str] = None
     #: The operator whose panes are the input (a chained stage: ``spark.chain``), or None for raw rows.

@@ -94,7 +94,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             self.records = columnar_records(self.columnar)
         #: The default trigger with no allowed lateness keeps its rows by pane (``pane_log``).
         self.pane_log = PaneLog(self.columnar) if self.columnar is not None and supports_pane_log(self.columnar) \
-            and self.plan.time_mode == "EventTime" else None
+            and self.plan.time_mode == "EventTime" and self.plan.pane_log else None
         layout = PANE_LOG if self.pane_log is not None else \
             self.records.layout if self.columnar is not None else "per-key windows"
         self.fingerprint = state_fingerprint(

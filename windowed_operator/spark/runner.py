@@ -240,6 +240,18 @@ def shown_timestamp(column: str) -> Column:
     return F.when(ms.between(MIN_SHOWN_TIME, MAX_SHOWN_TIME), F.timestamp_millis(ms)).alias(column)
 
 
+#: ``false`` keeps the default trigger's pane rows per key instead of in the pane log (``SparkPlan.pane_log``).
+PANE_LOG_CONF = "spark.windowed_operator.paneLog"
+
+
+def _conf_flag(df: DataFrame, name: str) -> bool:
+    """A boolean setting of the session, true unless set to ``false`` (or unreadable: the default)."""
+    try:
+        return str(df.sparkSession.conf.get(name, "true")).lower() != "false"
+    except Exception:  # noqa: BLE001 - a session without a readable conf keeps the default
+        return True
+
+
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                   columns: Optional[list[str]] = None) -> DataFrame:
     """Group by key group, run the processor, convert times to timestamps.
@@ -259,7 +271,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     # Python pass for little (Nexmark, 2 runs interleaved: q7 0.92x with it, q5 1.01x; where no fold
     # runs, benchmarks/nexmark/results-2026-11-24d-packed.txt: q11 1.09x, q5r 1.13x).
     packed = packed and not (plan.preaggregated or plan.preselected or plan.prefolded)
-    plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone)
+    plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone,
+                               pane_log=_conf_flag(projected, PANE_LOG_CONF))
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
         # (the group column keeps its type: pmod of xxhash64 is a bigint, the unkeyed group an int)
         group_type = LongType() if key_col is not None else IntegerType()

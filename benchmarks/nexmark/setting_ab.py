@@ -1,0 +1,76 @@
+"""One of the library's Spark settings off against on, on the Nexmark queries (one run, interleaved).
+
+    python benchmarks/nexmark/setting_ab.py --setting packInput --queries q11,q5r,q8,q7 --runs 3
+    python benchmarks/nexmark/setting_ab.py --setting paneLog --queries q5,q7 --runs 3
+
+``--setting`` names a ``spark.windowed_operator.*`` flag: ``packInput`` (packed input against
+pyspark's row-by-row handoff, ``spark.packed_input``) or ``paneLog`` (the default trigger's pane log
+against per-key pane rows, ``windowed_operator.pane_log``).  Per query: a warm-up, then ``--runs``
+rounds of (off, on), each on a fresh checkpoint, with the setting set before the operator is
+applied; each run's final result is checked against the brute-force model.  Prints each run, the
+median events/s of both and their ratio.  A query the setting does not change measures the noise.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from nexmark import queries as Q  # noqa: E402
+from nexmark import spark_queries as S  # noqa: E402
+from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
+
+SETTINGS = ("packInput", "paneLog")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setting", choices=SETTINGS, default="packInput")
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--queries", default="q11,q5r,q8,q7")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    from windowed_operator.spark import local_session
+
+    name = f"spark.windowed_operator.{args.setting}"
+    work = Path(tempfile.mkdtemp(prefix="setting-ab-"))
+    events = generate(NexmarkConfig(events=args.events))
+    files = write_files(events, work / "events", -(-args.events // 10), fmt="parquet", end_marker=True)
+    spark = local_session(app_name="setting-ab", shuffle_partitions=2, spark_log=str(work / "spark.log"))
+    config = Q.QueryConfig()
+
+    def run(query: str, on: bool) -> float:
+        spark.conf.set(name, "true" if on else "false")
+        out = S.ours(query, config, S.source(spark, work / "events"))
+        done = S.run_to_end(out, work / f"ckpt-{query}-{on}-{time.monotonic_ns()}",
+                            files if query in S.PROCESSING_TIME else 0)
+        expected = Q.model(query, events.persons, events.auctions, events.bids, config)
+        if Q.final_result(query, S.ours_panes(done.rows, query)) != expected:
+            raise AssertionError(f"{query} with {name}={on}: the result differs from the model")
+        return done.seconds
+
+    run("q7", True)
+    run("q7", False)
+    for query in args.queries.split(","):
+        seconds: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(args.runs):
+            for on in (False, True):
+                seconds[on].append(run(query, on))
+                print(f"{query} {args.setting}={str(on).lower():<5} {seconds[on][-1]:6.2f} s", flush=True)
+        off, on = (statistics.median(seconds[k]) for k in (False, True))
+        print(f"== {query}: {args.setting} off {args.events / off:,.0f} events/s, on {args.events / on:,.0f} events/s, "
+              f"on / off {off / on:.2f}x (spread off {min(seconds[False]):.2f}-{max(seconds[False]):.2f} s, "
+              f"on {min(seconds[True]):.2f}-{max(seconds[True]):.2f} s)", flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
