@@ -102,6 +102,11 @@ def our_query(spark: Any, data: Path, case: str) -> Any:
 
 
 # -- measuring ----------------------------------------------------------------------------------------
+#: The module the Python workers are forked from: pyspark's daemon, or on a local master the one
+#: ``local_session`` sets (``windowed_operator.spark.worker_daemon``).
+WORKER_MODULES = {b"pyspark.daemon", b"windowed_operator.spark.worker_daemon"}
+
+
 class WorkerMemory:
     """Peak resident memory of this machine's Python worker processes (not the driver), polled;
     ``samples`` keeps (time, largest worker) per poll, to take the peak of a span of batches."""
@@ -128,8 +133,8 @@ class WorkerMemory:
                     continue
                 try:
                     argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                    if b"python" not in Path(argv[0].decode()).name.encode() or b"pyspark.daemon" not in argv:
-                        continue  # only pyspark's Python workers (not the JVM, whose class path says python)
+                    if b"python" not in Path(argv[0].decode()).name.encode() or not WORKER_MODULES & set(argv):
+                        continue  # only the Python workers (not the JVM, whose class path says python)
                     status = Path(f"/proc/{pid}/status").read_text()
                 except OSError:
                     continue
