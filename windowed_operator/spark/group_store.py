@@ -21,6 +21,7 @@ from typing import Any, Hashable, Optional
 from ..due_index import Entry
 from ..state_codec import KeyStateCodec
 from .pipelined_map import PipelinedMap
+from .state_schemas import schema
 
 META_STATE = "wo_group"
 KEYS_STATE = "wo_keys"
@@ -37,9 +38,10 @@ def _plain(key: Any) -> Any:
 class SparkGroupStore:
     def __init__(self, handle: Any, key_type: Optional[str]) -> None:
         self.keyed = key_type is not None
-        self.meta = handle.getValueState(META_STATE, "meta string")
-        self.keys = handle.getMapState(KEYS_STATE, f"key {key_type or 'int'}", "record string")
-        self.parts = handle.getMapState(DUE_STATE, "domain string, bucket bigint, part int", "entries string")
+        self.meta = handle.getValueState(META_STATE, schema(("meta", "string")))
+        self.keys = handle.getMapState(KEYS_STATE, schema(("key", key_type or "int")), schema(("record", "string")))
+        self.parts = handle.getMapState(DUE_STATE, schema(("domain", "string"), ("bucket", "bigint"), ("part", "int")),
+                                        schema(("entries", "string")))
         self.codec = KeyStateCodec()
         self.pipelined = PipelinedMap(self.keys)
         self.pipelined_parts = PipelinedMap(self.parts)

@@ -51,12 +51,12 @@ from .packed_input import PACKED_POSITION, unpack_rows
 from .plan import EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PHASE_COLUMN, SIDE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 from .preselect import WEIGHT_COLUMN
+from .state_schemas import schema
 
 STATE_NAME = "windowed_operator_state"
 GROUP_COLUMN = "__wo_group"
 #: The key a chained stage's rows are grouped by when it is computed from the upstream's panes.
 ROUTE_COLUMN = "__wo_route"
-STATE_SCHEMA = "blob binary"
 #: 4: end-of-window timers are due at max_timestamp + 1 (Beam's rule); windows carry on_time_hold.
 #: 5: every group's bookkeeping carries the fingerprint of the operator that wrote it.
 #: 6: each key's state is a JSON record in a MapState (windows, or pane rows or session rows on
@@ -102,7 +102,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             layout=layout,
             state_version=STATE_VERSION, key_column=self.plan.state_key)
         # (the pickled value of earlier versions is declared only to detect it)
-        self.value_state = handle.getValueState(STATE_NAME, STATE_SCHEMA)
+        self.value_state = handle.getValueState(STATE_NAME, schema(("blob", "binary")))
         self.store = SparkGroupStore(handle, self.plan.key_type)
         self.codec = KeyStateCodec(allow_pickle=self.plan.state_encoding == "pickle")
 
