@@ -111,11 +111,11 @@ def run_query(spark, out, work: Path, name: str) -> Run:
 
 def our_state(spark, checkpoint: Path) -> dict:
     """What our operator holds after the run, read back from the checkpoint (Spark's state data
-    source): keys with state, accumulators (pane rows on the columnar path, windows on the object
-    path) and the bytes of the keys' JSON records."""
+    source): keys with state, accumulators (pane rows on the columnar path and the pane log,
+    windows on the object path) and the bytes of the JSON records and parts."""
     import json
 
-    from windowed_operator.spark.inspect import key_records
+    from windowed_operator.spark.inspect import key_records, pane_log_parts
 
     rows = key_records(spark, str(checkpoint)).select("record").collect()
     entries = size = 0
@@ -123,7 +123,13 @@ def our_state(spark, checkpoint: Path) -> dict:
         size += len(record)
         state = json.loads(record)["state"]
         entries += len(state.get("starts", state.get("windows", [])))
-    return {"rows": len(rows), "entries": entries, "bytes": size}
+    logged: set = set()  # the pane log's keys (a key's rows of a pane may span parts)
+    for (text,) in pane_log_parts(spark, str(checkpoint)).select("rows").collect():
+        size += len(text)
+        part = json.loads(text)
+        entries += len(part["keys"])
+        logged.update(json.dumps(key) for key in part["keys"])
+    return {"rows": len(rows) + len(logged), "entries": entries, "bytes": size}
 
 
 def source(spark, data_dir: Path):

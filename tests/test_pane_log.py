@@ -1,5 +1,6 @@
 """The pane log gives the panes of one whole-group table, reading state only for the panes that fire."""
 import datetime as dt
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -45,10 +46,16 @@ def engine_of(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 @settings(max_examples=80, deadline=None)
-@given(steps=batches, partials=st.booleans())
-def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials):
+@given(steps=batches, partials=st.booleans(), compact_parts=st.sampled_from([1, 2, 32]))
+def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, compact_parts):
     """Batches with watermarks at and around window boundaries; elements as rows or as partials
-    folded upstream per (key, pane).  The store is empty once input ends."""
+    folded upstream per (key, pane); panes folded after 1, 2 or 32 parts.  The store is empty once
+    input ends."""
+    with mock.patch("windowed_operator.pane_log.COMPACT_PARTS", compact_parts):
+        _check_against_the_whole_table(name, steps, partials, compact_parts)
+
+
+def _check_against_the_whole_table(name, steps, partials, compact_parts):
     engine, acc = engine_of(name)
     log, store, meta = PaneLog(engine), MemoryStore(), {}
     whole, watermark = PaneTable(), -3
@@ -75,6 +82,7 @@ def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials):
         assert due == engine.next_event_time(whole)
         held = {start: parts for start, parts in meta[META]}
         assert sorted(store.parts) == sorted((DOMAIN, s, p) for s, n in held.items() for p in range(n))
+        assert max(held.values(), default=0) <= compact_parts
     assert not store.parts and meta[META] == []
 
 

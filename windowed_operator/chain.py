@@ -6,7 +6,7 @@ so an ON_TIME pane reaches the next stage before that stage's own window becomes
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -87,11 +87,33 @@ def _plain(value: Any) -> Any:
 def pane_from_row(row: dict, upstream: Any) -> PaneRecord:
     """An upstream stage's output row (times in epoch ms) as the pane the local chain would hand the
     next stage: its value plain Python, a retraction carrying the output it undoes (``as_consumed``)."""
-    pane = PaneRecord(key=_plain(row["key"]) if upstream.keyed else None, window_start=int(row["window_start"]),
-                      window_end=int(row["window_end"]), value=_plain(row["value"]), timing=Timing(row["timing"]),
-                      index=int(row["pane_index"]), is_first=bool(row["is_first"]), is_last=bool(row["is_last"]),
-                      is_retraction=bool(row["is_retraction"]), timestamp=int(row["timestamp"]))
-    return as_consumed([pane], upstream)[0] if pane.is_retraction else pane
+    return panes_from_columns({name: [value] for name, value in row.items()}, upstream)[0]
+
+
+_TIMINGS = {timing.value: timing for timing in Timing}
+
+
+def panes_from_columns(columns: Mapping[str, Sequence[Any]], upstream: Any) -> list[PaneRecord]:
+    """``pane_from_row`` for many rows at once: each column converted once (numpy scalars to Python
+    ones by ``tolist``), the panes built from plain values."""
+    def plain(name: str) -> list:
+        column = columns[name]
+        return column.tolist() if isinstance(column, np.ndarray) else list(column)
+
+    n = len(columns["window_start"])
+    keys = [_plain(k) for k in plain("key")] if upstream.keyed else [None] * n
+    values = [_plain(v) for v in plain("value")]
+    retractions = [bool(r) for r in plain("is_retraction")]
+    panes = [PaneRecord(key=key, window_start=int(start), window_end=int(end), value=value, timing=_TIMINGS[timing],
+                        index=int(index), is_first=bool(first), is_last=bool(last), is_retraction=retraction,
+                        timestamp=int(timestamp))
+             for key, start, end, value, timing, index, first, last, retraction, timestamp in zip(
+                 keys, plain("window_start"), plain("window_end"), values, plain("timing"), plain("pane_index"),
+                 plain("is_first"), plain("is_last"), retractions, plain("timestamp"))]
+    if any(retractions):
+        undone = iter(as_consumed([p for p in panes if p.is_retraction], upstream))
+        panes = [next(undone) if p.is_retraction else p for p in panes]
+    return panes
 
 
 def as_consumed(panes: list[PaneRecord], upstream: Any) -> list[PaneRecord]:

@@ -39,6 +39,9 @@ LAYOUT = "pane log"
 #: The store's part domain the pane log writes under (the due index's parts use "event", "processing").
 DOMAIN = "panes"
 META = "pane_log"
+#: A pane holding this many parts has them folded into one when a batch adds to it: a pane's read
+#: stays bounded however many batches its windows span (each fold is paid by that many appends).
+COMPACT_PARTS = 32
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
@@ -152,8 +155,16 @@ def run_pane_log_batch(log: PaneLog, store: PartStore, meta: dict, watermark: in
         removals += [(start, part) for part in range(first_removed, parts)]
     for start, text in written.items():  # rows only this batch's elements made: a new part
         part = held.get(start, 0)
-        puts.append((start, part, text))
-        held[start] = part + 1
+        if part < COMPACT_PARTS:
+            puts.append((start, part, text))
+            held[start] = part + 1
+            continue
+        # a pane that many batches added to (a long window, small batches): its parts folded into one
+        texts = store.get_texts(DOMAIN, [(start, p) for p in range(part)])
+        folded = log.build([(start, t) for t in texts if t is not None] + [(start, text)], last)
+        puts.append((start, 0, log.rows_by_pane(folded)[start]))
+        removals += [(start, p) for p in range(1, part)]
+        held[start] = 1
     if puts:
         store.put_texts(DOMAIN, puts)
     if removals:

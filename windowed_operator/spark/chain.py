@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
-from ..chain import check_consumable, pane_from_row
+from ..chain import check_consumable, panes_from_columns
 from ..elements import BadElementError
 from ..operator import OperatorBase, WindowingOptions
 from ..panes import OUTPUT_COLUMNS
@@ -86,15 +86,16 @@ class RouteKeys:
         self.reader = operator.build_reader()
         self.upstream = upstream
 
-    def _key(self, row: dict) -> Any:
+    def _key(self, pane: Any) -> Any:
         try:
-            return self.reader.key_of(pane_from_row(row, self.upstream))
+            return self.reader.key_of(pane)
         except BadElementError:
             return None
 
     def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for frame in frames:
-            keys = [self._key(row) for row in frame.to_dict("records")]
+            panes = panes_from_columns({c: frame[c].to_numpy() for c in frame.columns}, self.upstream)
+            keys = [self._key(pane) for pane in panes]
             yield frame.assign(**{ROUTE_COLUMN: pd.Series(keys, dtype=object, index=frame.index)})
 
 
