@@ -21,8 +21,11 @@ from typing import Any, Hashable, Optional
 from ..due_index import Entry
 from ..state_codec import KeyStateCodec
 from .pipelined_map import PipelinedMap
-from .state_schemas import DUE_STATE, KEYS_STATE, META_STATE, DeclaredState
+from .state_schemas import schema
 
+META_STATE = "wo_group"
+KEYS_STATE = "wo_keys"
+DUE_STATE = "wo_due"
 #: The map key of a non-keyed operator's one state (its key is None).
 _NO_KEY = 0
 
@@ -33,9 +36,12 @@ def _plain(key: Any) -> Any:
 
 
 class SparkGroupStore:
-    def __init__(self, state: DeclaredState, key_type: Optional[str]) -> None:
+    def __init__(self, handle: Any, key_type: Optional[str]) -> None:
         self.keyed = key_type is not None
-        self.meta, self.keys, self.parts = state.meta, state.keys, state.parts
+        self.meta = handle.getValueState(META_STATE, schema(("meta", "string")))
+        self.keys = handle.getMapState(KEYS_STATE, schema(("key", key_type or "int")), schema(("record", "string")))
+        self.parts = handle.getMapState(DUE_STATE, schema(("domain", "string"), ("bucket", "bigint"), ("part", "int")),
+                                        schema(("entries", "string")))
         self.codec = KeyStateCodec()
         self.pipelined = PipelinedMap(self.keys)
         self.pipelined_parts = PipelinedMap(self.parts)
