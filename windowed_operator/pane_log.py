@@ -68,21 +68,24 @@ class PaneLog:
         self.values = KeyStateCodec()
 
     # -- which panes a watermark step needs -------------------------------------------------------
+    def _due_times(self, held: dict[int, int], watermark: int) -> tuple[np.ndarray, np.ndarray]:
+        """The held panes' starts and when each next has work after ``watermark`` (the core's rule,
+        asked of a table of one row per pane: it reads only the starts)."""
+        starts = np.fromiter(held, dtype=np.int64, count=len(held))
+        return starts, self.core.due_per_row(PaneTable(object_array([None] * len(starts)), starts, watermark=watermark))
+
     def due_panes(self, held: dict[int, int], last_watermark: int, watermark: int) -> list[int]:
         """The held panes with work due between the last watermark applied and ``watermark``."""
         if not held or watermark <= last_watermark:
             return []
-        starts = np.fromiter(held, dtype=np.int64, count=len(held))
-        due = self.core.due_per_row(PaneTable(object_array([None] * len(starts)), starts, watermark=last_watermark))
+        starts, due = self._due_times(held, last_watermark)
         return starts[is_timer_due(due, watermark)].tolist()
 
     def next_due(self, held: dict[int, int], watermark: int) -> Optional[int]:
         """When the group next has work: the earliest due time of a held pane."""
         if not held:
             return None
-        starts = np.fromiter(held, dtype=np.int64, count=len(held))
-        return int(self.core.due_per_row(PaneTable(object_array([None] * len(starts)), starts,
-                                                   watermark=watermark)).min())
+        return int(self._due_times(held, watermark)[1].min())
 
     # -- parts <-> rows ---------------------------------------------------------------------------
     def part_text(self, keys: list, acc: list[list]) -> str:
