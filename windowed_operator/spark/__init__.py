@@ -3,8 +3,20 @@
 This package is the only place that imports pyspark.  Its pure-Python parts (the plan, the clocks,
 the pane-to-row conversion) are importable without Spark so they can be unit-tested fast.
 """
+from typing import Any
+
 from .clock import FileClock, SparkBatchClock
-from .plan import END_OF_INPUT, OUTPUT_COLUMNS, SparkPlan
+
+
+def __getattr__(name: str) -> Any:
+    """The plan's names, imported when asked: importing this package stays cheap (the driver-side
+    pre-init of each stateful operator imports it only to declare state: ``deferred``)."""
+    if name in ("END_OF_INPUT", "OUTPUT_COLUMNS", "SparkPlan"):
+        from . import plan
+
+        return getattr(plan, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["apply_operator", "apply_merge_operator", "local_session", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
            "SparkPlan"]

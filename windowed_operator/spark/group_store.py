@@ -21,11 +21,8 @@ from typing import Any, Hashable, Optional
 from ..due_index import Entry
 from ..state_codec import KeyStateCodec
 from .pipelined_map import PipelinedMap
-from .state_schemas import schema
+from .state_schemas import DUE_STATE, KEYS_STATE, META_STATE, DeclaredState
 
-META_STATE = "wo_group"
-KEYS_STATE = "wo_keys"
-DUE_STATE = "wo_due"
 #: The map key of a non-keyed operator's one state (its key is None).
 _NO_KEY = 0
 
@@ -36,12 +33,9 @@ def _plain(key: Any) -> Any:
 
 
 class SparkGroupStore:
-    def __init__(self, handle: Any, key_type: Optional[str]) -> None:
+    def __init__(self, state: DeclaredState, key_type: Optional[str]) -> None:
         self.keyed = key_type is not None
-        self.meta = handle.getValueState(META_STATE, schema(("meta", "string")))
-        self.keys = handle.getMapState(KEYS_STATE, schema(("key", key_type or "int")), schema(("record", "string")))
-        self.parts = handle.getMapState(DUE_STATE, schema(("domain", "string"), ("bucket", "bigint"), ("part", "int")),
-                                        schema(("entries", "string")))
+        self.meta, self.keys, self.parts = state.meta, state.keys, state.parts
         self.codec = KeyStateCodec()
         self.pipelined = PipelinedMap(self.keys)
         self.pipelined_parts = PipelinedMap(self.parts)

@@ -52,9 +52,8 @@ from .packed_input import PACKED_POSITION, unpack_rows
 from .plan import EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PHASE_COLUMN, SIDE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 from .preselect import WEIGHT_COLUMN
-from .state_schemas import schema
+from .state_schemas import DeclaredState, declare_state
 
-STATE_NAME = "windowed_operator_state"
 GROUP_COLUMN = "__wo_group"
 #: The key a chained stage's rows are grouped by when it is computed from the upstream's panes.
 ROUTE_COLUMN = "__wo_route"
@@ -82,8 +81,10 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def __init__(self, plan: SparkPlan) -> None:
         self.plan = plan
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
+    def init(self, handle: StatefulProcessorHandle, state: Optional[DeclaredState] = None) -> None:
+        """``state``: the variables a ``DeferredProcessor`` declared in its own ``init``."""
         self.handle = handle
+        state = state or declare_state(handle, self.plan.key_type)
         self.core = self.plan.operator.build_core()
         self.reader = self.plan.record_reader()
         self.now: Optional[int] = None  # the batch's processing time, set per call
@@ -103,8 +104,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             layout=layout,
             state_version=STATE_VERSION, key_column=self.plan.state_key)
         # (the pickled value of earlier versions is declared only to detect it)
-        self.value_state = handle.getValueState(STATE_NAME, schema(("blob", "binary")))
-        self.store = SparkGroupStore(handle, self.plan.key_type)
+        self.value_state = state.old_value
+        self.store = SparkGroupStore(state, self.plan.key_type)
         self.codec = KeyStateCodec(allow_pickle=self.plan.state_encoding == "pickle")
 
     # -- Spark callbacks ------------------------------------------------------------------------

@@ -27,7 +27,8 @@ from .heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
 from .packed_input import PACKED_COLUMN, PackRows, packing_conf
 from .prefold import PreFolding, prefoldable
 from .preselect import WEIGHT_COLUMN, PreSelection, preselectable
-from .processor import GROUP_COLUMN, WindowedStatefulProcessor
+from .deferred import DeferredProcessor
+from .processor import GROUP_COLUMN
 
 _WATERMARK_HELPER = "__wo_event_time"
 _GROUP_COLUMN = GROUP_COLUMN
@@ -282,12 +283,12 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
         columns = [_GROUP_COLUMN, PACKED_COLUMN]
     event_time_column = EVENT_TIME_COLUMN if plan.event_time_output else ""
     if is_connect(projected):  # build the plan without analysis requests (Spark Declarative Pipelines)
-        out = transform_with_state(projected, _GROUP_COLUMN, WindowedStatefulProcessor(plan),
+        out = transform_with_state(projected, _GROUP_COLUMN, DeferredProcessor.of(plan),
                                    parse_ddl_schema(plan.processor_schema()), plan.time_mode, columns,
                                    event_time_column)
     else:
         out = projected.groupBy(_GROUP_COLUMN).transformWithStateInPandas(
-            statefulProcessor=WindowedStatefulProcessor(plan), outputStructType=plan.processor_schema(),
+            statefulProcessor=DeferredProcessor.of(plan), outputStructType=plan.processor_schema(),
             outputMode="Append", timeMode=plan.time_mode, eventTimeColumnName=event_time_column)
     observation = observation_name(plan.operator)
     out = observe_drops(out, plan, observation)
