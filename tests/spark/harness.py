@@ -99,7 +99,8 @@ def run_spark(spark, op, batches: list[list[dict]], workdir: Path, *, clock_time
             os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
             _wait_for_file(query, i)
         batches_done = query.lastProgress["batchId"]
-        _wait_for(lambda: query.lastProgress["batchId"] >= batches_done + 2)  # no-data batches apply the last watermark
+        _wait_for(lambda: _raise_if_stopped(query) or query.lastProgress["batchId"] >= batches_done + 2)
+        # (no-data batches apply the last watermark)
     finally:
         query.stop()
     return store
@@ -107,12 +108,19 @@ def run_spark(spark, op, batches: list[list[dict]], workdir: Path, *, clock_time
 
 def _wait_for_file(query, index: int) -> None:
     def done():
+        _raise_if_stopped(query)
         progress = query.lastProgress
         if not progress or not progress["sources"]:
             return False
         end = progress["sources"][0]["endOffset"]
         return end is not None and json.loads(end if isinstance(end, str) else json.dumps(end))["logOffset"] >= index
     _wait_for(done)
+
+
+def _raise_if_stopped(query) -> None:
+    """A query that failed stops making progress: report its error instead of waiting out the timeout."""
+    if not query.isActive:
+        raise RuntimeError(f"the Spark query stopped: {query.exception()}")
 
 
 def _wait_for(condition, timeout: float = 120.0) -> None:
