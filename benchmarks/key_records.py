@@ -68,14 +68,16 @@ class TextStore:
         for k in keys:
             self.keys.pop(k, None)
 
-    def get_part(self, domain: str, bucket: int, part: int) -> list:
-        return list(self.parts.get((domain, bucket, part), []))
+    def get_parts(self, domain: str, places: list) -> list:
+        return [list(self.parts.get((domain, bucket, part), [])) for bucket, part in places]
 
-    def put_part(self, domain: str, bucket: int, part: int, entries: list) -> None:
-        self.parts[(domain, bucket, part)] = list(entries)
+    def put_parts(self, domain: str, items: list) -> None:
+        for bucket, part, entries in items:
+            self.parts[(domain, bucket, part)] = list(entries)
 
-    def remove_part(self, domain: str, bucket: int, part: int) -> None:
-        self.parts.pop((domain, bucket, part), None)
+    def remove_parts(self, domain: str, places: list) -> None:
+        for bucket, part in places:
+            self.parts.pop((domain, bucket, part), None)
 
 
 class Timed:

@@ -100,17 +100,22 @@ class MemoryStore:
         for key in keys:
             del self.keys[key]
 
-    def get_part(self, domain, bucket, part):
-        self.calls["get_part"] += 1
-        return list(self.parts.get((domain, bucket, part), []))
+    def get_parts(self, domain, places):
+        self.calls["get_parts"] += 1  # (one round trip)
+        self.calls["get_part"] += len(places)
+        return [list(self.parts.get((domain, bucket, part), [])) for bucket, part in places]
 
-    def put_part(self, domain, bucket, part, entries):
-        self.calls["put_part"] += 1
-        self.parts[(domain, bucket, part)] = list(entries)
+    def put_parts(self, domain, items):
+        self.calls["put_parts"] += 1
+        self.calls["put_part"] += len(items)
+        for bucket, part, entries in items:
+            self.parts[(domain, bucket, part)] = list(entries)
 
-    def remove_part(self, domain, bucket, part):
-        self.calls["remove_part"] += 1
-        del self.parts[(domain, bucket, part)]
+    def remove_parts(self, domain, places):
+        self.calls["remove_parts"] += 1
+        self.calls["remove_part"] += len(places)
+        for bucket, part in places:
+            del self.parts[(domain, bucket, part)]
 
     def get_texts(self, domain, places):
         self.calls["get_text"] += len(places)

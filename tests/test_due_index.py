@@ -50,12 +50,37 @@ def test_entering_and_taking_cost_follows_the_keys_touched_and_due_not_the_keys_
     for key in range(5):  # five keys touched, all due in one bucket far ahead
         index.enter(key, 500_000)
     index.flush()
-    assert store.calls == Counter(put_part=1)  # a new bucket: one part written
+    assert store.calls == Counter(put_parts=1, put_part=1)  # a new bucket: one part written
     store.calls.clear()
     index.enter(7, 500_001)
     index.flush()
-    assert store.calls == Counter(get_part=1, put_part=1)  # its last part read and rewritten
+    assert store.calls == Counter(get_parts=1, get_part=1, put_parts=1, put_part=1)  # its last part read, rewritten
     store.calls.clear()
     assert index.take_due(1_499) == set(range(1_500))  # two buckets due, keys 0..1499
     assert store.calls["get_part"] == 8  # the parts of buckets 0 and 1 only (1,000 keys each: 4 parts of 256)
+    assert store.calls["get_parts"] == 1  # in one call (a round trip to a remote store)
     assert held["put_part"] > 390
+
+
+def test_a_batch_touching_many_buckets_makes_one_call_per_kind_of_access():
+    """The calls follow the batch, not its buckets: a remote store answers each in one round trip."""
+    store = MemoryStore()
+    index = DueIndex("event", store, bucket_ms=100, part_size=4)
+    for key in range(500):  # 50 buckets of 10 keys: 3 parts each
+        index.enter(key, key * 10)
+    index.flush()
+    assert (store.calls["get_parts"], store.calls["put_parts"], store.calls["put_part"]) == (0, 1, 150)
+    store.calls.clear()
+    for key in range(500, 1_000):  # the same 50 buckets again: each one's last part read and rewritten
+        index.enter(key, (key - 500) * 10 + 5)
+    index.flush()
+    assert (store.calls["get_parts"], store.calls["get_part"], store.calls["put_parts"]) == (1, 50, 1)
+    store.calls.clear()
+    assert index.take_due(2_499) == set(range(250)) | set(range(500, 750))  # 25 buckets due
+    assert (store.calls["get_parts"], store.calls["put_parts"], store.calls["remove_parts"]) == (1, 0, 1)
+    assert store.calls["get_part"] == store.calls["remove_part"] == 25 * 5
+    store.calls.clear()
+    assert index.take_due(2_505) == {250, 750}  # two keys of a bucket: the rest written back over its parts
+    assert (store.calls["get_parts"], store.calls["put_parts"], store.calls["remove_parts"]) == (1, 1, 0)
+    assert sorted(e for entries in store.parts.values() for e in entries) == sorted(
+        [(k, k * 10) for k in range(251, 500)] + [(k, (k - 500) * 10 + 5) for k in range(751, 1_000)])

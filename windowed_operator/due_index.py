@@ -6,7 +6,8 @@ time) advances.  This index finds them: every key with state is entered under th
 work is due, in *buckets* of ``bucket_ms`` of time, each bucket a list of ``parts`` of at most
 ``part_size`` ``(key, due)`` entries.  The group's small bookkeeping record keeps, per bucket, how
 many parts it has and its earliest due time, so:
-- entering keys costs one read and one write of a bucket's last part per bucket a batch touches;
+- entering keys costs one read and one write of a bucket's last part per bucket a batch touches
+  (all buckets' parts in one call each: a remote store answers a call in one round trip);
 - finding the keys due at time ``t`` reads only the parts of buckets whose earliest due time is at
   most ``t``, and writes back what is not due yet;
 - a key whose due time moved keeps its old entry until that bucket comes due (lazy deletion): the
@@ -31,14 +32,18 @@ PART_SIZE = 256
 Entry = tuple[Hashable, int]  # (key, due time)
 
 
+Place = tuple[int, int]  # (bucket, part)
+
+
 class IndexStore(Protocol):
-    """Parts of buckets, addressed by ``(domain, bucket, part)``."""
+    """Parts of buckets, addressed by ``(domain, bucket, part)``; many parts per call, because each
+    call to a remote store is a round trip (the Spark runner answers a call's parts in one)."""
 
-    def get_part(self, domain: str, bucket: int, part: int) -> list[Entry]: ...
+    def get_parts(self, domain: str, places: list[Place]) -> list[list[Entry]]: ...
 
-    def put_part(self, domain: str, bucket: int, part: int, entries: list[Entry]) -> None: ...
+    def put_parts(self, domain: str, items: list[tuple[int, int, list[Entry]]]) -> None: ...
 
-    def remove_part(self, domain: str, bucket: int, part: int) -> None: ...
+    def remove_parts(self, domain: str, places: list[Place]) -> None: ...
 
 
 @dataclass
@@ -80,44 +85,64 @@ class DueIndex:
         self._pending.setdefault(due // self.bucket_ms, []).append((key, due))
 
     def flush(self) -> None:
-        """Append the entered keys to their buckets: per bucket, its last part is read and rewritten,
-        and new parts are written as it fills."""
-        for bucket, entries in sorted(self._pending.items()):
-            known = self.buckets.get(bucket)
+        """Append the entered keys to their buckets: the last part of every bucket touched is read
+        (one call) and rewritten with the new parts as each bucket fills (one call)."""
+        pending = sorted(self._pending.items())
+        self._pending.clear()
+        known_buckets = [bucket for bucket, _ in pending if bucket in self.buckets]
+        lasts = dict(zip(known_buckets, self.store.get_parts(
+            self.domain, [(bucket, self.buckets[bucket].parts - 1) for bucket in known_buckets]))) if known_buckets else {}
+        writes: list[tuple[int, int, list[Entry]]] = []
+        for bucket, entries in pending:
             earliest = min(due for _, due in entries)
+            known = self.buckets.get(bucket)
             if known is None:
                 known = self.buckets[bucket] = _Bucket(0, earliest)
-                last: list[Entry] = []
             else:
                 known.earliest = min(known.earliest, earliest)
-                last = self.store.get_part(self.domain, bucket, known.parts - 1)
-                known.parts -= 1
-            self._write(bucket, known, last + entries)
-        self._pending.clear()
+                known.parts -= 1  # (its last part is rewritten)
+            writes += self._parts(bucket, known, lasts.get(bucket, []) + entries)
+        if writes:
+            self.store.put_parts(self.domain, writes)
 
-    def _write(self, bucket: int, known: _Bucket, entries: list[Entry]) -> None:
+    def _parts(self, bucket: int, known: _Bucket, entries: list[Entry]) -> list[tuple[int, int, list[Entry]]]:
+        """The parts ``entries`` fill after the bucket's ``known.parts`` first ones (counted in)."""
+        parts = []
         for lo in range(0, len(entries), self.part_size):
-            self.store.put_part(self.domain, bucket, known.parts, entries[lo:lo + self.part_size])
+            parts.append((bucket, known.parts, entries[lo:lo + self.part_size]))
             known.parts += 1
+        return parts
 
     # -- finding due keys -------------------------------------------------------------------------
     def take_due(self, time: int) -> set[Hashable]:
         """The keys entered as due at or before ``time``, removed from the index; entries due later
-        in the same buckets are written back (over the bucket's first parts)."""
+        in the same buckets are written back (over the bucket's first parts).  One call reads every
+        part of the due buckets, one writes back, one removes the parts left over."""
+        due_buckets = sorted(b for b, v in self.buckets.items() if is_timer_due(v.earliest, time))
+        if not due_buckets:
+            return set()
+        places = [(bucket, part) for bucket in due_buckets for part in range(self.buckets[bucket].parts)]
+        stored: dict[int, list[Entry]] = {bucket: [] for bucket in due_buckets}
+        for (bucket, _), entries in zip(places, self.store.get_parts(self.domain, places)):
+            stored[bucket] += entries
         keys: set[Hashable] = set()
-        for bucket in sorted(b for b, v in self.buckets.items() if is_timer_due(v.earliest, time)):
+        writes: list[tuple[int, int, list[Entry]]] = []
+        removals: list[Place] = []
+        for bucket in due_buckets:
             known = self.buckets.pop(bucket)
             later: list[Entry] = []
-            for part in range(known.parts):
-                for key, due in self.store.get_part(self.domain, bucket, part):
-                    if is_timer_due(due, time):
-                        keys.add(key)
-                    else:
-                        later.append((key, due))
+            for key, due in stored[bucket]:
+                if is_timer_due(due, time):
+                    keys.add(key)
+                else:
+                    later.append((key, due))
             rest = _Bucket(0, min((due for _, due in later), default=0))
-            self._write(bucket, rest, later)
-            for part in range(rest.parts, known.parts):
-                self.store.remove_part(self.domain, bucket, part)
+            writes += self._parts(bucket, rest, later)
+            removals += [(bucket, part) for part in range(rest.parts, known.parts)]
             if rest.parts:
                 self.buckets[bucket] = rest
+        if writes:
+            self.store.put_parts(self.domain, writes)
+        if removals:
+            self.store.remove_parts(self.domain, removals)
         return keys

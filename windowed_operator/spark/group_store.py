@@ -10,8 +10,8 @@ Three state variables per key group (the grouping key of transformWithStateInPan
   (``windowed_operator.pane_log``, domain ``panes``) the parts of each pane's rows.
 All of it is data: ``spark.read.format("statestore").option("stateVarName", "wo_keys")`` on a
 checkpoint shows every key's windows, and ``windowed_operator.spark.inspect`` prints them.
-The group's record and the index parts are one call to the JVM each (a socket round trip); the
-keys' records and the pane log's parts are read and written many per round trip (``pipelined_map``).
+The group's record is one call to the JVM (a socket round trip); the keys' records, the index's
+parts and the pane log's parts are read and written many per round trip (``pipelined_map``).
 """
 from __future__ import annotations
 
@@ -63,18 +63,18 @@ class SparkGroupStore:
         self.pipelined.remove_many([self._map_key(k) for k in keys])
 
     # -- the due index ----------------------------------------------------------------------------
-    def get_part(self, domain: str, bucket: int, part: int) -> list[Entry]:
-        value = self.parts.getValue((domain, int(bucket), int(part)))
-        if value is None:
-            return []
-        return [(self.codec.read_value(key), due) for key, due in json.loads(value[0])]
+    def get_parts(self, domain: str, places: list[tuple[int, int]]) -> list[list[Entry]]:
+        return [[(self.codec.read_value(key), due) for key, due in json.loads(text)] if text is not None else []
+                for text in self.get_texts(domain, places)]
 
-    def put_part(self, domain: str, bucket: int, part: int, entries: list[Entry]) -> None:
-        text = json.dumps([[self.codec.value(_plain(key)), due] for key, due in entries], separators=(",", ":"))
-        self.parts.updateValue((domain, int(bucket), int(part)), (text,))
+    def put_parts(self, domain: str, items: list[tuple[int, int, list[Entry]]]) -> None:
+        self.put_texts(domain, [
+            (bucket, part, json.dumps([[self.codec.value(_plain(key)), due] for key, due in entries],
+                                      separators=(",", ":")))
+            for bucket, part, entries in items])
 
-    def remove_part(self, domain: str, bucket: int, part: int) -> None:
-        self.parts.removeKey((domain, int(bucket), int(part)))
+    def remove_parts(self, domain: str, places: list[tuple[int, int]]) -> None:
+        self.remove_texts(domain, places)
 
     # -- texts by part (the pane log), pipelined ---------------------------------------------------
     def get_texts(self, domain: str, places: list[tuple[int, int]]) -> list[Optional[str]]:
