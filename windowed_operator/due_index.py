@@ -90,8 +90,10 @@ class DueIndex:
         pending = sorted(self._pending.items())
         self._pending.clear()
         known_buckets = [bucket for bucket, _ in pending if bucket in self.buckets]
-        lasts = dict(zip(known_buckets, self.store.get_parts(
-            self.domain, [(bucket, self.buckets[bucket].parts - 1) for bucket in known_buckets]))) if known_buckets else {}
+        lasts: dict[int, list[Entry]] = {}
+        if known_buckets:
+            places = [(bucket, self.buckets[bucket].parts - 1) for bucket in known_buckets]
+            lasts = dict(zip(known_buckets, self.store.get_parts(self.domain, places)))
         writes: list[tuple[int, int, list[Entry]]] = []
         for bucket, entries in pending:
             earliest = min(due for _, due in entries)

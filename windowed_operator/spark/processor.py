@@ -52,7 +52,7 @@ from .packed_input import PACKED_POSITION, unpack_rows
 from .plan import EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PHASE_COLUMN, SIDE_COLUMN, WHOLE_ROWS, SparkPlan
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 from .preselect import WEIGHT_COLUMN
-from .state_schemas import DeclaredState, declare_state
+from .state_schemas import DeclaredState
 
 GROUP_COLUMN = "__wo_group"
 #: The key a chained stage's rows are grouped by when it is computed from the upstream's panes.
@@ -81,10 +81,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def __init__(self, plan: SparkPlan) -> None:
         self.plan = plan
 
-    def init(self, handle: StatefulProcessorHandle, state: Optional[DeclaredState] = None) -> None:
-        """``state``: the variables a ``DeferredProcessor`` declared in its own ``init``."""
+    def init(self, handle: StatefulProcessorHandle, state: DeclaredState) -> None:
+        """``state``: the variables the ``DeferredProcessor`` Spark runs declared in its own ``init``."""
         self.handle = handle
-        state = state or declare_state(handle, self.plan.key_type)
         self.core = self.plan.operator.build_core()
         self.reader = self.plan.record_reader()
         self.now: Optional[int] = None  # the batch's processing time, set per call
