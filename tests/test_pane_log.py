@@ -12,7 +12,8 @@ from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, TimeWindows
 from windowed_operator.columnar import PaneTable, Panes
 from windowed_operator.columnar_records import columnar_engine
-from windowed_operator.pane_log import DOMAIN, META, PaneLog, run_pane_log_batch, supports_pane_log
+from windowed_operator.pane_log import DOMAIN, META, PaneLog, supports_pane_log
+from windowed_operator.part_log import run_part_log_batch
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import MemoryStore, near_boundaries
@@ -51,7 +52,7 @@ def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, 
     """Batches with watermarks at and around window boundaries; elements as rows or as partials
     folded upstream per (key, pane); panes folded after 1, 2 or 32 parts.  The store is empty once
     input ends."""
-    with mock.patch("windowed_operator.pane_log.COMPACT_PARTS", compact_parts):
+    with mock.patch("windowed_operator.part_log.COMPACT_PARTS", compact_parts):
         _check_against_the_whole_table(name, steps, partials, compact_parts)
 
 
@@ -76,7 +77,7 @@ def _check_against_the_whole_table(name, steps, partials, compact_parts):
                                                processing_time=0)[0]
             return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=0)
 
-        due = run_pane_log_batch(log, store, meta, watermark, run)
+        due = run_part_log_batch(log, store, meta, watermark, run)
         meta["wm"] = watermark
         assert panes_of(got) == panes_of(expected)
         assert due == engine.next_event_time(whole)
@@ -95,7 +96,7 @@ def test_elements_are_written_without_reading_and_a_pane_is_read_when_its_window
         def run(table):
             return engine.process(table, keys, np.full(len(keys), ts, dtype=np.int64), np.ones(len(keys), dtype=np.int64),
                                   watermark, out, [], lambda i: None, processing_time=0)
-        due = run_pane_log_batch(log, store, meta, watermark, run)
+        due = run_part_log_batch(log, store, meta, watermark, run)
         meta["wm"] = watermark
         return due
 
@@ -121,7 +122,7 @@ def test_keys_of_any_stored_type_come_back_equal():
         def run(table):
             return engine.process(table, keys[:n], np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64) * 1.5,
                                   watermark, out, [], lambda i: None, processing_time=0)
-        run_pane_log_batch(log, store, meta, watermark, run)
+        run_part_log_batch(log, store, meta, watermark, run)
         meta["wm"] = watermark
 
     out = Panes()
@@ -183,7 +184,7 @@ def test_moving_between_per_key_records_and_the_pane_log_keeps_every_pane(steps,
             else:
                 moved = pane_log_to_key_records(group, records, log, store)
         if on_log:
-            run_pane_log_batch(log, store, group.meta, watermark, run)
+            run_part_log_batch(log, store, group.meta, watermark, run)
         else:
             run_columnar_batch(records, group, [*keys.tolist(), *moved], watermark, 0, run)
         group.save(wm=watermark)

@@ -10,20 +10,18 @@ otherwise only added to its (key, pane) partial; no window fires on an element (
 is reached has expired).  State is read only when windows fire, and then it is exactly the rows
 of the panes under the windows that fire, which a watermark step names without any key.
 
-So the rows are kept per pane: each pane's rows are *parts* (one text each, the rows some batches
-added), appended without reading.  A watermark step reads the parts of the panes that have work
-due (``ColumnarCore.due_per_row``, the columnar core's own rule), folds repeated (key, pane) rows,
-runs the core, and writes each loaded pane back as one part, or removes it once its every window
-has expired.  The calls a batch makes follow the panes it touches and the panes due, whatever the
-number of keys; the bytes read follow the panes that fire, which is what the batch outputs.
+So the rows are kept per pane, a bucket of the part log (``part_log``): each pane's rows are parts
+appended without reading.  A watermark step reads the parts of the panes that have work due
+(``ColumnarCore.due_per_row``, the columnar core's own rule), folds repeated (key, pane) rows, runs
+the core, and writes each loaded pane back as one part, or removes it once its every window has
+expired.  The bytes read follow the panes that fire, which is what the batch outputs.
 
-The group's record holds the panes held and their part counts (``meta["pane_log"]``).  A
-checkpoint written on the per-key layout keeps it (``choose_layout``).
+A checkpoint written on the per-key layout keeps it (``pane_log_migration``).
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Optional
 
 import numpy as np
 
@@ -32,27 +30,13 @@ from .columnar_panes import object_array
 from .columnar_records import _column, _decoded, _encoded
 from .range_ops import factorize, run_starts
 from .state_codec import KeyStateCodec
-from .time import MIN_TIMESTAMP
 from .time_rules import is_timer_due
 
 LAYOUT = "pane log"
 #: The store's part domain the pane log writes under (the due index's parts use "event", "processing").
 DOMAIN = "panes"
 META = "pane_log"
-#: A pane holding this many parts has them folded into one when a batch adds to it: a pane's read
-#: stays bounded however many batches its windows span (each fold is paid by that many appends).
-COMPACT_PARTS = 32
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
-
-
-class PartStore(Protocol):
-    """Texts by (domain, bucket, part), many per call (``SparkGroupStore``: pipelined)."""
-
-    def get_texts(self, domain: str, places: list[tuple[int, int]]) -> list[Optional[str]]: ...
-
-    def put_texts(self, domain: str, items: list[tuple[int, int, str]]) -> None: ...
-
-    def remove_texts(self, domain: str, places: list[tuple[int, int]]) -> None: ...
 
 
 def supports_pane_log(engine: Any) -> bool:
@@ -61,7 +45,11 @@ def supports_pane_log(engine: Any) -> bool:
 
 
 class PaneLog:
+    """A ``part_log.PartLog`` whose buckets are panes (by start)."""
+
     layout = LAYOUT
+    domain = DOMAIN
+    meta_key = META
 
     def __init__(self, core: ColumnarCore) -> None:
         self.core = core  # (also one with allowed lateness: reading a pane log to move it per key)
@@ -74,7 +62,7 @@ class PaneLog:
         starts = np.fromiter(held, dtype=np.int64, count=len(held))
         return starts, self.core.due_per_row(PaneTable(object_array([None] * len(starts)), starts, watermark=watermark))
 
-    def due_panes(self, held: dict[int, int], last_watermark: int, watermark: int) -> list[int]:
+    def due_buckets(self, held: dict[int, int], last_watermark: int, watermark: int) -> list[int]:
         """The held panes with work due between the last watermark applied and ``watermark``."""
         if not held or watermark <= last_watermark:
             return []
@@ -92,15 +80,15 @@ class PaneLog:
         return _encode({"keys": _encoded(self.values.value, keys), "acc": [_encoded(self.values.value, c)
                                                                           for c in acc]})
 
-    def build(self, pane_parts: list[tuple[int, str]], watermark: int) -> PaneTable:
+    def build(self, bucket_parts: list[tuple[int, str]], watermark: int) -> PaneTable:
         """The table of the given parts (pane start, text), one row per (key, pane): rows a pane got
         in several parts are folded."""
-        if not pane_parts:
+        if not bucket_parts:
             return PaneTable(watermark=watermark)
-        data = json.loads(f"[{','.join(text for _, text in pane_parts)}]")
+        data = json.loads(f"[{','.join(text for _, text in bucket_parts)}]")
         read = self.values.read_value
         keys = object_array([k for part in data for k in _decoded(read, part["keys"])])
-        starts = np.fromiter((start for (start, _), part in zip(pane_parts, data) for _ in part["keys"]),
+        starts = np.fromiter((start for (start, _), part in zip(bucket_parts, data) for _ in part["keys"]),
                              dtype=np.int64, count=len(keys))
         width = self.core.form.width
         acc = [_column([v for part in data for v in _decoded(read, part["acc"][c])]) for c in range(width)]
@@ -112,7 +100,7 @@ class PaneLog:
         return PaneTable(uniques[codes[first]], starts[first], folded,
                          np.full(len(first), watermark, dtype=np.int64), watermark)
 
-    def rows_by_pane(self, table: PaneTable) -> dict[int, str]:
+    def texts_by_bucket(self, table: PaneTable) -> dict[int, str]:
         """Each pane of the table as one part's text."""
         if not len(table):
             return {}
@@ -124,54 +112,4 @@ class PaneLog:
         return {int(starts[lo]): self.part_text(keys[lo:hi], [c[lo:hi] for c in acc])
                 for lo, hi in zip(bounds[:-1], bounds[1:])}
 
-
-def held_panes(meta: dict) -> dict[int, int]:
-    """Pane start -> parts, from the group's record."""
-    return {start: parts for start, parts in meta.get(META, [])}
-
-
-def run_pane_log_batch(log: PaneLog, store: PartStore, meta: dict, watermark: int,
-                       run: Callable[[PaneTable], PaneTable]) -> Optional[int]:
-    """One batch of one group on the pane log: read the panes due, ``run`` the core on them (it
-    fires, drops, and adds the batch's elements), write the loaded panes back folded and the
-    elements' new rows as new parts.  Updates ``meta`` (the caller saves it) and returns when the
-    group next has work."""
-    held = held_panes(meta)
-    last = meta.get("wm", MIN_TIMESTAMP)
-    loaded = log.due_panes(held, last, watermark)
-    places = [(start, part) for start in loaded for part in range(held[start])]
-    texts = store.get_texts(DOMAIN, places) if places else []
-    missing = [place for place, text in zip(places, texts) if text is None]
-    if missing:
-        raise RuntimeError(f"the pane log's record names parts the state does not hold: {missing[:5]}")
-    table = run(log.build([(start, text) for (start, _), text in zip(places, texts)], last))
-    written = log.rows_by_pane(table)
-    puts: list[tuple[int, int, str]] = []
-    removals: list[tuple[int, int]] = []
-    for start in loaded:
-        parts = held.pop(start)
-        text = written.pop(start, None)
-        first_removed = 0
-        if text is not None:
-            puts.append((start, 0, text))
-            held[start] = first_removed = 1
-        removals += [(start, part) for part in range(first_removed, parts)]
-    for start, text in written.items():  # rows only this batch's elements made: a new part
-        part = held.get(start, 0)
-        if part < COMPACT_PARTS:
-            puts.append((start, part, text))
-            held[start] = part + 1
-            continue
-        # a pane that many batches added to (a long window, small batches): its parts folded into one
-        texts = store.get_texts(DOMAIN, [(start, p) for p in range(part)])
-        folded = log.build([(start, t) for t in texts if t is not None] + [(start, text)], last)
-        puts.append((start, 0, log.rows_by_pane(folded)[start]))
-        removals += [(start, p) for p in range(1, part)]
-        held[start] = 1
-    if puts:
-        store.put_texts(DOMAIN, puts)
-    if removals:
-        store.remove_texts(DOMAIN, removals)
-    meta[META] = sorted([start, parts] for start, parts in held.items())
-    return log.next_due(held, watermark)
 

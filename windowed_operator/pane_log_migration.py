@@ -17,7 +17,8 @@ from typing import Hashable
 
 from .columnar_records import PaneRecords, build_table
 from .group_state import EVENT, PROCESSING, GroupState
-from .pane_log import DOMAIN, META, PaneLog, PartStore, held_panes
+from .pane_log import DOMAIN, META, PaneLog
+from .part_log import PartStore, held_buckets
 from .range_ops import factorize
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
@@ -36,7 +37,7 @@ def key_records_to_pane_log(group: GroupState, log: PaneLog, store: PartStore) -
     group.preload(keys)
     held = [key for key in keys if group.loaded[key].existed]
     table = build_table(held, [group.loaded[key].state for key in held], group.meta.get("wm", MIN_TIMESTAMP))
-    parts = log.rows_by_pane(table)
+    parts = log.texts_by_bucket(table)
     if parts:
         store.put_texts(DOMAIN, [(start, 0, text) for start, text in parts.items()])
     group.meta[META] = sorted([start, 1] for start in parts)
@@ -51,7 +52,7 @@ def key_records_to_pane_log(group: GroupState, log: PaneLog, store: PartStore) -
 def pane_log_to_key_records(group: GroupState, records: PaneRecords, log: PaneLog, store: PartStore) -> list[Hashable]:
     """Every pane's rows moved to per-key records (loaded and marked changed: the batch's commit
     writes them and enters their due times); returns the keys, which the batch must run with."""
-    held = held_panes(group.meta)
+    held = held_buckets(log, group.meta)
     places = [(start, part) for start, parts in sorted(held.items()) for part in range(parts)]
     texts = store.get_texts(DOMAIN, places) if places else []
     table = log.build([(start, text) for (start, _), text in zip(places, texts) if text is not None],

@@ -35,7 +35,8 @@ from ..columnar_records import columnar_engine, columnar_records, run_columnar_b
 from ..columnar_panes import object_array
 from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
-from ..pane_log import LAYOUT as PANE_LOG, PaneLog, held_panes, run_pane_log_batch, supports_pane_log
+from ..pane_log import LAYOUT as PANE_LOG, PaneLog, supports_pane_log
+from ..part_log import held_buckets, run_part_log_batch
 from ..pane_log_migration import key_records_to_pane_log, pane_log_to_key_records, stored_layout
 from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize
@@ -207,8 +208,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if self.pane_log is not None:
             if stored_layout(group) not in (None, PANE_LOG):
                 key_records_to_pane_log(group, self.pane_log, self.store)
-            due = run_pane_log_batch(self.pane_log, self.store, meta, watermark, run)
-            self._schedule_group(group, spark_now, watermark, due=due, has_due=bool(held_panes(meta)))
+            due = run_part_log_batch(self.pane_log, self.store, meta, watermark, run)
+            self._schedule_group(group, spark_now, watermark, due=due, has_due=bool(held_buckets(self.pane_log, meta)))
         else:
             keys = factorize(self._keys(frame))[1].tolist() if frame is not None and len(frame) else []
             if plan.key_column is not None:
