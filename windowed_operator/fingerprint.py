@@ -54,6 +54,9 @@ LAYOUT_MIGRATIONS: set[tuple[str, str]] = {
     # the default trigger's pane rows, by key with allowed lateness, by pane without (``pane_log_migration``)
     ("per-key pane rows", "pane log"),
     ("pane log", "per-key pane rows"),
+    # the object path's windows, by key with allowed lateness, by window without (``window_log_migration``)
+    ("per-key windows", "window log"),
+    ("window log", "per-key windows"),
 }
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

@@ -61,13 +61,15 @@ CASES = {
     "tumbling-inner-join-early-late-retracting": (TimeWindows(10_000), InnerJoin(), RETRACTING, 11),
     "hopping-left-outer-default": (TimeWindows(10_000).slide_by(5_000), LeftOuterJoin(), TriggerOption.default(), 12),
     "sessions-cogroup-early-late-retracting": (SessionWindows(4_000), Cogroup(), RETRACTING, 13),
+    # (no allowed lateness: the window log, ``windowed_operator.window_log``)
+    "tumbling-inner-join-default-no-lateness": (TimeWindows(10_000), InnerJoin(), TriggerOption.default(), 14, 0),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_merge_on_spark_equals_local_runner(spark, tmp_path, case):
-    window, acc, trigger, seed = CASES[case]
-    op = merge_op(window, acc, trigger)
+    window, acc, trigger, seed, *lateness = CASES[case]
+    op = merge_op(window, acc, trigger, *lateness)
     left, right = make_sides(seed)
     expected = local_rows(run_local_merge_like_spark(op, left, right, DELAY))
     got = spark_rows(run_spark_merge(spark, op, left, right, tmp_path))

@@ -1,5 +1,6 @@
 """Reading a checkpoint's state: every key's windows (what is pending, what fired, trigger state),
-or on the pane log (the default trigger with no allowed lateness) every pane's rows.
+or, under the default trigger with no allowed lateness, the pane log's rows of every pane and the
+window log's accumulators of every window.
 
 The state is data (``spark.group_store``), so Spark's own state data source reads it; these
 helpers give it columns with names and print it per key:
@@ -8,7 +9,8 @@ helpers give it columns with names and print it per key:
 
 or ``key_records(spark, checkpoint)`` for a DataFrame of ``key_group``, ``key`` and ``record`` (the
 key's JSON record) to query yourself; ``pane_log_parts(spark, checkpoint)`` for the pane log's
-``key_group``, ``pane_start``, ``part`` and ``rows`` (JSON: the keys and accumulator columns).
+``key_group``, ``pane_start``, ``part`` and ``rows`` (JSON: the keys and accumulator columns);
+``window_log_parts(spark, checkpoint)`` for the window log's ``key_group``, ``due``, ``part`` and ``rows``.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any, Iterator, Optional
 from ..columnar_triggers import NOT_SET
 from ..state_codec import KeyStateCodec
 from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
+from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
 from .processor import GROUP_COLUMN
 
@@ -32,15 +35,25 @@ def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
                      F.col("user_map_value.record").alias("record"))
 
 
-def pane_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The pane log's parts (``windowed_operator.pane_log``): each a pane's rows some batches added."""
+def _log_parts(spark: Any, checkpoint: str, operator_id: int, domain: str, bucket: str) -> Any:
     from pyspark.sql import functions as F
 
     df = (spark.read.format("statestore").option("operatorId", operator_id).option("stateVarName", DUE_STATE)
           .load(checkpoint))
-    return df.where(F.col("user_map_key.domain") == PANE_LOG_DOMAIN).select(
-        F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.bucket").alias("pane_start"),
+    return df.where(F.col("user_map_key.domain") == domain).select(
+        F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.bucket").alias(bucket),
         F.col("user_map_key.part").alias("part"), F.col("user_map_value.entries").alias("rows"))
+
+
+def pane_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
+    """The pane log's parts (``windowed_operator.pane_log``): each a pane's rows some batches added."""
+    return _log_parts(spark, checkpoint, operator_id, PANE_LOG_DOMAIN, "pane_start")
+
+
+def window_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
+    """The window log's parts (``windowed_operator.window_log``): the accumulators some batches added
+    to the windows that expire at watermark ``due``."""
+    return _log_parts(spark, checkpoint, operator_id, WINDOW_LOG_DOMAIN, "due")
 
 
 def describe_part(pane_start: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
@@ -54,6 +67,19 @@ def describe_part(pane_start: int, part: int, text: str, key: Optional[str] = No
         yield f"pane from {pane_start} (part {part}): {len(keys)} row(s)"
     for i in shown:
         yield f"  {keys[i]!r}: acc={[column[i] for column in columns]!r}"
+
+
+def describe_window_part(due: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
+    """Lines for one part of the window log: the windows due at ``due`` and each (key, window)'s
+    accumulator and element count."""
+    data = json.loads(text)
+    read = KeyStateCodec().read_value
+    keys = [read(k) for k in data["k"]]
+    shown = [i for i, k in enumerate(keys) if key is None or str(k) == key]
+    if shown:
+        yield f"windows expiring at watermark {due} (part {part}): {len(keys)} row(s)"
+    for i in shown:
+        yield f"  {keys[i]!r}: [{data['s'][i]}, {data['e'][i]}) acc={read(data['a'][i])!r} elements={data['n'][i]}"
 
 
 def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
@@ -117,14 +143,19 @@ def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, 
     yield f"{checkpoint}: {total} key(s) with state" + (f", the first {limit}:" if total > limit else ":")
     for row in rows[:limit]:
         yield from describe_record(row["key"], row["record"])
-    parts = pane_log_parts(spark, checkpoint, operator_id).orderBy("pane_start", "part", "key_group").collect()
-    if parts:
-        yield f"the pane log: {len(parts)} part(s) (a key's rows of a pane may span parts: they are summed when read)"
     lines = 0
-    for part in parts:
-        for line in describe_part(part["pane_start"], part["part"], part["rows"], key):
-            if lines == limit:
-                yield f"... (the first {limit} lines)"
-                return
-            lines += 1
-            yield line
+    for name, parts, bucket, describe, note in (
+            ("pane log", pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they "
+             "are summed when read"),
+            ("window log", window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
+             "merged when read")):
+        found = parts(spark, checkpoint, operator_id).orderBy(bucket, "part", "key_group").collect()
+        if found:
+            yield f"the {name}: {len(found)} part(s) ({note})"
+        for part in found:
+            for line in describe(part[bucket], part["part"], part["rows"], key):
+                if lines == limit:
+                    yield f"... (the first {limit} lines)"
+                    return
+                lines += 1
+                yield line

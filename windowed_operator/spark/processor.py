@@ -27,7 +27,7 @@ from accumulations.rows import Rows
 from ..core import CoreElement, Emission
 from ..elements import BadElementError, is_null, rejected_row_error
 from ..fingerprint import IncompatibleRestartError, state_fingerprint
-from ..group_batch import GroupBatch, Phase, next_due, run_group_steps
+from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
 from ..group_state import GroupState
 from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
@@ -45,6 +45,8 @@ from ..state_codec import KeyStateCodec
 from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
                     latest_event_time)
 from ..vectorized import process_batch_arrays
+from ..window_log import LAYOUT as WINDOW_LOG, WindowLog, run_window_log_batch, supports_window_log
+from ..window_log_migration import key_windows_to_window_log, window_log_to_key_windows
 from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
 from ..windows.session_windows import element_gap, read_gaps
 from .heartbeat import max_known, split_beats
@@ -64,6 +66,8 @@ ROUTE_COLUMN = "__wo_route"
 #:    the columnar paths), with a due index; nothing is pickled.  (Sessions under the default trigger
 #:    moved from windows to session rows within version 6: their records are migrated as read.)
 STATE_VERSION = 6
+#: The object and array paths' layout when the window log does not serve them.
+PER_KEY_WINDOWS = "per-key windows"
 
 
 def spark_timer(due: int, end_of_input_watermark: int = END_OF_INPUT_WATERMARK) -> int:
@@ -97,8 +101,12 @@ class WindowedStatefulProcessor(StatefulProcessor):
         #: The default trigger with no allowed lateness keeps its rows by pane (``pane_log``).
         self.pane_log = PaneLog(self.columnar) if self.columnar is not None and supports_pane_log(self.columnar) \
             and self.plan.time_mode == "EventTime" and self.plan.pane_log else None
-        layout = PANE_LOG if self.pane_log is not None else \
-            self.records.layout if self.columnar is not None else "per-key windows"
+        self.codec = KeyStateCodec(allow_pickle=self.plan.state_encoding == "pickle")
+        #: ... and the object and array paths keep their windows' accumulators by window (``window_log``).
+        self.window_log = WindowLog(self.core, self.codec) if self.columnar is None and self.plan.upstream is None \
+            and supports_window_log(self.core) and self.plan.time_mode == "EventTime" and self.plan.pane_log else None
+        layout = PANE_LOG if self.pane_log is not None else self.records.layout if self.columnar is not None else \
+            WINDOW_LOG if self.window_log is not None else PER_KEY_WINDOWS
         self.fingerprint = state_fingerprint(
             self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
             layout=layout,
@@ -106,7 +114,6 @@ class WindowedStatefulProcessor(StatefulProcessor):
         # (the pickled value of earlier versions is declared only to detect it)
         self.value_state = state.old_value
         self.store = SparkGroupStore(state, self.plan.key_type)
-        self.codec = KeyStateCodec(allow_pickle=self.plan.state_encoding == "pickle")
 
     # -- Spark callbacks ------------------------------------------------------------------------
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
@@ -157,13 +164,19 @@ class WindowedStatefulProcessor(StatefulProcessor):
                     frame = self._vectorized_work(frame, watermark, processing_time, batch.work)
                 if len(frame):
                     self._record_work(frame, watermark, processing_time, batch.work, bad)
-        phased = run_group_steps(self.core, group, batch, watermark, processing_time)
-        group.commit(next_due(self.core))
+        if self.window_log is not None:
+            phased = self._window_log_steps(group, batch, watermark, processing_time, spark_now)
+        else:
+            if stored_layout(group) == WINDOW_LOG:
+                batch.keys += window_log_to_key_windows(group, WindowLog(self.core, self.codec), self.store,
+                                                        processing_time)
+            phased = run_group_steps(self.core, group, batch, watermark, processing_time)
+            group.commit(next_due(self.core))
+            self._schedule_group(group, spark_now, watermark)
         dropped = [item for part in phased.by_phase for item in part.dropped]
         n_dropped = len(dropped) + self.unseen_drops
         if n_dropped and self.plan.drop_counter is not None:
             self.plan.drop_counter.add(n_dropped)
-        self._schedule_group(group, spark_now, watermark)
         self._note_input(meta, beats, processing_time)
         group.save(wm=watermark, **({"pt": processing_time} if self.plan.upstream is not None else {}))
         late = self.plan.side_outputs and self.plan.operator.late_data_output
@@ -172,6 +185,22 @@ class WindowedStatefulProcessor(StatefulProcessor):
             if emission.outputs or rejected or (late and emission.dropped):
                 yield self._frame(self.plan.rows(emission, rejected, phase), behind, typed=False)
         yield from self._counts(n_dropped, len(bad))
+
+    def _window_log_steps(self, group: GroupState, batch: GroupBatch, watermark: int, processing_time: int,
+                          spark_now: int) -> PhasedEmission:
+        """The batch on the window log: the windows due fire from their buckets, the elements run on
+        empty key states and are appended (``window_log``); a group stored per key moves first."""
+        assert self.window_log is not None
+        released = Emission()
+        if stored_layout(group) not in (None, WINDOW_LOG):
+            released.extend(key_windows_to_window_log(group, self.window_log, self.store, watermark,
+                                                      processing_time))
+        fired, added, due = run_window_log_batch(self.window_log, self.store, group.meta, batch.work, watermark,
+                                                 processing_time)
+        released.extend(fired)
+        self._schedule_group(group, spark_now, watermark, due=due,
+                             has_due=bool(held_buckets(self.window_log, group.meta)))
+        return PhasedEmission((released, Emission(), added))
 
     def _run_columnar(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
                       fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:

@@ -1,0 +1,207 @@
+"""The window log gives the panes and drops of the per-key layout, reading state only for the windows
+that fire."""
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accumulations import Count, InnerJoin, Mean, Sum, ToList
+from accumulations.merge import SidedAccumulation
+from triggers import TriggerOption
+from windowed_operator import CumulativeWindows, GlobalWindow, TimeWindows
+from windowed_operator.core import WindowedCore
+from windowed_operator.group_batch import GroupBatch, next_due, run_group_steps
+from windowed_operator.group_state import GroupState
+from windowed_operator.panes import TimestampCombiner
+from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.time import MAX_TIMESTAMP
+from windowed_operator.vectorized import process_batch_arrays
+from windowed_operator.windows.base import Window
+from windowed_operator.window_log import DOMAIN, META, Partial, WindowLog, run_window_log_batch, supports_window_log
+
+from helpers import MemoryStore, near_boundaries
+
+WINDOWS = {"tumbling": TimeWindows(10), "hopping": TimeWindows(10).slide_by(4),
+           "cumulative": CumulativeWindows(20, 5), "global": GlobalWindow()}
+ACCUMULATIONS = {"sum": Sum(), "mean": Mean(), "list": ToList(), "join": SidedAccumulation(inner=InnerJoin())}
+TRIGGERS = {"default": TriggerOption.default(), "at watermark": TriggerOption.at_watermark(),
+            "at watermark, retracting": TriggerOption.at_watermark().accumulating_and_retracting_fired_panes()}
+
+batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(["a", "b", 3, ("t", 1), None]),
+                                                near_boundaries(0, 60), st.integers(-9, 9)), max_size=8),
+                             st.integers(0, 12)), max_size=10)
+
+
+def value_of(accumulation, v):
+    if isinstance(accumulation, SidedAccumulation):
+        return ("left" if v % 2 else "right", {"v": v})
+    return v
+
+
+def element_work(core, rows):
+    """Each key's elements in time order, as the Spark processor's element path hands them over."""
+    by_key: dict = {}
+    for key, ts, v in rows:
+        by_key.setdefault(key, []).append((ts, value_of(core.accumulation, v), None))
+    work = []
+    for key, elements in by_key.items():
+        elements.sort(key=lambda e: e[0])
+        work.append((key, lambda k, state, watermark, elements=elements: core.process_batch(k, state, elements,
+                                                                                             watermark, 0)))
+    return work
+
+
+def array_work(core, rows):
+    """The same elements on the array path (numbers folded per window at once)."""
+    work = []
+    for key in dict.fromkeys(k for k, _, _ in rows):
+        mine = sorted((ts, v) for k, ts, v in rows if k == key)
+        ts = np.array([t for t, _ in mine], dtype=np.int64)
+        values = np.array([v for _, v in mine], dtype=np.int64)
+        work.append((key, lambda k, state, watermark, ts=ts, values=values: process_batch_arrays(
+            core, k, state, ts, values, watermark, 0, lambda j: None)))
+    return work
+
+
+def at(work, watermark):
+    return [(key, lambda k, state, run=run: run(k, state, watermark)) for key, run in work]
+
+
+def panes(records):
+    return sorted((repr(r.key), r.window_start, r.window_end, repr(r.value), r.timing, r.index, r.is_first, r.is_last,
+                   r.is_retraction, r.timestamp) for r in records)
+
+
+def drops(dropped):
+    return sorted((d.reason, repr(d.key), d.timestamp, repr(d.element), d.watermark) for d in dropped)
+
+
+def cores(window, accumulation, trigger, combiner):
+    return [WindowedCore(WINDOWS[window], ACCUMULATIONS[accumulation], TRIGGERS[trigger], 0, combiner)
+            for _ in range(2)]
+
+
+@pytest.mark.parametrize("window", sorted(WINDOWS))
+@pytest.mark.parametrize("accumulation", sorted(ACCUMULATIONS))
+@settings(max_examples=40, deadline=None)
+@given(steps=batches, trigger=st.sampled_from(sorted(TRIGGERS)), combiner=st.sampled_from(list(TimestampCombiner)),
+       arrays=st.booleans(), compact_parts=st.sampled_from([1, 2, 32]))
+def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulation, steps, trigger, combiner, arrays,
+                                                               compact_parts):
+    """Batches with watermarks at and around window boundaries, elements on the element or the array
+    path, buckets folded after 1, 2 or 32 parts: each batch gives the per-key layout's panes and
+    drops, and the store is empty once input ends."""
+    reference, core = cores(window, accumulation, trigger, combiner)
+    arrays = arrays and accumulation in ("sum", "mean")
+    log, store, meta = WindowLog(core), MemoryStore(), {}
+    keyed = MemoryStore()
+    watermark = -3
+    with mock.patch("windowed_operator.part_log.COMPACT_PARTS", compact_parts):
+        for rows, step in [*steps, ([], MAX_TIMESTAMP)]:
+            watermark = min(watermark + step, MAX_TIMESTAMP)
+            work = (array_work if arrays else element_work)(reference, rows)
+            group = GroupState(keyed, KeyStateCodec(), {}, "op")
+            expected = run_group_steps(reference, group, GroupBatch(work=at(work, watermark)), watermark, 0)
+            group.commit(next_due(reference))
+            group.save(wm=watermark)
+            work = (array_work if arrays else element_work)(core, rows)
+            fired, added, due = run_window_log_batch(log, store, meta, at(work, watermark), watermark, 0)
+            meta["wm"] = watermark
+            assert panes(fired.outputs + added.outputs) == panes(expected.merged().outputs)
+            assert drops(fired.dropped + added.dropped) == drops(expected.merged().dropped)
+            held = dict(meta[META])
+            assert sorted(store.parts) == sorted((DOMAIN, b, p) for b, n in held.items() for p in range(n))
+            assert due == (min(held) if held else None)
+            assert max(held.values(), default=0) <= compact_parts
+    assert not store.parts and not keyed.keys
+
+
+def test_elements_are_written_without_reading_and_a_window_is_read_when_it_fires():
+    core = WindowedCore(TimeWindows(10), SidedAccumulation(inner=InnerJoin()), TriggerOption.default())
+    log, store, meta = WindowLog(core), MemoryStore(), {"wm": 0}
+
+    def batch(ts, watermark, side):
+        work = [(f"k{i}", lambda k, state, i=i: core.process_batch(k, state, [(ts, (side, {"id": i}), None)],
+                                                                    watermark, 0)) for i in range(1000)]
+        fired, added, due = run_window_log_batch(log, store, meta, work, watermark, 0)
+        meta["wm"] = watermark
+        return fired.outputs, due
+
+    assert batch(3, 1, "left") == ([], 10)  # the window [0, 10) is due at watermark 10
+    assert batch(7, 2, "right") == ([], 10)
+    assert dict(store.calls) == {"put_text": 2}  # two batches of 1,000 keys: one part each, nothing read
+    assert list(store.parts) == [(DOMAIN, 10, 0), (DOMAIN, 10, 1)]
+    out, due = batch(12, 10, "left")
+    assert due == 20 and len(out) == 1000
+    assert {r.key: r.value for r in out}["k7"] == [({"id": 7}, {"id": 7})]
+    # the fired window is read (2 parts) and removed; the new window's rows are one new part
+    assert store.calls["get_text"] == 2 and store.calls["remove_text"] == 2 and store.calls["put_text"] == 3
+    assert list(store.parts) == [(DOMAIN, 20, 0)]
+
+
+def test_only_windows_fired_once_at_their_end_without_lateness_are_served():
+    def core(window=TimeWindows(10), trigger=TriggerOption.default(), lateness=0):
+        return WindowedCore(window, Sum(), trigger, lateness)
+
+    assert supports_window_log(core())
+    assert supports_window_log(core(trigger=TriggerOption.at_watermark()))
+    assert supports_window_log(core(window=GlobalWindow()))
+    assert not supports_window_log(core(lateness=1))
+    assert not supports_window_log(core(trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=2)))
+    assert not supports_window_log(core(trigger=TriggerOption.at_watermark().with_late_firings_at_every(count=2)))
+    from windowed_operator import SessionWindows, SlidingWindows
+    assert not supports_window_log(core(window=SessionWindows(5)))
+    assert not supports_window_log(core(window=SlidingWindows(5)))
+
+
+def test_a_bucket_holds_every_window_due_at_its_time_and_keeps_the_order_partials_were_written():
+    core = WindowedCore(CumulativeWindows(20, 5), ToList(), TriggerOption.default())
+    log = WindowLog(core)
+    w = Window(0, 10)
+    rows = log.build([(10, log.part_text([("a", w, Partial([1, 2], 2)), ("b", w, Partial([3], 1))])),
+                      (10, log.part_text([("a", w, Partial([4], 1))]))], 0)
+    assert {(k, w): (p.acc, p.count) for (k, w), p in rows.partials.items()} == {
+        ("a", (0, 10)): ([1, 2, 4], 3), ("b", (0, 10)): ([3], 1)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=batches, switch=st.lists(st.booleans(), min_size=11, max_size=11), lateness=st.sampled_from([1, 5, 12]),
+       accumulation=st.sampled_from(["sum", "join"]), trigger=st.sampled_from(sorted(TRIGGERS)))
+def test_moving_between_per_key_windows_and_the_window_log_keeps_every_pane(steps, switch, lateness, accumulation,
+                                                                           trigger):
+    """Before each batch the group may move to the other layout, as a restart that sets allowed
+    lateness to 0 (the window log) or back to ``lateness`` (per key) does; late data arrives while
+    windows are held per key.  Each batch gives the panes of a group that stayed per key under the
+    same lateness changes, and no state is left once input ends."""
+    from windowed_operator.window_log_migration import key_windows_to_window_log, window_log_to_key_windows
+
+    def core(late):
+        return WindowedCore(WINDOWS["hopping"], ACCUMULATIONS[accumulation], TRIGGERS[trigger], late)
+
+    reference_store, store = MemoryStore(), MemoryStore()
+    watermark, on_log = -3, False
+    for (rows, step), flip in zip([*steps, ([], MAX_TIMESTAMP)], switch):
+        watermark = min(watermark + step, MAX_TIMESTAMP)
+        on_log = on_log != flip
+        now = core(0 if on_log else lateness)
+        group = GroupState(reference_store, KeyStateCodec(), {}, "op")
+        expected = run_group_steps(now, group, GroupBatch(work=at(element_work(now, rows), watermark)), watermark, 0)
+        group.commit(next_due(now))
+        group.save(wm=watermark)
+
+        group = GroupState(store, KeyStateCodec(), {}, "op")
+        work = at(element_work(now, rows), watermark)
+        if on_log:
+            log = WindowLog(now)
+            got = key_windows_to_window_log(group, log, store, watermark, 0) if flip else None
+            fired, added, _ = run_window_log_batch(log, store, group.meta, work, watermark, 0)
+            outputs = (got.outputs if got else []) + fired.outputs + added.outputs
+        else:
+            keys = window_log_to_key_windows(group, WindowLog(now), store, 0) if flip else []
+            outputs = run_group_steps(now, group, GroupBatch(work=work, keys=keys), watermark, 0).merged().outputs
+            group.commit(next_due(now))
+        group.save(wm=watermark)
+        assert panes(outputs) == panes(expected.merged().outputs)
+    assert not store.keys and not [p for p in store.parts if p[0] == DOMAIN]

@@ -1,0 +1,207 @@
+"""The window log: the object path's (key, window) accumulators stored by window, not by key, where
+no element needs the state it joins.
+
+The per-key layout reads and writes the record of every key a batch touches and of every key due:
+on Spark, requests to the JVM's state server whose number follows the keys.  Nexmark's q8 (a
+windowed join of persons and auctions, nearly every person a new key) spent its operator time
+there.  Under the default trigger with no allowed lateness an element never needs what is stored
+(as for the pane log, ``pane_log``): it is dropped if all its windows have expired, and otherwise
+only added to them; no window fires on an element, since a window whose end is reached has
+expired.  So a batch's elements are run by the core on *empty* key states, and what they leave,
+one accumulator per (key, window) with its element count and holds, is appended to the window's
+bucket of the part log (``part_log``) without reading anything.  A window's bucket is its expiry
+due time: a watermark step reads the buckets due, folds each (key, window)'s accumulators in the
+order they were written (``Accumulation.merge``), puts them back into key states as the array path
+adds folded elements (``WindowedCore.accumulate_into``) and lets the core fire and expire them
+(``WindowedCore.on_watermark``).  Every rule is the core's; this module only decides where the
+accumulators wait.
+
+Serves windows assigned by timestamp (tumbling, hopping, cumulative, global) on the object and
+array paths, for any accumulation whose ``merge`` agrees with ``accumulate`` (as Beam requires of a
+CombineFn).  A checkpoint written per key moves to it once, and back (``window_log_migration``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Optional
+
+from .columnar_records import _decoded, _encoded
+from .core import Emission, WindowedCore
+from .group_batch import Work
+from .panes import TimestampCombiner
+from .part_log import PartStore, run_part_log_batch
+from .state import KeyState, WindowState
+from .state_codec import KeyStateCodec
+from .time import MIN_TIMESTAMP
+from .time_rules import is_timer_due
+from .windows.base import Window
+
+LAYOUT = "window log"
+#: The store's part domain (beside the due index's "event"/"processing" and the pane log's "panes").
+DOMAIN = "windows"
+META = "window_log"
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def supports_window_log(core: WindowedCore) -> bool:
+    """Elements never join stored state: windows assigned by timestamp, fired once at their end
+    (the default trigger, or at_watermark without early or late firings), no allowed lateness."""
+    option = core.trigger_option
+    fires_once = option.kind == "default" or (option.kind == "at_watermark" and option.early is None
+                                              and option.late is None)
+    return core.kind == "assigned" and fires_once and core.allowed_lateness == 0
+
+
+@dataclass
+class Partial:
+    """One (key, window)'s elements folded: what a key state's window holds before it fires."""
+
+    acc: Any
+    count: int
+    earliest: Optional[int] = None
+    latest: Optional[int] = None
+
+
+@dataclass
+class WindowRows:
+    """(key, window) -> its partial, in the order the partials were written; ``watermark``: the
+    watermark they were read at (the group's last)."""
+
+    partials: dict[tuple[Hashable, Window], Partial] = field(default_factory=dict)
+    watermark: int = MIN_TIMESTAMP
+
+    def __len__(self) -> int:
+        return len(self.partials)
+
+
+class WindowLog:
+    """A ``part_log.PartLog`` whose buckets are the windows' expiry due times."""
+
+    layout = LAYOUT
+    domain = DOMAIN
+    meta_key = META
+
+    def __init__(self, core: WindowedCore, codec: Optional[KeyStateCodec] = None) -> None:
+        self.core = core
+        self.accumulation = core.accumulation
+        self.codec = codec or KeyStateCodec()
+        #: Holds matter only to the EARLIEST/LATEST combiners: the others store none.
+        self.keeps_holds = core.emitter.combiner != TimestampCombiner.END_OF_WINDOW
+
+    # -- buckets ----------------------------------------------------------------------------------
+    def bucket(self, window: Window) -> int:
+        return self.core.expiry_due(window)
+
+    def due_buckets(self, held: dict[int, int], last_watermark: int, watermark: int) -> list[int]:
+        return sorted(bucket for bucket in held if is_timer_due(bucket, watermark))
+
+    def next_due(self, held: dict[int, int], watermark: int) -> Optional[int]:
+        return min(held) if held else None
+
+    # -- partials ---------------------------------------------------------------------------------
+    def fold(self, rows: WindowRows, key: Hashable, window: Window, partial: Partial) -> None:
+        """Add a later partial of (key, window) to ``rows``."""
+        held = rows.partials.get((key, window))
+        if held is None:
+            rows.partials[(key, window)] = partial
+            return
+        held.acc = self.accumulation.merge(held.acc, partial.acc)
+        held.count += partial.count
+        held.earliest = _extreme(min, held.earliest, partial.earliest)
+        held.latest = _extreme(max, held.latest, partial.latest)
+
+    def add(self, rows: WindowRows, work: Work, watermark: int, processing_time: int) -> Emission:
+        """Run the batch's work (each key's elements) on empty key states and fold what the windows
+        got into ``rows``; returns the drops (no pane fires on elements here)."""
+        states: dict[Hashable, KeyState] = {}
+        emission = Emission()
+        for key, run in work:
+            state = states.get(key)
+            if state is None:
+                state = states[key] = KeyState()
+            emission.extend(run(key, state))
+        if emission.outputs:
+            raise RuntimeError(f"{self.core.emitter.label}: a pane fired on elements, which the window log's "
+                               "trigger never does (its panes fire at the end of the window)")
+        for key, state in states.items():
+            for window, ws in state.windows.items():
+                if ws.pending:
+                    self.fold(rows, key, window, Partial(ws.acc, ws.pending, ws.pane_min_ts, ws.pane_max_ts))
+        return emission
+
+    def key_states(self, rows: WindowRows, processing_time: int) -> dict[Hashable, KeyState]:
+        """The partials as key states at the watermark they were read at, as the core would hold them
+        had their elements been added in one bundle each."""
+        states: dict[Hashable, KeyState] = {}
+        core = self.core
+        for (key, window), partial in rows.partials.items():
+            state = states.get(key)
+            if state is None:
+                state = states[key] = KeyState()
+            ws = state.windows[window] = WindowState(acc=self.accumulation.default_accumulated_value())
+            core.accumulate_into(window, ws, partial.acc, partial.count, rows.watermark, processing_time,
+                                 partial.earliest, partial.latest)
+        return states
+
+    def fire(self, rows: WindowRows, watermark: int, processing_time: int) -> tuple[WindowRows, Emission]:
+        """The core's watermark step on the loaded partials: the panes, and the partials left (none
+        once their windows expired, which is why their buckets were due)."""
+        emission = Emission()
+        left = WindowRows(watermark=watermark)
+        for key, state in self.key_states(rows, processing_time).items():
+            emission.extend(self.core.on_watermark(key, state, watermark, processing_time))
+            for window, ws in state.windows.items():
+                self.fold(left, key, window, Partial(ws.acc, ws.pending, ws.pane_min_ts, ws.pane_max_ts))
+        return left, emission
+
+    # -- parts <-> rows ---------------------------------------------------------------------------
+    def build(self, bucket_parts: list[tuple[int, str]], watermark: int) -> WindowRows:
+        rows = WindowRows(watermark=watermark)
+        if not bucket_parts:
+            return rows
+        read = self.codec.read_value
+        for part in json.loads(f"[{','.join(text for _, text in bucket_parts)}]"):
+            keys, accs = _decoded(read, part["k"]), _decoded(read, part["a"])
+            holds = part.get("h") or [None] * len(keys)
+            for key, start, end, acc, count, hold in zip(keys, part["s"], part["e"], accs, part["n"], holds):
+                earliest, latest = hold if hold is not None else (None, None)
+                self.fold(rows, key, Window(start, end), Partial(acc, count, earliest, latest))
+        return rows
+
+    def texts_by_bucket(self, rows: WindowRows) -> dict[int, str]:
+        by_bucket: dict[int, list[tuple[Hashable, Window, Partial]]] = {}
+        for (key, window), partial in rows.partials.items():
+            by_bucket.setdefault(self.bucket(window), []).append((key, window, partial))
+        return {bucket: self.part_text(items) for bucket, items in by_bucket.items()}
+
+    def part_text(self, items: list[tuple[Hashable, Window, Partial]]) -> str:
+        encode = self.codec.value
+        part: dict[str, Any] = {
+            "k": _encoded(encode, [key for key, _, _ in items]),
+            "s": [window.start for _, window, _ in items], "e": [window.end for _, window, _ in items],
+            "a": _encoded(encode, [p.acc for _, _, p in items]), "n": [p.count for _, _, p in items]}
+        if self.keeps_holds:
+            part["h"] = [[p.earliest, p.latest] if p.earliest is not None else None for _, _, p in items]
+        return _encode(part)
+
+
+def _extreme(pick: Any, a: Optional[int], b: Optional[int]) -> Optional[int]:
+    return b if a is None else a if b is None else pick(a, b)
+
+
+def run_window_log_batch(log: WindowLog, store: PartStore, meta: dict, work: Work, watermark: int,
+                         processing_time: int) -> tuple[Emission, Emission, Optional[int]]:
+    """One batch of one group: the panes of the windows the watermark expires (read from their
+    buckets), then the batch's elements appended; returns those panes, the elements' drops, and when
+    the group next has work.  Updates ``meta`` (the caller saves it)."""
+    fired, added = Emission(), Emission()
+
+    def run(rows: WindowRows) -> WindowRows:
+        left, panes = log.fire(rows, watermark, processing_time)
+        fired.extend(panes)
+        added.extend(log.add(left, work, watermark, processing_time))
+        return left
+
+    due = run_part_log_batch(log, store, meta, watermark, run)
+    return fired, added, due

@@ -1,0 +1,81 @@
+"""Moving a key group between per-key windows and the window log, once, when a restart changes which
+one the operator's options choose.
+
+The window log serves the default trigger with no allowed lateness (``window_log``); the same
+operator with allowed lateness keeps windows per key, and checkpoints written before the window log
+existed hold per-key windows too.  Allowed lateness is a change a restart may make
+(``fingerprint.SAFE_CHANGES``), so neither direction may strand state: the first batch of a group
+whose record names the other layout reads all of the group's state once, in the old layout, and
+writes it in the new one.
+
+- Per key -> window log: every key holding windows is in the event-time due index (each window's
+  expiry), so taking every entry names every key.  The core first runs the watermark step on each
+  key at this batch's watermark with the new lateness: windows whose end was reached under the old
+  lateness (fired, maybe holding late elements) fire and expire exactly as they would have per key.
+  What remains has not reached its end, so it never fired, and is one partial per window.
+- Window log -> per key: the group's record names every bucket and its parts; the partials become
+  key states as the window log fires them (``WindowLog.key_states``), and the batch visits those
+  keys (their windows may be due at once under the new lateness).
+"""
+from __future__ import annotations
+
+from typing import Hashable
+
+from .core import Emission
+from .group_state import EVENT, PROCESSING, GroupState
+from .part_log import PartStore, held_buckets, read_buckets
+from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from .window_log import Partial, WindowLog, WindowRows
+
+
+def key_windows_to_window_log(group: GroupState, log: WindowLog, store: PartStore, watermark: int,
+                              processing_time: int) -> Emission:
+    """Every key's windows moved into the window log (the key records and index entries removed),
+    after the windows due at ``watermark`` fired and expired; returns those panes."""
+    core = log.core
+    keys = [key for domain in (EVENT, PROCESSING) for key in group.indexes[domain].take_due(MAX_TIMESTAMP)]
+    keys = list(dict.fromkeys(keys))
+    group.preload(keys)
+    held = [key for key in keys if group.loaded[key].existed]
+    emission = Emission()
+    rows = WindowRows(watermark=group.meta.get("wm", MIN_TIMESTAMP))
+    for key in held:
+        state = group.loaded[key].state
+        if core.event_time_work_due(state, watermark):
+            emission.extend(core.on_watermark(key, state, watermark, processing_time))
+        for window, ws in state.windows.items():
+            if ws.fired or ws.closed:
+                raise RuntimeError(
+                    f"{core.emitter.label}: key {key!r} holds window {window} that fired before its end, which the "
+                    "window log cannot hold (its trigger fires at the end of the window only)")
+            if ws.pending:
+                log.fold(rows, key, window, Partial(ws.acc, ws.pending, ws.pane_min_ts, ws.pane_max_ts))
+    parts = log.texts_by_bucket(rows)
+    if parts:
+        store.put_texts(log.domain, [(bucket, 0, text) for bucket, text in parts.items()])
+    group.meta[log.meta_key] = sorted([bucket, 1] for bucket in parts)
+    if held:
+        group.store.remove_keys(held)
+    group.loaded.clear()
+    for index in group.indexes.values():
+        index.flush()
+    return emission
+
+
+def window_log_to_key_windows(group: GroupState, log: WindowLog, store: PartStore,
+                              processing_time: int) -> list[Hashable]:
+    """Every partial moved to its key's windows (loaded and marked changed: the batch's commit writes
+    them and enters their due times); returns the keys, which the batch must visit."""
+    held = held_buckets(log, group.meta)
+    buckets = sorted(held)
+    rows = log.build(read_buckets(log, store, held, buckets), group.meta.get("wm", MIN_TIMESTAMP))
+    states = log.key_states(rows, processing_time)
+    group.preload(states)
+    for key, state in states.items():
+        group.touch(key)
+        group.loaded[key].state = state
+    places = [(bucket, part) for bucket in buckets for part in range(held[bucket])]
+    if places:
+        store.remove_texts(log.domain, places)
+    group.meta.pop(log.meta_key, None)
+    return list(states)
