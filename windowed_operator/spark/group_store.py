@@ -6,8 +6,10 @@ Three state variables per key group (the grouping key of transformWithStateInPan
 - ``wo_keys`` (MapState ``key <the key column's type>`` -> ``record string``): each key's record as
   JSON, ``{"state": {"windows": [...], ...}, "due": [event, processing]}`` (``state_codec``);
 - ``wo_due`` (MapState ``domain string, bucket bigint, part int`` -> ``entries string``): the due
-  index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form); and on the pane log
-  (``windowed_operator.pane_log``, domain ``panes``) the parts of each pane's rows.
+  index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form); on the pane log
+  (``windowed_operator.pane_log``, domain ``panes``) the parts of each pane's rows; on the window log
+  (``windowed_operator.window_log``, domain ``windows``) the parts of the accumulators of the windows
+  expiring at one watermark.
 All of it is data: ``spark.read.format("statestore").option("stateVarName", "wo_keys")`` on a
 checkpoint shows every key's windows, and ``windowed_operator.spark.inspect`` prints them.
 The group's record is one call to the JVM (a socket round trip); the keys' records, the index's

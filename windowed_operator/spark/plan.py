@@ -106,7 +106,8 @@ class SparkPlan:
     input_columns: tuple[str, ...] = ()
     #: Each key group's rows of a scan partition arrive as one Arrow payload (``packed_input``).
     packed_input: bool = False
-    #: The default trigger with no allowed lateness keeps its rows by pane (``windowed_operator.pane_log``);
+    #: The default trigger with no allowed lateness keeps its rows by pane (``windowed_operator.pane_log``),
+    #: or on the object and array paths its windows by window (``windowed_operator.window_log``);
     #: ``spark.windowed_operator.paneLog=false`` keeps them per key.
     pane_log: bool = True
     #: The session's time zone, converting packed timestamps as pyspark's row path would.

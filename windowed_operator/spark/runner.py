@@ -241,7 +241,8 @@ def shown_timestamp(column: str) -> Column:
     return F.when(ms.between(MIN_SHOWN_TIME, MAX_SHOWN_TIME), F.timestamp_millis(ms)).alias(column)
 
 
-#: ``false`` keeps the default trigger's pane rows per key instead of in the pane log (``SparkPlan.pane_log``).
+#: ``false`` keeps the default trigger's state per key instead of in the pane log or the window log
+#: (``SparkPlan.pane_log``).
 PANE_LOG_CONF = "spark.windowed_operator.paneLog"
 
 
