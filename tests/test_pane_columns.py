@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accumulations import Count, Mean, Sum
+from accumulations import AllMax, Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, WindowedOperator
 from windowed_operator.chain import pane_from_row
@@ -39,6 +39,9 @@ COLUMNAR = {
     "by-window-start": lambda: KeyedWindowedOperator(None, Sum(), key="window_start", value="value"),
     "by-pane-index": lambda: KeyedWindowedOperator(None, Count(), key="index", value="value"),
     "own-windows": lambda: KeyedWindowedOperator(TimeWindows(20), Sum()),
+    # a record of the pane's fields: read as Rows, one column per field
+    "record-of-fields": lambda: KeyedWindowedOperator(None, AllMax(field="num"), key="window_start",
+                                                      value={"num": "value", "start": "window_start", "n": "index"}),
 }
 #: ... and ones that read through a callable, a field of the value, or the pane's timing enum.
 ROW_BY_ROW = {
@@ -47,6 +50,8 @@ ROW_BY_ROW = {
     "by-timing": lambda: KeyedWindowedOperator(None, Count(), key="timing", value="value"),
     "whole-pane": lambda: KeyedWindowedOperator(None, Count(), key="window_start"),
     "own-timestamp": lambda: WindowedOperator(TimeWindows(20), Sum(), timestamp="window_start"),
+    "record-with-timing": lambda: KeyedWindowedOperator(None, AllMax(field="num"), key="window_start",
+                                                        value={"num": "value", "when": "timing"}),
 }
 
 panes = st.lists(st.tuples(st.integers(0, 6), near_boundaries(-20, 60), st.integers(-50, 50), st.booleans(),
@@ -106,7 +111,8 @@ def test_the_column_read_equals_the_readers_read_of_each_pane(rows, case, keyed,
     got = by_columns(frame, downstream, up)
     assert got is not None, "a stage reading only the pane's fields is read as columns"
     assert got == expected
-    assert all(type(v.value if isinstance(v, RetractedValue) else v) is int for _, _, v, _ in got)
+    plain = [v.value if isinstance(v, RetractedValue) else v for _, _, v, _ in got]
+    assert all(type(x) is int for v in plain for x in (v.values() if isinstance(v, dict) else [v]))
 
 
 @pytest.mark.parametrize("case", sorted(ROW_BY_ROW))
@@ -131,3 +137,18 @@ def test_nulls_and_non_numbers_are_left_to_the_reader():
     # a float column without nulls is read as it is, as the reader reads it
     floats = frame.astype({"value": "float64"})
     assert by_columns(floats, WindowedOperator(None, Sum()), up) == per_row(floats, WindowedOperator(None, Sum()), up)
+
+
+def test_a_record_of_the_panes_fields_is_read_as_rows_and_keeps_the_key_column():
+    from accumulations.rows import Rows
+
+    up = upstream(True)
+    frame = frame_of([(1, 12, 3, False, 0), (2, 14, 5, True, 1), (3, 14, 4, False, 0)], True, "str")
+    stage = KeyedWindowedOperator(None, AllMax(field="num"), key="window_start", value={"auction": "key", "num": "value"})
+    columns = {c: frame[c].to_numpy() for c in frame.columns}
+    read = read_pane_columns(columns, stage.build_reader(), True, up.core_accumulation().get_retraction)
+    assert isinstance(read.values, Rows) and read.values.column("auction").tolist() == ["user-1", "user-2", "user-3"]
+    assert by_columns(frame, stage, up) == per_row(frame, stage, up)
+    null_key = frame.astype({"key": object})
+    null_key.loc[0, "key"] = None  # the reader rejects it, naming the field: left to it
+    assert by_columns(null_key, stage, up) is None

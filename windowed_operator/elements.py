@@ -143,7 +143,8 @@ def _value_field(element: Any, value: Any, name: str) -> Any:
 class ElementReader:
     """Applies an operator's key, timestamp and value extractors to one raw element."""
 
-    def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor, value: Extractor,
+    def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor,
+                 value: Union[Extractor, dict[str, str]],
                  inherit_windows: bool, payload: Optional[str] = None, value_field: Optional[str] = None,
                  max_future_skew: Optional[int] = None, gap: Extractor = None) -> None:
         #: A field holding the element proper, when key and time sit beside it (Spark's merge rows).
@@ -227,6 +228,8 @@ class ElementReader:
         if self.value is not None:
             if callable(self.value):
                 value = self.value(value)
+            elif isinstance(self.value, dict):  # a record of fields (``operator.ValueExtractor``)
+                value = {name: _value_field(element, value, field) for name, field in self.value.items()}
             else:
                 value = _value_field(element, value, self.value)
         if self.value_field is not None and not upstream:

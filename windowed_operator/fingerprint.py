@@ -79,7 +79,8 @@ def state_fingerprint(operator: Any, *, key_groups: int, layout: str, time_mode:
         "state version": str(state_version),
         "window": _stable(operator.window),
         "accumulation": _stable(operator.core_accumulation()),
-        "value column": str(operator.value_column()),
+        "value column": str(operator.value_column()) + (f" of record {operator.value}" if isinstance(
+            getattr(operator, "value", None), dict) else ""),
         "key column": str(key_column),
         "trigger": trigger.to_trigger().describe(),
         "timestamp combiner": str(operator.timestamp_combiner.value),

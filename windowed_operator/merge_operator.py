@@ -17,7 +17,7 @@ from accumulations.merge import LEFT, RIGHT, SIDES, MergeAccumulation, SidedAccu
 
 from .config import Config, Duration
 from .elements import ElementReader, ReadElement
-from .operator import Extractor, WindowingOptions
+from .operator import Extractor, ValueExtractor, WindowingOptions
 from .panes import PaneRecord
 from .windows.session_windows import element_gap
 
@@ -32,7 +32,7 @@ class InputOptions(Config):
 
     key: Extractor = None
     timestamp: Extractor = None
-    value: Extractor = None
+    value: ValueExtractor = None
 
 
 class SidedReader:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, Optional, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
+from typing_extensions import Annotated
 
 from accumulations.base import Accumulation
 from triggers.base import Trigger
@@ -34,6 +35,23 @@ if TYPE_CHECKING:
 Extractor = Optional[Union[str, Callable[[Any], Any]]]
 
 
+def _checked_record(value: Any) -> Any:
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError("a value record needs at least one field: {output field: field read}")
+        for name, field in value.items():
+            if not name or not field:
+                raise ValueError(f"a value record maps non-empty names to non-empty field names, got {name!r}: "
+                                 f"{field!r}")
+    return value
+
+
+#: What is accumulated: a field, a callable, or a *record* of fields (``{"auction": "key", "num":
+#: "value"}``: output field -> the element's field read), which runners can read as columns where a
+#: callable must be called per element.
+ValueExtractor = Annotated[Optional[Union[str, dict[str, str], Callable[[Any], Any]]], AfterValidator(_checked_record)]
+
+
 class WindowingOptions(Config):
     """What every windowed operator (one input or a merge of two) shares: windows, trigger,
     lateness, watermark, outputs for dropped data.  Subclasses say what they accumulate and how they
@@ -46,7 +64,9 @@ class WindowingOptions(Config):
     trigger: TriggerOption = Field(default_factory=TriggerOption)
     allowed_lateness: Duration = Field(default=0, ge=0, description="ms a window stays open after the watermark passes it")
     timestamp: Extractor = Field(default=None, description="field name or callable giving each element's event time")
-    value: Extractor = Field(default=None, description="field name or callable giving what is accumulated")
+    value: ValueExtractor = Field(
+        default=None, description="field name, record of field names ({output field: field}) or callable giving what "
+                                  "is accumulated")
     watermark: Union[UpstreamWatermark, FixedLagWatermark, BoundedDisorderWatermark] = Field(
         default_factory=UpstreamWatermark, discriminator="kind")
     timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW

@@ -8,6 +8,8 @@ that read is column arithmetic, and a batch of 60,000 panes costs milliseconds i
 second of per-row Python.  ``read_pane_columns`` answers None whenever a row needs the reader
 itself (a callable, a field inside the value, a payload, a session gap, a null the reader
 would reject with its reason, a value that is not a number): the caller then reads row by row.
+A value that is a record of the pane's fields (``value={"auction": "key", "num": "value"}``) is
+read as ``Rows``, one column per field: the array path ranks or folds it without a dict per pane.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
+
+from accumulations.rows import Rows
 
 from .elements import ElementReader
 from .panes import RetractedValue
@@ -31,15 +35,19 @@ class PaneColumns:
 
     keys: np.ndarray
     timestamps: np.ndarray
-    values: np.ndarray
+    #: Numbers, or ``Rows`` for a value that is a record of the pane's fields.
+    values: Any
     retracted: np.ndarray
     #: (starts, ends) when the stage inherits its windows, else None (it assigns them).
     windows: Optional[tuple[np.ndarray, np.ndarray]]
 
     def element(self, i: int) -> Any:
         """Element ``i``'s value as the element path's drops carry it."""
-        value = self.values[i]
-        value = value.item() if isinstance(value, np.generic) else value
+        if isinstance(self.values, Rows):
+            value = self.values.records(np.array([i]))[0]
+        else:
+            value = self.values[i]
+            value = value.item() if isinstance(value, np.generic) else value
         return RetractedValue(value) if self.retracted[i] else value
 
 
@@ -66,9 +74,17 @@ def reads_pane_fields(reader: ElementReader, upstream_keyed: bool) -> bool:
         return False
     if reader.keyed and key_column(reader, upstream_keyed) is None:
         return False
-    if reader.keyed and reader.key is not None:  # the extractors read the pane: its value is one field
-        return reader.value == "value"
+    if reader.keyed and reader.key is not None:  # the extractors read the pane: its value is its fields
+        return reader.value == "value" or record_columns(reader.value) is not None
     return reader.value is None
+
+
+def record_columns(value: Any) -> Optional[dict[str, str]]:
+    """A value record's fields as the pane columns they read (None: not a record of pane fields)."""
+    if not isinstance(value, dict):
+        return None
+    columns = {name: _KEY_COLUMNS.get(field) for name, field in value.items()}
+    return None if None in columns.values() else columns  # type: ignore[return-value]
 
 
 def read_pane_columns(columns: Mapping[str, np.ndarray], reader: ElementReader, upstream_keyed: bool,
@@ -82,7 +98,16 @@ def read_pane_columns(columns: Mapping[str, np.ndarray], reader: ElementReader, 
     n = len(columns["timestamp"])
     timestamps = _integers(columns["timestamp"])
     values = np.asarray(columns["value"])
-    if timestamps is None or values.dtype.kind not in _NUMERIC_KINDS or _has_nan(values):
+    record = record_columns(reader.value)
+    if record is not None:  # the value column counts only if the record reads it
+        if any(column not in columns for column in record.values()):
+            return None
+        numeric = all(_plain_keys(np.asarray(columns[c])) for c in record.values() if c != "value")
+        reads_value = "value" in record.values()
+    else:
+        numeric, reads_value = True, True
+    if timestamps is None or not numeric or (reads_value and (values.dtype.kind not in _NUMERIC_KINDS
+                                                              or _has_nan(values))):
         return None
     if reader.keyed:
         name = key_column(reader, upstream_keyed)
@@ -100,10 +125,13 @@ def read_pane_columns(columns: Mapping[str, np.ndarray], reader: ElementReader, 
             return None
         windows = (starts, ends)
     retracted = np.asarray(columns["is_retraction"], dtype=bool)
-    if retracted.any():
+    if retracted.any() and reads_value:
         undone = [undo(v) for v in values[retracted].tolist()]
         values = values.copy() if all(type(v) in (int, float) for v in undone) else values.astype(object)
         values[retracted] = undone
+    if record is not None:
+        values = Rows({name: values if column == "value" else np.asarray(columns[column])
+                       for name, column in record.items()}, n)
     return PaneColumns(keys, timestamps, values, retracted, windows)
 
 
@@ -125,4 +153,4 @@ def _plain_keys(keys: np.ndarray) -> bool:
     return keys.dtype.kind == "O" and all(type(k) is str for k in keys.tolist())
 
 
-__all__ = ["PaneColumns", "read_pane_columns", "reads_pane_fields", "key_column"]
+__all__ = ["PaneColumns", "read_pane_columns", "reads_pane_fields", "key_column", "record_columns"]

@@ -1,5 +1,6 @@
 """Chains on Spark equal the local chain, pane for pane, on the same batches and watermarks."""
 import random
+from collections import Counter
 from pathlib import Path
 import sys
 import warnings
@@ -7,7 +8,7 @@ import warnings
 import pytest
 from pyspark import cloudpickle
 
-from accumulations import Count, Max, Mean, Sum
+from accumulations import AllMax, Count, Max, Mean, Sum
 from accumulations.merge import LeftOuterJoin
 from triggers import TriggerOption
 from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator, SessionWindows, TimeWindows,
@@ -15,10 +16,11 @@ from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator
 from windowed_operator.merge_operator import InputOptions
 
 from windowed_operator.spark import END_OF_INPUT
-from windowed_operator.time import MIN_TIMESTAMP
+from windowed_operator.time import MIN_TIMESTAMP, shown_time
 
-from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, run_local_like_spark, run_local_merge_like_spark,
-                      run_spark, run_spark_merge, spark_panes, spark_watermarks, write_batches)
+from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, pane_tuple, run_local_like_spark,
+                      run_local_merge_like_spark, run_spark, run_spark_merge, spark_panes, spark_watermarks,
+                      write_batches)
 from .test_equivalence import DELAY, make_batches
 from .test_restart_and_errors import _file_sink, _read_sink
 
@@ -53,6 +55,24 @@ CHAINS = {
     "three-stages": lambda: first_stage(TimeWindows(5_000), EARLY_LATE.accumulating_fired_panes()).then(
         KeyedWindowedOperator(None, Count())).then(WindowedOperator(TimeWindows(20_000), Mean(), allowed_lateness=5_000)),
 }
+
+
+def test_a_value_record_of_the_panes_fields_on_spark_equals_local_chain(spark, tmp_path):
+    """The top user per window by count: the second stage's value is a record of the pane's key and
+    value, read on Spark as columns, its Spark type inferred from the pane columns'."""
+    chain = first_stage(TimeWindows(10_000).slide_by(5_000), acc=Count()).then(
+        KeyedWindowedOperator(None, AllMax(field="num"), key="window_start", value={"user": "key", "num": "value"}))
+    batches = make_batches(7, n_batches=6)
+    runner = run_local_like_spark(chain, batches, DELAY)
+    expected = Counter((r.key, shown_time(r.window_start), shown_time(r.window_end),
+                        tuple(sorted(tuple(sorted(v.items())) for v in r.value)), r.timing.value, r.index, r.is_first,
+                        r.is_last, r.is_retraction, shown_time(r.timestamp)) for r in runner.outputs)
+    assert expected and any(len(pane[3]) > 1 for pane in expected), "ties: several users share a window's top"
+    got = Counter()
+    for rows in run_spark(spark, chain, batches, tmp_path).values():
+        for row in rows:
+            got[pane_tuple({**row, "value": tuple(sorted(tuple(sorted(v.asDict().items())) for v in row["value"]))})] += 1
+    assert got == expected
 
 
 @pytest.mark.parametrize("case", sorted(CHAINS))
@@ -237,3 +257,25 @@ def test_panes_behind_the_previous_watermark_carry_no_event_time(spark, tmp_path
                 assert r["event_time"] is not None, r
                 assert r["event_time"].timestamp() * 1000 == pytest.approx(r["ts_ms"] + 0.999, abs=1e-3), r
     assert {("EARLY", False), ("ON_TIME", False), ("LATE", False), ("LATE", True)} <= kinds
+
+
+def test_a_value_record_of_the_rows_columns_on_spark_equals_local_runner(spark, tmp_path):
+    """On raw rows a record names columns (the event time as epoch ms); a record naming a missing
+    column is refused before the query starts, naming the field."""
+    from accumulations import ToList
+
+    op = KeyedWindowedOperator(TimeWindows(10_000), ToList(), key="user", timestamp="ts",
+                               watermark=bounded_disorder(DELAY), value={"amt": "amount", "at": "ts"})
+    batches = make_batches(3, n_batches=4)
+    runner = run_local_like_spark(op, batches, DELAY)
+    expected = Counter((r.key, r.window_start, tuple(sorted(tuple(sorted(v.items())) for v in r.value)))
+                       for r in runner.outputs)
+    assert expected
+    got = Counter((row["key"], row["ws"], tuple(sorted(tuple(sorted(v.asDict().items())) for v in row["value"])))
+                  for rows in run_spark(spark, op, batches, tmp_path).values() for row in rows)
+    assert got == expected
+    from windowed_operator.spark.runner import SparkOperatorError
+
+    df = spark.readStream.schema(MARKED_SCHEMA).json(str(tmp_path))
+    with pytest.raises(SparkOperatorError, match=r"value record fields \{'amt': 'price'\} name columns that are not"):
+        op.model_copy(update={"value": {"amt": "price"}}).apply(df)

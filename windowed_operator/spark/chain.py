@@ -132,6 +132,25 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
     value = op.value
     if callable(value):
         return None
+    if isinstance(value, dict):  # a record of fields: of the pane (a stage with key=), else of its value
+        reads_pane = op.keyed and op.key is not None
+        upstream_value = frame.schema["value"].dataType
+        fields = []
+        for name, field in value.items():
+            if reads_pane:
+                column = _PANE_COLUMN_OF.get(field)
+                if column is None or column not in frame.columns:
+                    raise SparkOperatorError(f"{op.label()}: value field {name!r} reads {field!r}, which is not an "
+                                             "attribute of the panes it reads; use a callable on the pane for "
+                                             "anything else")
+                data_type = frame.schema[column].dataType
+            else:
+                if not isinstance(upstream_value, StructType) or field not in upstream_value.fieldNames():
+                    raise SparkOperatorError(f"{op.label()}: value field {name!r} reads field {field!r} of the "
+                                             f"upstream's values, which are {upstream_value.simpleString()}")
+                data_type = upstream_value[field].dataType
+            fields.append(StructField(name, data_type, True))
+        return StructType(fields).simpleString()
     if value is None and op.keyed and op.key is not None:  # the reader folds the whole pane (as locally)
         return StructType([f for f in frame.schema.fields if f.name != PHASE_COLUMN]).simpleString()
     column = _PANE_COLUMN_OF.get(value or "value")
@@ -169,7 +188,7 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
             f"watermark policy (it has {op.watermark.kind}); the upstream's policy decides the chain's watermark")
     frame, group_column, key_type, state_key = _route(op, feed, op.key_type)
     input_type = _input_type(op, feed.frame)
-    if input_type is not None and (op.value is None or isinstance(op.value, str)):
+    if input_type is not None and not callable(op.value):
         refusal = op.accumulation.input_type_refusal(input_type)
         if refusal is not None:
             raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} cannot fold the upstream's "

@@ -390,12 +390,21 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         shape = StructType([f for f in shape.fields if f.name != end_of_input])
         columns = [name for name in columns if name != end_of_input]
 
-    value_field = op.value if isinstance(op.value, str) else op.accumulation.input_field()
+    record = op.value if isinstance(op.value, dict) else None
+    value_field = None if record is not None else op.value if isinstance(op.value, str) else \
+        op.accumulation.input_field()
     if value_field is not None and value_field not in columns:
         raise SparkOperatorError(f"value column {value_field!r} is not in the DataFrame (columns: {columns})")
     input_type = (shape[value_field].dataType.simpleString() if value_field is not None and value_field != ts_col
                   else "bigint" if value_field is not None else shape.simpleString())
-    if op.value is None or isinstance(op.value, str):  # (a callable's output type is not known here)
+    if record is not None:  # a record of columns: a struct of them (the event time as epoch ms)
+        missing = {name: column for name, column in record.items() if column not in columns}
+        if missing:
+            raise SparkOperatorError(f"{op.label()}: value record fields {missing} name columns that are not in the "
+                                     f"DataFrame (columns: {columns})")
+        input_type = StructType([StructField(name, LongType() if column == ts_col else shape[column].dataType, True)
+                                 for name, column in record.items()]).simpleString()
+    if not callable(op.value):  # (a callable's output type is not known here)
         refusal = op.accumulation.input_type_refusal(input_type)
         if refusal is not None:
             what = f"column {value_field!r} of type {input_type}" if value_field is not None else \
