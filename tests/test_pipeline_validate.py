@@ -56,6 +56,13 @@ def test_the_pipeline_is_valid():
     assert pipeline.trigger_interval == 5_000
 
 
+def test_a_value_record_reaches_the_operator():
+    text = PIPELINE.replace("accumulation: {max: {field: value}}", "value: {user: key, n: value}\n    accumulation: "
+                                                                   "{to_list: {}}")
+    pipeline = parse_pipeline(text)
+    assert [op for op in pipeline.operators if op.name == "top"][0].value == {"user": "key", "n": "value"}
+
+
 @pytest.mark.parametrize("old,new,expected", [
     ("key: user\n    timestamp: ts\n    window: {tumbling: {size: 1m}}\n    accumulation: {sum",
      "key: usr\n    timestamp: ts\n    window: {tumbling: {size: 1m}}\n    accumulation: {sum",
@@ -66,6 +73,9 @@ def test_the_pipeline_is_valid():
      "line 20: operators[1].right_options.timestamp: column 'time' is not in 'views' (columns: ad, at, done)"),
     ("accumulation: {max: {field: value}}", "accumulation: {max: {field: total}}",
      "line 27: operators[2].accumulation: column 'total' is not in 'spend' (columns: key, window_start, "
+     "window_end, value, timing, pane_index, index, is_first, is_last, is_retraction, timestamp)"),
+    ("accumulation: {max: {field: value}}", "value: {user: key, n: vaule}\n    accumulation: {to_list: {}}",
+     "line 27: operators[2].value.n: column 'vaule' is not in 'spend' (columns: key, window_start, "
      "window_end, value, timing, pane_index, index, is_first, is_last, is_retraction, timestamp)"),
     ("end_of_input: done", "end_of_input: finished",
      "line 7: sources.views.memory.end_of_input: column 'finished' is not in the schema (columns: ad, at, done)"),

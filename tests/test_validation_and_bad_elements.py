@@ -142,3 +142,19 @@ def test_max_future_skew_makes_elements_too_far_ahead_of_processing_time_bad():
 def test_max_future_skew_must_be_positive():
     with pytest.raises(ValidationError, match="max_future_skew"):
         KeyedWindowedOperator(TimeWindows(10), Sum("n"), max_future_skew=0)
+
+
+def test_a_value_record_reads_each_field_and_names_a_missing_or_null_one():
+    from accumulations import ToList
+
+    op = KeyedWindowedOperator(TimeWindows(10), ToList(), key="k", timestamp="t", value={"a": "x", "b": "y"})
+    reader = op.build_reader()
+    assert reader.read({"k": 1, "t": 3, "x": 5, "y": "z"}, 0).value == {"a": 5, "b": "z"}
+    with pytest.raises(BadElementError, match="no value field 'y'") as missing:
+        reader.read({"k": 1, "t": 3, "x": 5}, 0)
+    assert missing.value.reason == DropReason.INVALID_VALUE
+    with pytest.raises(BadElementError, match=r"value field 'x' is null \(None\)"):
+        reader.read({"k": 1, "t": 3, "x": None, "y": 2}, 0)
+    for bad, message in (({}, "needs at least one field"), ({"a": ""}, "non-empty field names")):
+        with pytest.raises(ValidationError, match=message):
+            KeyedWindowedOperator(TimeWindows(10), ToList(), key="k", value=bad)

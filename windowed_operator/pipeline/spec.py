@@ -363,10 +363,14 @@ class SourceSpec(Spec):
 
 
 # -- operators ----------------------------------------------------------------------------------------
+#: A column, or a record of columns (``{auction: key, num: value}``: output field -> column read).
+ValueSpec = Optional[Union[str, dict[str, str]]]
+
+
 class InputSpec(Spec):
     key: Optional[str] = None
     timestamp: Optional[str] = None
-    value: Optional[str] = None
+    value: ValueSpec = None
 
 
 class OperatorSpec(Spec):
@@ -378,7 +382,7 @@ class OperatorSpec(Spec):
     right: Optional[str] = None
     key: Optional[str] = None
     timestamp: Optional[str] = None
-    value: Optional[str] = None
+    value: ValueSpec = None
     left_options: InputSpec = Field(default_factory=InputSpec)
     right_options: InputSpec = Field(default_factory=InputSpec)
     window: Optional[WindowSpec] = None
@@ -560,7 +564,11 @@ class Pipeline(Spec):
                 for what in ("key", "timestamp", "value"):
                     own = getattr(options, what)
                     column = own or getattr(op, what)
-                    reads.append((("operators", i, side, what) if own else ("operators", i, what), column))
+                    loc = ("operators", i, side, what) if own else ("operators", i, what)
+                    if isinstance(column, dict):  # a value record: each field it reads
+                        reads += [((*loc, field), read) for field, read in column.items()]
+                    else:
+                        reads.append((loc, column))
                 if op.input is not None and op.value is None:
                     reads.append((("operators", i, "accumulation"), op.accumulation.field()))
                 if op.window is not None and op.window.sessions is not None:
