@@ -50,23 +50,29 @@ def key_records(spark, checkpoint):
     return records(spark, str(checkpoint)).collect()
 
 
-def test_the_pane_log_gives_the_local_runners_panes_and_keeps_no_key_records(spark, tmp_path):
-    op = hopping_sum(late_data_output=True)
+def check_log_run(spark, tmp_path, op, log_parts):
+    """``op`` (on a log: ``log_parts`` reads its parts) gives the local runner's panes and late data;
+    the same batches without the end of input leave its parts and no key records.  Returns the
+    parts and that checkpoint."""
     expected = local_panes(run_local_like_spark(op, BATCHES, DELAY))
     store = run_spark(spark, op, BATCHES, tmp_path / "ended")
     assert spark_panes(store) == expected
     late = [r for rows_ in store.values() for r in rows_ if r.get("record_type") == "late"]
     assert [json.loads(r["element"])["ts"] - BASE for r in late] == [2_000]  # every window over it had expired
 
-    # the same batches without the end of input: the state is the panes' parts, no key records
     write_batches(tmp_path / "open" / "in", BATCHES, flush=False)
     df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "open" / "in"))
     checkpoint = tmp_path / "open" / "checkpoint"
     query = (op.apply(df, end_of_input=END_COLUMN).writeStream.format("noop").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
     query.awaitTermination()
-    parts = pane_parts(spark, checkpoint)
+    parts = log_parts(spark, checkpoint)
     assert parts and not key_records(spark, checkpoint)
+    return parts, checkpoint
+
+
+def test_the_pane_log_gives_the_local_runners_panes_and_keeps_no_key_records(spark, tmp_path):
+    parts, checkpoint = check_log_run(spark, tmp_path, hopping_sum(late_data_output=True), pane_parts)
     assert {start for start, _ in parts} >= {BASE + 25_000, BASE + 30_000}  # the panes still under open windows
     from windowed_operator.spark.inspect import describe_checkpoint
 
@@ -83,9 +89,10 @@ def _file_sink(store):
     return write
 
 
-def test_a_restart_that_changes_allowed_lateness_moves_the_state_between_layouts(spark, tmp_path):
-    """Per key (lateness 5 s) -> pane log (none) -> per key (5 s) on one checkpoint: the values are one
-    run's, and between the restarts the state is in the layout the options choose."""
+def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
+    """Per key (lateness 5 s) -> the log (none) -> per key (5 s) on one checkpoint: the values are one
+    run's, and between the restarts the state is in the layout the options choose (``log_parts``:
+    the log's parts in a checkpoint)."""
     in_order = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 11_000)),
                 rows(("b", 4, 12_000), ("c", 5, 23_000)),
                 rows(("a", 6, 24_000), ("b", 7, 35_000)),
@@ -104,18 +111,22 @@ def test_a_restart_that_changes_allowed_lateness_moves_the_state_between_layouts
         query.awaitTermination()
 
     source.mkdir()
-    run(hopping_sum(lateness=5_000), 1)
-    assert key_records(spark, checkpoint) and not pane_parts(spark, checkpoint)
-    run(hopping_sum(lateness=0), 3)
-    assert pane_parts(spark, checkpoint) and not key_records(spark, checkpoint)
-    run(hopping_sum(lateness=5_000), len(staged))
-    assert not pane_parts(spark, checkpoint)
+    run(make_op(lateness=5_000), 1)
+    assert key_records(spark, checkpoint) and not log_parts(spark, checkpoint)
+    run(make_op(lateness=0), 3)
+    assert log_parts(spark, checkpoint) and not key_records(spark, checkpoint)
+    run(make_op(lateness=5_000), len(staged))
+    assert not log_parts(spark, checkpoint)
 
     def values(panes):  # (is_last follows the lateness in force when a window fired)
         return Counter((p[0], p[1], p[2], p[3], p[4]) for p, n in panes.items() for _ in range(n))
 
     got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
-    assert values(got) == values(local_panes(run_local_like_spark(hopping_sum(), in_order, DELAY)))
+    assert values(got) == values(local_panes(run_local_like_spark(make_op(), in_order, DELAY)))
+
+
+def test_a_restart_that_changes_allowed_lateness_moves_the_state_between_layouts(spark, tmp_path):
+    check_restarts_between_layouts(spark, tmp_path, hopping_sum, pane_parts)
 
 
 def test_the_pane_log_setting_off_keeps_rows_per_key(spark, tmp_path):
