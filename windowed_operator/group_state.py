@@ -21,6 +21,7 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol
 
 from .due_index import DueIndex, IndexStore
 from .fingerprint import check_restart
+from .time import MAX_TIMESTAMP
 from .time_rules import is_timer_due
 
 EVENT, PROCESSING = "event", "processing"
@@ -120,6 +121,32 @@ class GroupState:
             if processing_time is not None and entry.due[1] is not None and is_timer_due(entry.due[1], processing_time):
                 entry.due[1] = None
         return list(taken)
+
+    def take_every_key(self) -> list[Hashable]:
+        """Every key holding state, read: each is in an index (its next due time), so taking every
+        entry names them all (a group moving to another layout, ``drop_keys`` after)."""
+        taken = [key for index in self.indexes.values() for key in index.take_due(MAX_TIMESTAMP)]
+        keys = list(dict.fromkeys(taken))
+        self.preload(keys)
+        return [key for key in keys if self.loaded[key].existed]
+
+    def drop_keys(self, keys: list[Hashable]) -> None:
+        """Remove ``keys``' records, forget every key read, and write the emptied indexes: the
+        group's state has moved to another layout."""
+        if keys:
+            self.store.remove_keys(keys)
+        self.loaded.clear()
+        for index in self.indexes.values():
+            index.flush()
+
+    def adopt(self, states: dict[Hashable, Any]) -> list[Hashable]:
+        """Keys' states moved in from another layout, marked changed (the batch's commit writes them
+        and enters their due times); returns the keys, which the batch must visit."""
+        self.preload(states)
+        for key, state in states.items():
+            self.touch(key)
+            self.loaded[key].state = state
+        return list(states)
 
     # -- writing back -----------------------------------------------------------------------------
     def commit(self, next_due: Callable[[Any], tuple[Optional[int], Optional[int]]]) -> None:

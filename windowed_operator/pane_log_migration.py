@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Hashable
 
 from .columnar_records import PaneRecords, build_table
-from .group_state import EVENT, PROCESSING, GroupState
-from .pane_log import DOMAIN, META, PaneLog
-from .part_log import PartStore, held_buckets
+from .group_state import GroupState
+from .pane_log import PaneLog
+from .part_log import PartStore, take_every_bucket, write_whole_buckets
 from .range_ops import factorize
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from .time import MIN_TIMESTAMP
 
 
 def stored_layout(group: GroupState) -> str | None:
@@ -32,37 +32,16 @@ def stored_layout(group: GroupState) -> str | None:
 def key_records_to_pane_log(group: GroupState, log: PaneLog, store: PartStore) -> int:
     """Every key's pane rows moved into the pane log (the key records and index entries removed);
     returns how many keys were moved."""
-    keys = [key for domain in (EVENT, PROCESSING) for key in group.indexes[domain].take_due(MAX_TIMESTAMP)]
-    keys = list(dict.fromkeys(keys))
-    group.preload(keys)
-    held = [key for key in keys if group.loaded[key].existed]
+    held = group.take_every_key()
     table = build_table(held, [group.loaded[key].state for key in held], group.meta.get("wm", MIN_TIMESTAMP))
-    parts = log.texts_by_bucket(table)
-    if parts:
-        store.put_texts(DOMAIN, [(start, 0, text) for start, text in parts.items()])
-    group.meta[META] = sorted([start, 1] for start in parts)
-    if held:
-        group.store.remove_keys(held)
-    group.loaded.clear()
-    for index in group.indexes.values():
-        index.flush()
+    write_whole_buckets(log, store, group.meta, log.texts_by_bucket(table))
+    group.drop_keys(held)
     return len(held)
 
 
 def pane_log_to_key_records(group: GroupState, records: PaneRecords, log: PaneLog, store: PartStore) -> list[Hashable]:
     """Every pane's rows moved to per-key records (loaded and marked changed: the batch's commit
     writes them and enters their due times); returns the keys, which the batch must run with."""
-    held = held_buckets(log, group.meta)
-    places = [(start, part) for start, parts in sorted(held.items()) for part in range(parts)]
-    texts = store.get_texts(DOMAIN, places) if places else []
-    table = log.build([(start, text) for (start, _), text in zip(places, texts) if text is not None],
-                      group.meta.get("wm", MIN_TIMESTAMP))
+    table = log.build(take_every_bucket(log, store, group.meta), group.meta.get("wm", MIN_TIMESTAMP))
     keys = factorize(table.keys)[1].tolist() if len(table) else []
-    group.preload(keys)
-    for key, state in records.split(table, keys).items():
-        group.touch(key)
-        group.loaded[key].state = state
-    if places:
-        store.remove_texts(DOMAIN, places)
-    group.meta.pop(META, None)
-    return keys
+    return group.adopt(records.split(table, keys))

@@ -62,6 +62,26 @@ def read_buckets(log: PartLog, store: PartStore, held: dict[int, int], buckets: 
     return [(bucket, text) for (bucket, _), text in zip(places, texts)]
 
 
+def write_whole_buckets(log: PartLog, store: PartStore, meta: dict, texts: dict[int, str]) -> None:
+    """A log started from rows moved in from another layout: each bucket's text as its one part."""
+    if texts:
+        store.put_texts(log.domain, [(bucket, 0, text) for bucket, text in texts.items()])
+    meta[log.meta_key] = sorted([bucket, 1] for bucket in texts)
+
+
+def take_every_bucket(log: PartLog, store: PartStore, meta: dict) -> list[tuple[int, str]]:
+    """Every part the log holds, in bucket and part order, removed with the log's record (its rows
+    are moving to another layout)."""
+    held = held_buckets(log, meta)
+    buckets = sorted(held)
+    parts = read_buckets(log, store, held, buckets)
+    places = [(bucket, part) for bucket in buckets for part in range(held[bucket])]
+    if places:
+        store.remove_texts(log.domain, places)
+    meta.pop(log.meta_key, None)
+    return parts
+
+
 def run_part_log_batch(log: PartLog, store: PartStore, meta: dict, watermark: int,
                        run: Callable[[Any], Any]) -> Optional[int]:
     """One batch of one group: read the buckets due, ``run`` the engine on their table (it fires,

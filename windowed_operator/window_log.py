@@ -62,6 +62,11 @@ class Partial:
     earliest: Optional[int] = None
     latest: Optional[int] = None
 
+    @classmethod
+    def of(cls, ws: WindowState) -> "Partial":
+        """What a window of a key state holds since its last pane."""
+        return cls(ws.acc, ws.pending, ws.pane_min_ts, ws.pane_max_ts)
+
 
 @dataclass
 class WindowRows:
@@ -111,9 +116,10 @@ class WindowLog:
         held.earliest = _extreme(min, held.earliest, partial.earliest)
         held.latest = _extreme(max, held.latest, partial.latest)
 
-    def add(self, rows: WindowRows, work: Work, watermark: int, processing_time: int) -> Emission:
-        """Run the batch's work (each key's elements) on empty key states and fold what the windows
-        got into ``rows``; returns the drops (no pane fires on elements here)."""
+    def add(self, rows: WindowRows, work: Work) -> Emission:
+        """Run the batch's work (each key's elements; each closure carries the batch's watermark and
+        processing time) on empty key states and fold what the windows got into ``rows``; returns
+        the drops (no pane fires on elements here)."""
         states: dict[Hashable, KeyState] = {}
         emission = Emission()
         for key, run in work:
@@ -127,7 +133,7 @@ class WindowLog:
         for key, state in states.items():
             for window, ws in state.windows.items():
                 if ws.pending:
-                    self.fold(rows, key, window, Partial(ws.acc, ws.pending, ws.pane_min_ts, ws.pane_max_ts))
+                    self.fold(rows, key, window, Partial.of(ws))
         return emission
 
     def key_states(self, rows: WindowRows, processing_time: int) -> dict[Hashable, KeyState]:
@@ -152,7 +158,7 @@ class WindowLog:
         for key, state in self.key_states(rows, processing_time).items():
             emission.extend(self.core.on_watermark(key, state, watermark, processing_time))
             for window, ws in state.windows.items():
-                self.fold(left, key, window, Partial(ws.acc, ws.pending, ws.pane_min_ts, ws.pane_max_ts))
+                self.fold(left, key, window, Partial.of(ws))
         return left, emission
 
     # -- parts <-> rows ---------------------------------------------------------------------------
@@ -200,7 +206,7 @@ def run_window_log_batch(log: WindowLog, store: PartStore, meta: dict, work: Wor
     def run(rows: WindowRows) -> WindowRows:
         left, panes = log.fire(rows, watermark, processing_time)
         fired.extend(panes)
-        added.extend(log.add(left, work, watermark, processing_time))
+        added.extend(log.add(left, work))
         return left
 
     due = run_part_log_batch(log, store, meta, watermark, run)

@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Hashable
 
 from .core import Emission
-from .group_state import EVENT, PROCESSING, GroupState
-from .part_log import PartStore, held_buckets, read_buckets
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from .group_state import GroupState
+from .part_log import PartStore, take_every_bucket, write_whole_buckets
+from .time import MIN_TIMESTAMP
 from .window_log import Partial, WindowLog, WindowRows
 
 
@@ -33,10 +33,7 @@ def key_windows_to_window_log(group: GroupState, log: WindowLog, store: PartStor
     """Every key's windows moved into the window log (the key records and index entries removed),
     after the windows due at ``watermark`` fired and expired; returns those panes."""
     core = log.core
-    keys = [key for domain in (EVENT, PROCESSING) for key in group.indexes[domain].take_due(MAX_TIMESTAMP)]
-    keys = list(dict.fromkeys(keys))
-    group.preload(keys)
-    held = [key for key in keys if group.loaded[key].existed]
+    held = group.take_every_key()
     emission = Emission()
     rows = WindowRows(watermark=group.meta.get("wm", MIN_TIMESTAMP))
     for key in held:
@@ -49,16 +46,9 @@ def key_windows_to_window_log(group: GroupState, log: WindowLog, store: PartStor
                     f"{core.emitter.label}: key {key!r} holds window {window} that fired before its end, which the "
                     "window log cannot hold (its trigger fires at the end of the window only)")
             if ws.pending:
-                log.fold(rows, key, window, Partial(ws.acc, ws.pending, ws.pane_min_ts, ws.pane_max_ts))
-    parts = log.texts_by_bucket(rows)
-    if parts:
-        store.put_texts(log.domain, [(bucket, 0, text) for bucket, text in parts.items()])
-    group.meta[log.meta_key] = sorted([bucket, 1] for bucket in parts)
-    if held:
-        group.store.remove_keys(held)
-    group.loaded.clear()
-    for index in group.indexes.values():
-        index.flush()
+                log.fold(rows, key, window, Partial.of(ws))
+    write_whole_buckets(log, store, group.meta, log.texts_by_bucket(rows))
+    group.drop_keys(held)
     return emission
 
 
@@ -66,16 +56,5 @@ def window_log_to_key_windows(group: GroupState, log: WindowLog, store: PartStor
                               processing_time: int) -> list[Hashable]:
     """Every partial moved to its key's windows (loaded and marked changed: the batch's commit writes
     them and enters their due times); returns the keys, which the batch must visit."""
-    held = held_buckets(log, group.meta)
-    buckets = sorted(held)
-    rows = log.build(read_buckets(log, store, held, buckets), group.meta.get("wm", MIN_TIMESTAMP))
-    states = log.key_states(rows, processing_time)
-    group.preload(states)
-    for key, state in states.items():
-        group.touch(key)
-        group.loaded[key].state = state
-    places = [(bucket, part) for bucket in buckets for part in range(held[bucket])]
-    if places:
-        store.remove_texts(log.domain, places)
-    group.meta.pop(log.meta_key, None)
-    return list(states)
+    rows = log.build(take_every_bucket(log, store, group.meta), group.meta.get("wm", MIN_TIMESTAMP))
+    return group.adopt(log.key_states(rows, processing_time))
