@@ -100,6 +100,10 @@ class MemoryStore:
         for key in keys:
             del self.keys[key]
 
+    def all_keys(self):
+        self.calls["all_keys"] += 1
+        return list(self.keys)
+
     def get_parts(self, domain, places):
         self.calls["get_parts"] += 1  # (one round trip)
         self.calls["get_part"] += len(places)

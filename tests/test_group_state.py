@@ -1,5 +1,6 @@
 """Per-key group state: a batch reads and writes the keys it touches and the keys due, and gives the
 panes the core gives with every key's state in memory."""
+import json
 from collections import Counter
 
 import pytest
@@ -56,10 +57,11 @@ def run_in_memory(core, batches):
     return out, states
 
 
-def run_on_store(core, batches, store, bucket_ms=None):
+def run_on_store(core, batches, store, bucket_ms=None, sharded=None):
+    """``sharded``: per batch, whether the group keeps its keys' records in shards (None: as stored)."""
     out = []
-    for rows, watermark, now in batches:
-        group = GroupState(store, KeyStateCodec(), FINGERPRINT, "op")
+    for i, (rows, watermark, now) in enumerate(batches):
+        group = GroupState(store, KeyStateCodec(), FINGERPRINT, "op", sharded=sharded[i % len(sharded)] if sharded else None)
         if bucket_ms:
             for index in group.indexes.values():
                 index.bucket_ms = bucket_ms
@@ -76,10 +78,19 @@ batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from("abcde"), near_b
                              st.integers(0, 9), st.integers(0, 4)), max_size=12)
 
 
+def stored_keys(store):
+    """The keys holding a record: their own entries, and the key shards' texts."""
+    from windowed_operator.key_shards import DOMAIN
+    in_shards = [pair[0] for (domain, _, _), text in store.parts.items() if domain == DOMAIN for pair in json.loads(text)]
+    assert len(in_shards) == len(set(in_shards))  # (a key in one shard only)
+    return set(store.keys) | set(in_shards)
+
+
 @pytest.mark.parametrize("name", sorted(OPERATORS))
 @settings(max_examples=60, deadline=None)
-@given(steps=batches, bucket_ms=st.sampled_from([1, 7, 10_000]))
-def test_per_key_state_gives_the_panes_of_in_memory_state(name, steps, bucket_ms):
+@given(steps=batches, bucket_ms=st.sampled_from([1, 7, 10_000]),
+       sharded=st.sampled_from([[None], [True], [True, True, False], [False, True, None]]))
+def test_per_key_state_gives_the_panes_of_in_memory_state(name, steps, bucket_ms, sharded):
     core = OPERATORS[name].build_core()
     timeline, watermark, now = [], -3, 0
     for rows, wm_step, pt_step in steps:
@@ -89,8 +100,8 @@ def test_per_key_state_gives_the_panes_of_in_memory_state(name, steps, bucket_ms
     timeline.append(([], 10**6, now + 10**6))  # everything due at the end
     expected, states = run_in_memory(core, timeline)
     store = MemoryStore()
-    assert run_on_store(core, timeline, store, bucket_ms) == expected
-    assert set(store.keys) == set(states)  # empty keys removed
+    assert run_on_store(core, timeline, store, bucket_ms, sharded) == expected
+    assert stored_keys(store) == set(states)  # empty keys removed
 
 
 def test_a_batch_touching_one_key_reads_and_writes_only_that_key():

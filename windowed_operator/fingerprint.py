@@ -59,6 +59,20 @@ LAYOUT_MIGRATIONS: set[tuple[str, str]] = {
     ("window log", "per-key windows"),
 }
 
+#: A per-key layout whose records are kept in key shards (``key_shards``): the same records, stored
+#: many to a text.  A restart may switch either way (``group_state`` moves the records); a library
+#: that predates shards refuses the name instead of finding no records.
+KEY_SHARDS_SUFFIX = " in key shards"
+
+
+def in_key_shards(layout: str) -> str:
+    return layout + KEY_SHARDS_SUFFIX
+
+
+def _record_layout(layout: str) -> str:
+    return layout[:-len(KEY_SHARDS_SUFFIX)] if layout.endswith(KEY_SHARDS_SUFFIX) else layout
+
+
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -104,7 +118,8 @@ def _change_is_safe(part: str, stored: str, current: str) -> bool:
     if part == "accumulation mode":
         return _mode_change_is_safe(stored, current)
     if part == "state layout":
-        return (stored, current) in LAYOUT_MIGRATIONS
+        stored, current = _record_layout(stored), _record_layout(current)
+        return stored == current or (stored, current) in LAYOUT_MIGRATIONS
     return part in SAFE_CHANGES
 
 

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Optional, Protocol
+from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 
 from .due_index import DueIndex, IndexStore
 from .fingerprint import check_restart
+from .key_shards import KeyShards
 from .time import MAX_TIMESTAMP
 from .time_rules import is_timer_due
 
 EVENT, PROCESSING = "event", "processing"
+#: The group record's field holding the key shards' bookkeeping (absent: a record per key).
+SHARDS = "key_shards"
 #: A record as compact JSON (one encoder for every record: ``json.dumps`` with options makes one a call).
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
@@ -55,6 +58,8 @@ class GroupStore(IndexStore, Protocol):
 
     def remove_keys(self, keys: list[Hashable]) -> None: ...
 
+    def all_keys(self) -> list[Hashable]: ...
+
 
 @dataclass
 class _Loaded:
@@ -70,6 +75,8 @@ class GroupState:
     codec: StateCodec
     fingerprint: dict[str, str]
     label: str
+    #: Keep the keys' records in shards (``key_shards``) or each in its own entry; None: as stored.
+    sharded: Optional[bool] = None
     meta: dict[str, Any] = field(default_factory=dict)
     loaded: dict[Hashable, _Loaded] = field(default_factory=dict)
 
@@ -79,6 +86,10 @@ class GroupState:
         check_restart(self.meta.get("fingerprint"), self.fingerprint, self.label)
         self.indexes = {domain: DueIndex.from_record(domain, self.store, self.meta.get(f"{domain}_index"))
                         for domain in (EVENT, PROCESSING)}
+        shards = self.meta.get(SHARDS)
+        #: Where the keys' records are read and written: the store's own entries or shards of them.
+        self.records: Union[GroupStore, KeyShards] = \
+            KeyShards(self.store, shards) if shards is not None or (self.sharded and not self.meta) else self.store
 
     # -- keys -------------------------------------------------------------------------------------
     def preload(self, keys: Iterable[Hashable]) -> None:
@@ -86,7 +97,7 @@ class GroupState:
         missing = list(dict.fromkeys(k for k in keys if k not in self.loaded))
         if not missing:
             return
-        texts = self.store.get_keys(missing)
+        texts = self.records.get_keys(missing)
         stored = [text for text in texts if text is not None]
         records = iter(json.loads(f"[{','.join(stored)}]") if stored else ())  # (one parse for all of them)
         for key, text in zip(missing, texts):
@@ -134,7 +145,9 @@ class GroupState:
         """Remove ``keys``' records, forget every key read, and write the emptied indexes: the
         group's state has moved to another layout."""
         if keys:
-            self.store.remove_keys(keys)
+            self.records.remove_keys(keys)
+        if isinstance(self.records, KeyShards):
+            self.records.write()
         self.loaded.clear()
         for index in self.indexes.values():
             index.flush()
@@ -170,11 +183,33 @@ class GroupState:
                 record = {"state": self.codec.to_data(entry.state), "due": entry.due}
                 puts.append((key, _encode(record)))
         if puts:
-            self.store.put_keys(puts)
+            self.records.put_keys(puts)
         if removals:
-            self.store.remove_keys(removals)
+            self.records.remove_keys(removals)
+        if isinstance(self.records, KeyShards):
+            self.records.flush(touched=len(self.loaded))
+        self._move_records(touched=len(self.loaded))
         for index in self.indexes.values():
             index.flush()
+
+    def _move_records(self, touched: int) -> None:
+        """Move every key's record into shards, or out of them, when the group is stored the other
+        way (a restart that changed ``spark.windowed_operator.keyShards``, or a checkpoint written
+        before shards): once, after the batch wrote its keys the old way."""
+        if self.sharded is None or self.sharded == isinstance(self.records, KeyShards):
+            return
+        if self.sharded:
+            keys = self.store.all_keys()
+            items = list(zip(keys, self.store.get_keys(keys))) if keys else []
+            self.records = KeyShards.of(self.store, items, touched)
+            if keys:
+                self.store.remove_keys(keys)
+        else:
+            assert isinstance(self.records, KeyShards)
+            items = self.records.take_all()
+            if items:
+                self.store.put_keys(items)
+            self.records = self.store
 
     def save(self, **bookkeeping: Any) -> None:
         """Write the group's record (kept even when no key is due: it is small, and keys without a
@@ -183,6 +218,10 @@ class GroupState:
         self.meta["fingerprint"] = self.fingerprint
         for domain, index in self.indexes.items():
             self.meta[f"{domain}_index"] = index.to_record()
+        if isinstance(self.records, KeyShards):
+            self.meta[SHARDS] = self.records.to_record()
+        else:
+            self.meta.pop(SHARDS, None)
         self.store.put_meta(json.dumps(self.meta, separators=(",", ":")))
 
     def next_event_time(self) -> Optional[int]:

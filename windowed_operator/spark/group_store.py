@@ -9,7 +9,8 @@ Three state variables per key group (the grouping key of transformWithStateInPan
   index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form); on the pane log
   (``windowed_operator.pane_log``, domain ``panes``) the parts of each pane's rows; on the window log
   (``windowed_operator.window_log``, domain ``windows``) the parts of the accumulators of the windows
-  expiring at one watermark.
+  expiring at one watermark; under key shards (``windowed_operator.key_shards``, domain ``keys``)
+  the keys' records, many keys' to a text, in place of ``wo_keys``.
 All of it is data: ``spark.read.format("statestore").option("stateVarName", "wo_keys")`` on a
 checkpoint shows every key's windows, and ``windowed_operator.spark.inspect`` prints them.
 The group's record is one call to the JVM (a socket round trip); the keys' records, the index's
@@ -63,6 +64,11 @@ class SparkGroupStore:
 
     def remove_keys(self, keys: list[Hashable]) -> None:
         self.pipelined.remove_many([self._map_key(k) for k in keys])
+
+    def all_keys(self) -> list[Hashable]:
+        """Every key with a record of its own (one iteration of the map: a group moving its records
+        into key shards)."""
+        return [row[0] if self.keyed else None for row in self.keys.keys()]
 
     # -- the due index ----------------------------------------------------------------------------
     def get_parts(self, domain: str, places: list[tuple[int, int]]) -> list[list[Entry]]:

@@ -110,6 +110,9 @@ class SparkPlan:
     #: or on the object and array paths its windows by window (``windowed_operator.window_log``);
     #: ``spark.windowed_operator.paneLog=false`` keeps them per key.
     pane_log: bool = True
+    #: Keys' records live in shards of many keys each (``windowed_operator.key_shards``);
+    #: ``spark.windowed_operator.keyShards=false`` keeps a record per key.
+    key_shards: bool = True
     #: The session's time zone, converting packed timestamps as pyspark's row path would.
     timezone: Optional[str] = None
     #: The operator whose panes are the input (a chained stage: ``spark.chain``), or None for raw rows.

@@ -28,6 +28,7 @@ from ..core import CoreElement, Emission
 from ..elements import BadElementError, is_null, rejected_row_error
 from ..fingerprint import IncompatibleRestartError, state_fingerprint
 from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
+from ..fingerprint import in_key_shards
 from ..group_state import GroupState
 from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
@@ -107,6 +108,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
             and supports_window_log(self.core) and self.plan.time_mode == "EventTime" and self.plan.pane_log else None
         layout = PANE_LOG if self.pane_log is not None else self.records.layout if self.columnar is not None else \
             WINDOW_LOG if self.window_log is not None else PER_KEY_WINDOWS
+        #: Per-key layouts keep their records in key shards (or not: a restart moves them); the logs
+        #: keep none after moving in, so their groups read records as stored.
+        self.key_shards: Optional[bool] = None if layout in (PANE_LOG, WINDOW_LOG) else self.plan.key_shards
+        if self.key_shards:
+            layout = in_key_shards(layout)
         self.fingerprint = state_fingerprint(
             self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
             layout=layout,
@@ -262,7 +268,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _group(self, codec: Any) -> GroupState:
         """The group's per-key state; a checkpoint of the pickled layout (version 5 and before) is refused."""
-        group = GroupState(self.store, codec, self.fingerprint, self.plan.operator.label())
+        group = GroupState(self.store, codec, self.fingerprint, self.plan.operator.label(), sharded=self.key_shards)
         if not group.meta and self.value_state.exists():
             raise IncompatibleRestartError(
                 f"{self.plan.operator.label()}: the checkpoint holds state in the pickled layout of version 5 or "

@@ -244,6 +244,8 @@ def shown_timestamp(column: str) -> Column:
 #: ``false`` keeps the default trigger's state per key instead of in the pane log or the window log
 #: (``SparkPlan.pane_log``).
 PANE_LOG_CONF = "spark.windowed_operator.paneLog"
+#: ``false`` keeps each key's record in its own state entry instead of in key shards (``SparkPlan.key_shards``).
+KEY_SHARDS_CONF = "spark.windowed_operator.keyShards"
 
 
 def _conf_flag(df: DataFrame, name: str) -> bool:
@@ -274,7 +276,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     # runs, benchmarks/nexmark/results-2026-11-24d-packed.txt: q11 1.09x, q5r 1.13x).
     packed = packed and not (plan.preaggregated or plan.preselected or plan.prefolded)
     plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone,
-                               pane_log=_conf_flag(projected, PANE_LOG_CONF))
+                               pane_log=_conf_flag(projected, PANE_LOG_CONF),
+                               key_shards=_conf_flag(projected, KEY_SHARDS_CONF))
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
         # (the group column keeps its type: pmod of xxhash64 is a bigint, the unkeyed group an int)
         group_type = LongType() if key_col is not None else IntegerType()

@@ -1,0 +1,121 @@
+"""Key shards: the records of a group's keys in a few JSON texts, as many as the cost model asks for,
+read and written a shard at a time, and never losing or duplicating a key while shards split and merge."""
+import json
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accumulations import Sum
+from windowed_operator import KeyedWindowedOperator, TimeWindows
+from windowed_operator.group_batch import next_due, run_group_batch
+from windowed_operator.group_state import SHARDS, GroupState
+from windowed_operator.key_shards import DOMAIN, KeyShards, modelled_cost, target_shards
+from windowed_operator.state_codec import KeyStateCodec
+
+from helpers import MemoryStore
+
+keys = st.one_of(st.integers(0, 3_000), st.text("abc", max_size=4), st.tuples(st.integers(0, 3), st.text("xy", max_size=2)))
+#: (keys asked for, share of them written, share removed, keys the model is told the batch touched)
+batch = st.tuples(st.lists(keys, max_size=200), st.floats(0, 1), st.floats(0, 0.3), st.sampled_from([0, 1, 3, 10, 2_000]))
+
+
+def shard_contents(store):
+    return {bucket: json.loads(text) for (domain, bucket, _), text in store.parts.items() if domain == DOMAIN}
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches=st.lists(batch, max_size=25))
+def test_shards_hold_what_a_dict_holds_through_splits_and_merges(batches):
+    store, reference, record = MemoryStore(), {}, None
+    for i, (touched, put_share, remove_share, claimed) in enumerate(batches):
+        shards = KeyShards(store, record)
+        store.calls.clear()
+        assert shards.get_keys(touched) == [reference.get(k) for k in touched]
+        assert store.calls["get_text"] <= shards.count  # (one call: the shards of the keys asked for)
+        puts = [(k, json.dumps([i, str(k)])) for k in touched[:int(len(touched) * put_share)]]
+        shards.put_keys(puts)
+        reference.update(puts)
+        removed = [k for k in dict.fromkeys(touched[int(len(touched) * (1 - remove_share)):]) if k in reference]
+        shards.remove_keys(removed)
+        for k in removed:
+            del reference[k]
+        shards.flush(touched=claimed)  # (any count: the model sees the keys it is told)
+        record = shards.to_record()
+        assert record["held"] == len(reference)
+        stored = shard_contents(store)
+        assert all(0 <= s < shards.count for s in stored) and all(stored.values())  # no empty texts kept
+        fresh = KeyShards(store, record)
+        for s, pairs in stored.items():  # every key in the shard its hash names, once
+            assert all(fresh.shard_of(KeyStateCodec().read_value(tag)) == s for tag, _ in pairs)
+        assert sum(len(p) for p in stored.values()) == len(reference)
+    everything = KeyShards(store, record).take_all()
+    assert dict(everything) == reference and len(everything) == len(reference)
+    assert not shard_contents(store)
+
+
+def test_the_model_keeps_one_shard_when_a_batch_touches_most_keys_and_one_per_key_when_few():
+    assert target_shards(300, 400) == 1  # (Nexmark q11: most of a group's bidders each batch)
+    assert target_shards(1_000, 1_000) == 1
+    assert target_shards(20, 1_000_000) >= 500_000  # (the state-scale benchmark's 2% of keys held)
+    assert target_shards(0, 10) == 1
+    for touched, held in [(5, 100), (50, 5_000), (700, 31_000)]:
+        best = target_shards(touched, held)
+        assert all(modelled_cost(best, touched, held) <= modelled_cost(2 ** k, touched, held)
+                   for k in range(20) if 2 ** k <= 2 * held)
+
+
+def test_a_group_moves_towards_the_target_a_few_shards_a_batch():
+    store = MemoryStore()
+    shards = KeyShards.of(store, [(k, "[0]") for k in range(5_000)], touched=5_000)
+    assert shards.count == 1
+    counts = []
+    record = shards.to_record()
+    for _ in range(12):  # then each batch touches 10 keys of 5,000
+        shards = KeyShards(store, record)
+        shards.get_keys(list(range(10)))
+        shards.flush(touched=10)
+        record = shards.to_record()
+        counts.append(shards.count)
+    assert counts[0] <= 1 + 4 + 1 and counts == sorted(counts) and counts[-1] > 16
+    assert sum(len(p) for p in shard_contents(store).values()) == 5_000
+
+
+def test_a_batch_touching_every_key_of_a_sharded_group_makes_one_read_and_one_write():
+    core = KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=5).build_core()
+    store = MemoryStore()
+
+    def batch(rows, watermark):
+        group = GroupState(store, KeyStateCodec(), {"window": "w"}, "op", sharded=True)
+        work = [(k, lambda key, s, ts=ts: core.process_batch(key, s, [(ts, 1, None)], watermark, 0)) for k, ts in rows]
+        run_group_batch(core, group, work, watermark, 0)
+        group.commit(next_due(core))
+        group.save(wm=watermark)
+
+    batch([(f"k{i}", i % 7) for i in range(1_000)], 0)
+    store.calls.clear()
+    batch([(f"k{i}", 8) for i in range(1_000)], 1)
+    assert store.calls["get_text"] == 1 and store.calls["put_text"] == 1
+    assert store.calls["get_key"] == store.calls["put_key"] == 0 and not store.keys
+
+
+@pytest.mark.parametrize("first, then", [(False, True), (True, False)])
+def test_a_restart_moves_every_record_once_between_entries_and_shards(first, then):
+    core = KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=50).build_core()
+    store = MemoryStore()
+
+    def batch(rows, watermark, sharded):
+        group = GroupState(store, KeyStateCodec(), {"window": "w"}, "op", sharded=sharded)
+        work = [(k, lambda key, s, ts=ts: core.process_batch(key, s, [(ts, 1, None)], watermark, 0)) for k, ts in rows]
+        out = run_group_batch(core, group, work, watermark, 0)
+        group.commit(next_due(core))
+        group.save(wm=watermark)
+        return Counter(out.outputs)
+
+    batch([(f"k{i}", i % 7) for i in range(300)], 0, first)
+    batch([("k1", 3)], 1, then)  # touches one key; every other key moves too
+    assert (SHARDS in json.loads(store.meta)) == then
+    assert (len(store.keys), sum(len(p) for p in shard_contents(store).values())) == ((0, 300) if then else (300, 0))
+    fired = batch([], 10, then)
+    assert sum(fired.values()) == 300  # every key's window [0, 10) fires once, none lost in the move
