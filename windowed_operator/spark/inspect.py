@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional
 
 from ..columnar_triggers import NOT_SET
 from ..state_codec import KeyStateCodec
+from ..key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
 from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
@@ -26,13 +27,18 @@ from .processor import GROUP_COLUMN
 
 
 def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The per-key records of the operator's state in ``checkpoint`` (its latest committed batch)."""
+    """The per-key records of the operator's state in ``checkpoint`` (its latest committed batch):
+    those in their own entries and those in key shards (``windowed_operator.key_shards``), with the
+    key as text (a shard holds it as JSON: a string key unquoted, others as their JSON)."""
     from pyspark.sql import functions as F
 
     df = (spark.read.format("statestore").option("operatorId", operator_id).option("stateVarName", KEYS_STATE)
           .load(checkpoint))
-    return df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.key").alias("key"),
-                     F.col("user_map_value.record").alias("record"))
+    own = df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.key").cast("string").alias("key"),
+                    F.col("user_map_value.record").alias("record"))
+    pairs = _log_parts(spark, checkpoint, operator_id, KEY_SHARDS_DOMAIN, "shard").select(
+        "key_group", F.explode(F.from_json("rows", "array<array<string>>")).alias("pair"))
+    return own.unionByName(pairs.select("key_group", F.col("pair")[0].alias("key"), F.col("pair")[1].alias("record")))
 
 
 def _log_parts(spark: Any, checkpoint: str, operator_id: int, domain: str, bucket: str) -> Any:

@@ -1,0 +1,99 @@
+"""Key shards on Spark: per-key layouts keep their records many keys to a text, give the local runner's
+panes, and a restart that switches ``spark.windowed_operator.keyShards`` moves the records either way."""
+from collections import Counter
+
+import pytest
+
+from accumulations import Count, ToList
+from triggers import TriggerOption
+from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
+
+from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, pane_tuple, run_local_like_spark, run_spark,
+                      spark_panes, write_batches)
+from .test_pane_log_spark import BATCHES, DELAY, _file_sink, rows
+
+pytestmark = pytest.mark.spark
+
+
+def sessions_early(**kw):
+    """Nexmark q11's shape: sessions, an early pane every 2 elements, allowed lateness (columnar rows)."""
+    trigger = TriggerOption.at_watermark().with_early_firings_at_every(count=2).with_late_firings_at_every(count=1)
+    return KeyedWindowedOperator(SessionWindows(4_000), Count(), key="user", timestamp="ts",
+                                 watermark=bounded_disorder(DELAY), allowed_lateness=3_000,
+                                 trigger=trigger.accumulating_and_retracting_fired_panes(), **kw)
+
+
+def tumbling_lists(**kw):
+    """The object path's windows (a list accumulation), with allowed lateness: per-key windows."""
+    return KeyedWindowedOperator(TimeWindows(10_000), ToList("amount"), key="user", timestamp="ts",
+                                 watermark=bounded_disorder(DELAY), allowed_lateness=4_000, **kw)
+
+
+def stored(spark, checkpoint):
+    """(keys in their own entries, keys in shard texts) of the checkpoint's latest batch."""
+    import json
+
+    from windowed_operator.spark.group_store import DUE_STATE, KEYS_STATE
+
+    own = spark.read.format("statestore").option("stateVarName", KEYS_STATE).load(str(checkpoint)).count()
+    parts = spark.read.format("statestore").option("stateVarName", DUE_STATE).load(str(checkpoint)).collect()
+    in_shards = sum(len(json.loads(r["user_map_value"]["entries"])) for r in parts
+                    if r["user_map_key"]["domain"] == "keys")
+    return own, in_shards
+
+
+@pytest.mark.parametrize("make_op", [sessions_early, tumbling_lists], ids=["columnar sessions", "object windows"])
+def test_key_shards_give_the_local_runners_panes(spark, tmp_path, make_op):
+    op = make_op()
+    expected = local_panes(run_local_like_spark(op, BATCHES, DELAY))
+    assert spark_panes(run_spark(spark, op, BATCHES, tmp_path / "ended")) == expected
+
+    write_batches(tmp_path / "open" / "in", BATCHES, flush=False)
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "open" / "in"))
+    checkpoint = tmp_path / "open" / "checkpoint"
+    query = (make_op().apply(df, end_of_input=END_COLUMN).writeStream.format("noop")
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    own, in_shards = stored(spark, checkpoint)
+    assert own == 0 and in_shards > 0
+    from windowed_operator.spark.inspect import key_records
+
+    assert sorted(r["key"] for r in key_records(spark, str(checkpoint)).collect()) == sorted(
+        {r["user"] for batch in BATCHES for r in batch if r["ts"] >= BASE + 20_000})
+
+
+def test_a_restart_that_switches_key_shards_moves_every_record(spark, tmp_path):
+    from windowed_operator.spark.runner import KEY_SHARDS_CONF
+
+    in_order = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 3_500)),
+                rows(("b", 4, 6_000), ("c", 5, 7_000), ("a", 1, 2_500)),
+                rows(("a", 6, 9_000), ("b", 7, 15_000), ("c", 1, 8_000)),
+                rows(("c", 8, 21_000), ("a", 9, 27_000))]
+    source, checkpoint, store = tmp_path / "in", tmp_path / "checkpoint", {}
+    staged = write_batches(tmp_path / "staging", in_order)
+    source.mkdir()
+
+    def run(shards, upto):
+        for i in range(upto):
+            name = f"batch-{i:05d}.json"
+            if (tmp_path / "staging" / name).exists():
+                (tmp_path / "staging" / name).replace(source / name)
+        df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        spark.conf.set(KEY_SHARDS_CONF, str(shards).lower())
+        try:
+            out = sessions_early().apply(df, end_of_input=END_COLUMN)
+        finally:
+            spark.conf.unset(KEY_SHARDS_CONF)
+        query = (out.writeStream.foreachBatch(_file_sink(store)).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        return stored(spark, checkpoint)
+
+    own, in_shards = run(False, 1)
+    assert own > 0 and in_shards == 0
+    own, in_shards = run(True, 3)
+    assert own == 0 and in_shards > 0
+    own, in_shards = run(False, len(staged))
+    assert in_shards == 0
+    got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
+    assert got == local_panes(run_local_like_spark(sessions_early(), in_order, DELAY))
