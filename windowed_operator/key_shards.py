@@ -3,23 +3,24 @@
 Inside Spark's transformWithState every state entry costs a share of a round trip to the JVM: a
 key's record in its own MapState entry costs about 43 us to read and 37 us to write even pipelined,
 while the same record inside one JSON text of thousands costs 2.6 and 3.3 us
-(``benchmarks/state_call_costs.py``).  A batch that touches most of a group's keys (sessions with
-early firings, Nexmark q11) pays the first price per key; in shards it pays an entry per shard it
-touches plus a few microseconds per record those shards hold.  A batch that touches few keys of many
-(1M held, 20K touched) would pay for every record of every shard it touched, so the number of
-shards follows the ratio of keys touched to keys held: ``target_shards`` picks the count that the
-cost model says is cheapest for the last batches, and the group moves towards it a few shards per
-batch by *linear hashing* (one shard split in two, or two merged into one, at a time), so that no
-batch rewrites the whole group because its keys grew.
+(``benchmarks/state_call_costs.py``).  A batch that comes back to most of a group's keys (sessions
+with early firings, Nexmark q11) pays the first price per key; in shards it pays an entry per shard
+it touches plus a few microseconds per record those shards hold.  A batch that comes back to few
+keys of many (1M held, 20K touched) would pay for every record of every shard it touched, so the
+number of shards follows the share of held keys a batch comes back to: ``target_shards`` picks the
+count the cost model finds cheapest, and when the current count costs ``SLACK`` times the target's,
+the group's shards are rebuilt at the target count in one pass (as costly as a batch touching every
+key once; a group whose keys grow rebuilds each time they have about doubled, as a hash table does).
 
-A key's shard: its hash (crc32 of the key's tagged JSON, stable across processes, unlike Python's
-``hash``) modulo ``2**level``, or modulo ``2**(level + 1)`` for the shards already split this round
-(those below ``split``); ``2**level + split`` shards in all.
+Keys a batch creates do not count as keys it came back to: a new key costs the same in either form
+(its record is written; per key, its read finds nothing), and a first batch that creates every key
+says nothing of how many later batches come back to.
 
-Stored (``PartStore``, domain ``"keys"``): shard ``s`` is the text ``[[key, record], ...]`` at
-``(s, 0)`` (the key in the state codec's tagged form, the record the key's own record text, as
-``group_state`` writes it); an empty shard has no text.  The group's record holds
-``{"level", "split", "held", "touched"}`` (``to_record``).
+Stored (``PartStore``, domain ``"keys"``): shard ``s`` of ``n`` holds the keys whose hash (crc32 of
+the key's tagged JSON: stable across processes, unlike Python's ``hash``) is ``s`` modulo ``n``, as
+the text ``[[key, record], ...]`` at ``(s, 0)`` (the key in the state codec's tagged form, the
+record the key's own record text, as ``group_state`` writes it); an empty shard has no text.  The
+group's record holds ``{"shards", "held", "touched"}`` (``to_record``).
 """
 from __future__ import annotations
 
@@ -37,10 +38,8 @@ DOMAIN = "keys"
 #: decides the shard count.
 ENTRY_US = 42.6 + 37.2
 RECORD_US = 2.6 + 3.3
-#: Splits or merges a batch may make beyond one per shard it touched (the moves cost about what
-#: the batch's own shards cost).
-MIN_MOVES = 4
-#: The shard count moves only when the model finds the current count this many times dearer.
+#: The shards are rebuilt only when the model finds the current count this many times dearer than
+#: the target (so a group does not move back and forth on noise).
 SLACK = 1.5
 
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
@@ -57,8 +56,8 @@ def key_hash(tagged: Any) -> int:
 
 
 def modelled_cost(shards: int, touched: float, held: int) -> float:
-    """Expected microseconds a batch touching ``touched`` keys (spread by hash) of ``held`` spends
-    on ``shards`` shards: every shard it touches is read and written whole."""
+    """Expected microseconds a batch coming back to ``touched`` keys (spread by hash) of ``held``
+    spends on ``shards`` shards: every shard it touches is read and written whole."""
     if held <= 0 or touched <= 0:
         return 0.0
     hit = shards * -math.expm1(touched * math.log1p(-1.0 / shards)) if shards > 1 else 1.0
@@ -66,8 +65,8 @@ def modelled_cost(shards: int, touched: float, held: int) -> float:
 
 
 def target_shards(touched: float, held: int) -> int:
-    """The power of two of shards the model finds cheapest (the one-shard-per-key end costs what
-    per-key records cost)."""
+    """The power of two of shards the model finds cheapest, at most about one per key (where it
+    costs what records of their own cost)."""
     best, best_cost, shards = 1, modelled_cost(1, touched, held), 2
     while shards <= 2 * max(held, 1):
         cost = modelled_cost(shards, touched, held)
@@ -78,15 +77,14 @@ def target_shards(touched: float, held: int) -> int:
 
 
 class KeyShards:
-    """The records of one group's keys, by shard: read a shard when a key of it is asked for, write
-    the shards that changed on ``flush``.  The same three calls as a per-key store
+    """The records of one group's keys, by shard: a shard is read when a key of it is asked for,
+    and the shards that changed are written on ``flush``.  The same three calls as a per-key store
     (``get_keys``/``put_keys``/``remove_keys``), so ``GroupState`` reads and writes either."""
 
     def __init__(self, store: PartStore, record: Optional[dict] = None) -> None:
         record = record or {}
         self.store = store
-        self.level: int = record.get("level", 0)
-        self.split: int = record.get("split", 0)
+        self.count: int = record.get("shards", 1)
         self.held: int = record.get("held", 0)
         self.touched: Optional[float] = record.get("touched")
         #: shard -> {key: [tagged key, record text]} (shards read or changed in this batch)
@@ -94,17 +92,8 @@ class KeyShards:
         self.dirty: set[int] = set()
         self.stored: set[int] = set()  # shards read or written that have a text in the store
 
-    # -- addressing -------------------------------------------------------------------------------
-    @property
-    def count(self) -> int:
-        return (1 << self.level) + self.split
-
-    def _address(self, hashed: int) -> int:
-        shard = hashed & ((1 << self.level) - 1)
-        return hashed & ((2 << self.level) - 1) if shard < self.split else shard
-
     def shard_of(self, key: Hashable) -> int:
-        return self._address(key_hash(_KEYS.value(_plain(key))))
+        return key_hash(_KEYS.value(_plain(key))) % self.count
 
     # -- reading ----------------------------------------------------------------------------------
     def _load(self, shards: Iterable[int]) -> None:
@@ -114,10 +103,9 @@ class KeyShards:
             return
         texts = self.store.get_texts(DOMAIN, [(s, 0) for s in missing])
         for shard, text in zip(missing, texts):
-            pairs = json.loads(text) if text is not None else []
             if text is not None:
                 self.stored.add(shard)
-            self.shards[shard] = {_KEYS.read_value(pair[0]): pair for pair in pairs}
+            self.shards[shard] = {_KEYS.read_value(pair[0]): pair for pair in (json.loads(text) if text else [])}
 
     def get_keys(self, keys: list[Hashable]) -> list[Optional[str]]:
         where = [self.shard_of(key) for key in keys]
@@ -131,7 +119,7 @@ class KeyShards:
     # -- writing ----------------------------------------------------------------------------------
     def put_keys(self, items: list[tuple[Hashable, str]]) -> None:
         tagged = [_KEYS.value(_plain(key)) for key, _ in items]
-        where = [self._address(key_hash(t)) for t in tagged]
+        where = [key_hash(t) % self.count for t in tagged]
         self._load(where)
         for (key, text), tag, shard in zip(items, tagged, where):
             entries = self.shards[shard]
@@ -148,15 +136,17 @@ class KeyShards:
                 self.held -= 1
                 self.dirty.add(shard)
 
-    def flush(self, touched: int) -> None:
-        """The batch touched ``touched`` keys: move the shard count towards the model's target,
-        then write the shards that changed (one call) and remove those left empty (one call)."""
-        self.touched = float(touched) if self.touched is None else (self.touched + touched) / 2
-        self._rebalance(max(MIN_MOVES, len(self.shards)))
+    def flush(self, came_back: int) -> None:
+        """The batch came back to ``came_back`` keys it held before: rebuild the shards at the
+        model's count if the current one costs ``SLACK`` times more, then write what changed."""
+        self.touched = float(came_back) if self.touched is None else (self.touched + came_back) / 2
+        target = target_shards(self.touched, self.held)
+        if modelled_cost(self.count, self.touched, self.held) > SLACK * modelled_cost(target, self.touched, self.held):
+            self._rebuild(target)
         self.write()
 
     def write(self) -> None:
-        """Write the shards that changed, remove those left empty."""
+        """Write the shards that changed (one call), remove those left empty (one call)."""
         puts = [(s, 0, _encode(list(self.shards[s].values()))) for s in sorted(self.dirty) if self.shards[s]]
         emptied = [(s, 0) for s in sorted(self.dirty) if not self.shards[s] and s in self.stored]
         if puts:
@@ -167,92 +157,42 @@ class KeyShards:
             self.stored.difference_update(s for s, _ in emptied)
         self.dirty.clear()
 
-    # -- the shard count --------------------------------------------------------------------------
-    def _rebalance(self, budget: int) -> None:
-        """Split or merge towards the target count, when the model says the current count costs
-        ``SLACK`` times the target's or more (so a group does not move back and forth on noise)."""
-        touched = self.touched or 0.0
-        target = target_shards(touched, self.held)
-        if modelled_cost(self.count, touched, self.held) <= SLACK * modelled_cost(target, touched, self.held):
-            return
-        if self.count < target:
-            moves = min(budget, target - self.count)
-            self._load(self._split_sources(moves))
-            for _ in range(moves):
-                self._split_one()
-        else:
-            moves = min(budget, self.count - target)
-            self._load(self._merge_sources(moves))
-            for _ in range(moves):
-                self._merge_one()
+    def _rebuild(self, count: int) -> None:
+        """Every record into ``count`` shards: the old shards read in one call, the new ones written
+        (and the old ones beyond them removed) by ``write``."""
+        self._load(range(self.count))
+        pairs = [pair for entries in self.shards.values() for pair in entries.items()]
+        old = set(self.shards)
+        self.count = count
+        self.shards = {shard: {} for shard in old | set(range(count))}
+        for key, pair in pairs:
+            self.shards[key_hash(pair[0]) % count][key] = pair
+        self.dirty = set(self.shards)
 
-    def _split_sources(self, moves: int) -> list[int]:
-        """The stored shards the next ``moves`` splits read (a split of a shard this batch made
-        reads nothing more)."""
-        level, split, out, made = self.level, self.split, [], set()
-        for _ in range(moves):
-            if split not in made:
-                out.append(split)
-            made |= {split, split + (1 << level)}
-            split += 1
-            if split == 1 << level:
-                level, split = level + 1, 0
-        return out
-
-    def _merge_sources(self, moves: int) -> list[int]:
-        level, split, out = self.level, self.split, []
-        for _ in range(moves):
-            if split == 0:
-                level, split = level - 1, 1 << (level - 1)
-            split -= 1
-            out += [split, split + (1 << level)]
-        return out
-
-    def _split_one(self) -> None:
-        low, high = self.split, self.split + (1 << self.level)
-        entries = self.shards[low]
-        moving = {key: pair for key, pair in entries.items() if key_hash(pair[0]) & (1 << self.level)}
-        for key in moving:
-            del entries[key]
-        self.shards[high] = moving
-        self.dirty |= {low, high}
-        self.split += 1
-        if self.split == 1 << self.level:
-            self.level, self.split = self.level + 1, 0
-
-    def _merge_one(self) -> None:
-        if self.split == 0:
-            self.level, self.split = self.level - 1, 1 << (self.level - 1)
-        self.split -= 1
-        low, high = self.split, self.split + (1 << self.level)
-        self.shards[low].update(self.shards.pop(high))
-        self.shards[high] = {}  # (written as removed)
-        self.dirty |= {low, high}
-
+    # -- the whole group --------------------------------------------------------------------------
     @classmethod
-    def of(cls, store: PartStore, items: list[tuple[Hashable, str]], touched: int) -> "KeyShards":
-        """A group's records moved in from per-key entries, in the model's shard count at once."""
+    def of(cls, store: PartStore, items: list[tuple[Hashable, str]], came_back: int) -> "KeyShards":
+        """A group's records moved in from entries of their own, at the model's count at once."""
         shards = cls(store)
-        shards.touched = float(touched)
-        shards.level = target_shards(touched, len(items)).bit_length() - 1
+        shards.touched = float(came_back)
+        shards.count = target_shards(came_back, len(items))
         shards.shards = {shard: {} for shard in range(shards.count)}  # (new: nothing stored to read)
         if items:
             shards.put_keys(items)
         shards.write()
         return shards
 
-    # -- the whole group --------------------------------------------------------------------------
     def take_all(self) -> list[tuple[Hashable, str]]:
-        """Every key's record, its shard texts removed: the group goes back to per-key records."""
+        """Every key's record, its shard texts removed: the group goes back to records of their own."""
         self.write()
         self._load(range(self.count))
-        items = [(key, pair[1]) for shard in range(self.count) for key, pair in self.shards[shard].items()]
+        items = [(key, pair[1]) for entries in self.shards.values() for key, pair in entries.items()]
         if self.stored:
             self.store.remove_texts(DOMAIN, [(s, 0) for s in sorted(self.stored)])
         self.shards.clear()
         self.stored.clear()
-        self.level, self.split, self.held = 0, 0, 0
+        self.count, self.held = 1, 0
         return items
 
     def to_record(self) -> dict[str, Any]:
-        return {"level": self.level, "split": self.split, "held": self.held, "touched": self.touched}
+        return {"shards": self.count, "held": self.held, "touched": self.touched}
