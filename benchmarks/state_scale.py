@@ -192,6 +192,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rows", type=int, default=20_000, help="rows per steady batch")
     parser.add_argument("--runs", type=int, default=3, help="runs per side, interleaved native/ours")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--conf", action="append", default=[], metavar="NAME=VALUE",
+                        help="a Spark setting for the session, e.g. spark.windowed_operator.keyShards=false")
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the pass measuring the Python workers' memory in steady batches")
     args = parser.parse_args(argv)
@@ -206,8 +208,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; local[2], "
           f"2 shuffle partitions, RocksDB with changelog checkpointing; {args.batches} batches of {args.rows:,} rows "
           f"after one row per key; {args.runs} interleaved runs per side", flush=True)
+    settings = dict(item.split("=", 1) for item in args.conf)
     spark = local_session(app_name="windowed-operator-state-scale", shuffle_partitions=2, extra_conf={
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"})
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true", **settings})
+    if settings:
+        print(f"settings: {settings}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="wo-state-scale-"))
     warm = work / "warm"
     write_data(warm, 200, 3, 200)
