@@ -25,6 +25,16 @@ def shard_contents(store):
     return {bucket: json.loads(text) for (domain, bucket, _), text in store.parts.items() if domain == DOMAIN}
 
 
+def run_batch(core, store, rows, watermark, sharded=True):
+    """One batch of ``(key, timestamp)`` rows through a group on ``store``; the panes it gave."""
+    group = GroupState(store, KeyStateCodec(), {"window": "w"}, "op", sharded=sharded)
+    work = [(k, lambda key, s, ts=ts: core.process_batch(key, s, [(ts, 1, None)], watermark, 0)) for k, ts in rows]
+    out = run_group_batch(core, group, work, watermark, 0)
+    group.commit(next_due(core))
+    group.save(wm=watermark)
+    return Counter(out.outputs)
+
+
 @settings(max_examples=150, deadline=None)
 @given(batches=st.lists(batch, max_size=25))
 def test_shards_hold_what_a_dict_holds_through_splits_and_merges(batches):
@@ -87,11 +97,7 @@ def test_a_first_batch_creating_every_key_keeps_a_key_a_shard_until_batches_come
     store = MemoryStore()
 
     def batch(rows, watermark):
-        group = GroupState(store, KeyStateCodec(), {"window": "w"}, "op", sharded=True)
-        work = [(k, lambda key, s, ts=ts: core.process_batch(key, s, [(ts, 1, None)], watermark, 0)) for k, ts in rows]
-        run_group_batch(core, group, work, watermark, 0)
-        group.commit(next_due(core))
-        group.save(wm=watermark)
+        run_batch(core, store, rows, watermark)
         return json.loads(store.meta)[SHARDS]
 
     assert batch([(f"k{i}", i) for i in range(4_000)], 0)["shards"] >= 4_000  # (nothing came back: unknown)
@@ -106,11 +112,7 @@ def test_a_batch_touching_every_key_of_a_sharded_group_makes_one_read_and_one_wr
     store = MemoryStore()
 
     def batch(rows, watermark):
-        group = GroupState(store, KeyStateCodec(), {"window": "w"}, "op", sharded=True)
-        work = [(k, lambda key, s, ts=ts: core.process_batch(key, s, [(ts, 1, None)], watermark, 0)) for k, ts in rows]
-        run_group_batch(core, group, work, watermark, 0)
-        group.commit(next_due(core))
-        group.save(wm=watermark)
+        run_batch(core, store, rows, watermark)
 
     batch([(f"k{i}", i % 7) for i in range(1_000)], 0)  # (new keys: a key a shard, as nothing came back yet)
     batch([(f"k{i}", 8) for i in range(1_000)], 1)  # every key came back: rebuilt as one shard
@@ -125,17 +127,9 @@ def test_a_restart_moves_every_record_once_between_entries_and_shards(first, the
     core = KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=50).build_core()
     store = MemoryStore()
 
-    def batch(rows, watermark, sharded):
-        group = GroupState(store, KeyStateCodec(), {"window": "w"}, "op", sharded=sharded)
-        work = [(k, lambda key, s, ts=ts: core.process_batch(key, s, [(ts, 1, None)], watermark, 0)) for k, ts in rows]
-        out = run_group_batch(core, group, work, watermark, 0)
-        group.commit(next_due(core))
-        group.save(wm=watermark)
-        return Counter(out.outputs)
-
-    batch([(f"k{i}", i % 7) for i in range(300)], 0, first)
-    batch([("k1", 3)], 1, then)  # touches one key; every other key moves too
+    run_batch(core, store, [(f"k{i}", i % 7) for i in range(300)], 0, first)
+    run_batch(core, store, [("k1", 3)], 1, then)  # touches one key; every other key moves too
     assert (SHARDS in json.loads(store.meta)) == then
     assert (len(store.keys), sum(len(p) for p in shard_contents(store).values())) == ((0, 300) if then else (300, 0))
-    fired = batch([], 10, then)
+    fired = run_batch(core, store, [], 10, then)
     assert sum(fired.values()) == 300  # every key's window [0, 10) fires once, none lost in the move

@@ -48,6 +48,15 @@ def write_batches(directory: Path, batches: list[list[dict]], flush: bool = True
     return files
 
 
+def release_batches(staging: Path, source: Path, upto: int) -> None:
+    """Move the first ``upto`` files ``write_batches`` staged into ``source`` (those not moved yet):
+    a restarted query then finds them as new input."""
+    for i in range(upto):
+        name = f"batch-{i:05d}.json"
+        if (staging / name).exists():
+            (staging / name).replace(source / name)
+
+
 def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 

@@ -8,8 +8,8 @@ from accumulations import Count, ToList
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
 
-from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, pane_tuple, run_local_like_spark, run_spark,
-                      spark_panes, write_batches)
+from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, pane_tuple, release_batches, run_local_like_spark,
+                      run_spark, spark_panes, write_batches)
 from .test_pane_log_spark import BATCHES, DELAY, _file_sink, rows
 
 pytestmark = pytest.mark.spark
@@ -74,10 +74,7 @@ def test_a_restart_that_switches_key_shards_moves_every_record(spark, tmp_path):
     source.mkdir()
 
     def run(shards, upto):
-        for i in range(upto):
-            name = f"batch-{i:05d}.json"
-            if (tmp_path / "staging" / name).exists():
-                (tmp_path / "staging" / name).replace(source / name)
+        release_batches(tmp_path / "staging", source, upto)
         df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
         spark.conf.set(KEY_SHARDS_CONF, str(shards).lower())
         try:

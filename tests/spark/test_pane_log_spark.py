@@ -8,8 +8,8 @@ import pytest
 from accumulations import Sum
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
 
-from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, pane_tuple, run_local_like_spark, run_spark,
-                      spark_panes, write_batches)
+from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, pane_tuple, release_batches, run_local_like_spark,
+                      run_spark, spark_panes, write_batches)
 
 pytestmark = pytest.mark.spark
 
@@ -101,10 +101,7 @@ def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
     staged = write_batches(tmp_path / "staging", in_order)
 
     def run(op, upto):
-        for i in range(upto):
-            name = f"batch-{i:05d}.json"
-            if (tmp_path / "staging" / name).exists():
-                (tmp_path / "staging" / name).replace(source / name)
+        release_batches(tmp_path / "staging", source, upto)
         df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
         query = (op.apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(store))
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
