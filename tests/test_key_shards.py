@@ -51,7 +51,7 @@ def test_shards_hold_what_a_dict_holds_through_splits_and_merges(batches):
         shards.remove_keys(removed)
         for k in removed:
             del reference[k]
-        shards.flush(claimed)  # (any count: the model sees the keys it is told)
+        shards.flush(claimed, came_back=claimed)  # (any count: the model sees the keys it is told)
         record = shards.to_record()
         assert record["held"] == len(reference)
         stored = shard_contents(store)
@@ -78,13 +78,13 @@ def test_the_model_keeps_one_shard_when_a_batch_touches_most_keys_and_one_per_ke
 
 def test_shards_are_rebuilt_when_batches_come_back_to_few_of_the_keys_held():
     store = MemoryStore()
-    shards = KeyShards.of(store, [(k, "[0]") for k in range(5_000)], came_back=5_000)
+    shards = KeyShards.of(store, [(k, "[0]") for k in range(5_000)], touched=5_000, came_back=5_000)
     assert shards.count == 1
     counts, record = [], shards.to_record()
     for _ in range(12):  # then each batch comes back to 10 keys of 5,000
         shards = KeyShards(store, record)
         shards.get_keys(list(range(10)))
-        shards.flush(10)
+        shards.flush(10, came_back=10)
         record = shards.to_record()
         counts.append(shards.count)
     assert counts == sorted(counts) and counts[0] == 1 and counts[-1] >= 2_048
@@ -105,6 +105,11 @@ def test_a_first_batch_creating_every_key_keeps_a_key_a_shard_until_batches_come
     store.__init__()
     assert batch([(f"b{i}", i) for i in range(300)], 0)["shards"] >= 256
     assert batch([(f"b{i}", 5_000) for i in range(0, 300, 2)], 1)["shards"] == 1  # half came back: one shard
+    store.__init__()
+    batch([(f"c{i}", i) for i in range(2_000)], 0)
+    # 20 came back, 2,000 new: per key each new key would cost an entry's read and write, in one
+    # shard a record's: new keys count as touched
+    assert batch([(f"c{i}", 5_000) for i in range(20)] + [(f"n{i}", 5_000) for i in range(2_000)], 1)["shards"] == 1
 
 
 def test_a_batch_touching_every_key_of_a_sharded_group_makes_one_read_and_one_write():

@@ -189,12 +189,12 @@ class GroupState:
             self.records.remove_keys(removals)
         came_back = sum(1 for entry in self.loaded.values() if entry.existed)
         if isinstance(self.records, KeyShards):
-            self.records.flush(came_back)
-        self._move_records(came_back)
+            self.records.flush(len(self.loaded), came_back)
+        self._move_records(len(self.loaded), came_back)
         for index in self.indexes.values():
             index.flush()
 
-    def _move_records(self, came_back: int) -> None:
+    def _move_records(self, touched: int, came_back: int) -> None:
         """Move every key's record into shards, or out of them, when the group is stored the other
         way (a restart that changed ``spark.windowed_operator.keyShards``, or a checkpoint written
         before shards): once, after the batch wrote its keys the old way."""
@@ -203,7 +203,7 @@ class GroupState:
         if self.sharded:
             keys = self.store.all_keys()
             items = list(zip(keys, self.store.get_keys(keys))) if keys else []
-            self.records = KeyShards.of(self.store, items, came_back)
+            self.records = KeyShards.of(self.store, items, touched, came_back)
             if keys:
                 self.store.remove_keys(keys)
         else:

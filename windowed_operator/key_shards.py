@@ -12,10 +12,10 @@ count the cost model finds cheapest, and when the current count costs ``SLACK`` 
 the group's shards are rebuilt at the target count in one pass (as costly as a batch touching every
 key once; a group whose keys grow rebuilds each time they have about doubled, as a hash table does).
 
-Keys a batch creates do not count as keys it came back to: a new key costs the same in either form
-(its record is written; per key, its read finds nothing), and a first batch that creates every key
-says nothing of how many later batches come back to.  Until a batch has come back to a key, the
-model assumes batches come back to one (``UNKNOWN_TOUCHED``): about one key per shard.
+A key a batch creates counts as touched (per key, its read finds nothing and it is written: an
+entry's price; in a shard, a record's), but a first batch that creates every key says nothing of
+how many keys later batches touch: until a batch has come back to a key it held, the model assumes
+batches touch one (``UNKNOWN_TOUCHED``): about one key per shard.
 
 Stored (``PartStore``, domain ``"keys"``): shard ``s`` of ``n`` holds the keys whose hash (crc32 of
 the key's tagged JSON: stable across processes, unlike Python's ``hash``) is ``s`` modulo ``n``, as
@@ -147,16 +147,16 @@ class KeyShards:
                 self.held -= 1
                 self.dirty.add(shard)
 
-    def flush(self, came_back: int) -> None:
-        """The batch came back to ``came_back`` keys it held before: rebuild the shards at the
-        model's count if the current one costs ``SLACK`` times more, then write what changed."""
+    def flush(self, touched: int, came_back: int) -> None:
+        """The batch touched ``touched`` keys, ``came_back`` of them held before: rebuild the shards
+        at the model's count if the current one costs ``SLACK`` times more, then write what changed."""
         if not self.shards:  # (a call that read no key: nothing to write, nothing learnt)
             return
         if came_back or self.touched is not None:
-            self.touched = float(came_back) if self.touched is None else (self.touched + came_back) / 2
-        touched = self.touched if self.touched is not None else UNKNOWN_TOUCHED
-        target = target_shards(touched, self.held)
-        if modelled_cost(self.count, touched, self.held) > SLACK * modelled_cost(target, touched, self.held):
+            self.touched = float(touched) if self.touched is None else (self.touched + touched) / 2
+        estimate = self.touched if self.touched is not None else UNKNOWN_TOUCHED
+        target = target_shards(estimate, self.held)
+        if modelled_cost(self.count, estimate, self.held) > SLACK * modelled_cost(target, estimate, self.held):
             self._rebuild(target)
         self.write()
 
@@ -186,11 +186,11 @@ class KeyShards:
 
     # -- the whole group --------------------------------------------------------------------------
     @classmethod
-    def of(cls, store: PartStore, items: list[tuple[Hashable, str]], came_back: int) -> "KeyShards":
+    def of(cls, store: PartStore, items: list[tuple[Hashable, str]], touched: int, came_back: int) -> "KeyShards":
         """A group's records moved in from entries of their own, at the model's count at once."""
         shards = cls(store)
-        shards.touched = float(came_back) if came_back else None
-        shards.count = target_shards(came_back or UNKNOWN_TOUCHED, len(items))
+        shards.touched = float(touched) if came_back else None
+        shards.count = target_shards(shards.touched or UNKNOWN_TOUCHED, len(items))
         shards.shards = {shard: {} for shard in range(shards.count)}  # (new: nothing stored to read)
         if items:
             shards.put_keys(items)
