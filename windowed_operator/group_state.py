@@ -4,10 +4,11 @@ A runner groups keys into a few *key groups* (one call of user code per group an
 group every key's state is its own record, read only when the batch has rows for the key or the due
 index (``due_index``) says it has work due, and written only when it changed; the records are kept
 many keys to a stored text (``key_shards``: as many texts as the group's batches make cheapest) or
-each in its own entry (``GroupStore.get_keys``), and a restart may move them either way.  The group's own small record holds the bookkeeping: the fingerprint of the operator that
-wrote the state (checked on load, ``fingerprint``), the watermark last applied, the runner's timer,
-and the due indexes' bucket lists.  So the calls a batch makes follow the keys it touches and the keys
-due, never the keys held, and a worker never holds more than those keys' state.
+each in its own entry (``GroupStore.get_keys``), and a restart may move them either way.  The
+group's own small record holds the bookkeeping: the fingerprint of the operator that wrote the state
+(checked on load, ``fingerprint``), the watermark last applied, the runner's timer, and the due
+indexes' bucket lists.  So the calls a batch makes follow the keys it touches and the keys due,
+never the keys held, and a worker never holds more than those keys' state.
 
 Stored records are data: a key's record is ``{"state": <the key's state as data>, "due": [event-time
 due, processing-time due]}``, the due times under which the index holds the key.  What "state" is

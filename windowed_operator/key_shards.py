@@ -53,10 +53,6 @@ _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 _KEYS = KeyStateCodec()
 
 
-def _plain(key: Any) -> Any:
-    return key.item() if hasattr(key, "item") and not isinstance(key, (str, bytes)) else key
-
-
 def key_hash(tagged: Any) -> int:
     """A key's hash from its tagged form: the same in every process and every run.  (crc32's low
     bits cluster for keys that differ in a character or two, "k0000001", "k0000002": 62,500 such
@@ -104,7 +100,11 @@ class KeyShards:
         self.stored: set[int] = set()  # shards read or written that have a text in the store
 
     def shard_of(self, key: Hashable) -> int:
-        return key_hash(_KEYS.value(_plain(key))) % self.count
+        return self._address(_KEYS.value(key))
+
+    def _address(self, tagged: Any) -> int:
+        """The shard of a key in its tagged form (the codec's ``value`` also makes numpy scalars plain)."""
+        return key_hash(tagged) % self.count
 
     # -- reading ----------------------------------------------------------------------------------
     def _load(self, shards: Iterable[int]) -> None:
@@ -129,8 +129,8 @@ class KeyShards:
 
     # -- writing ----------------------------------------------------------------------------------
     def put_keys(self, items: list[tuple[Hashable, str]]) -> None:
-        tagged = [_KEYS.value(_plain(key)) for key, _ in items]
-        where = [key_hash(t) % self.count for t in tagged]
+        tagged = [_KEYS.value(key) for key, _ in items]
+        where = [self._address(t) for t in tagged]
         self._load(where)
         for (key, text), tag, shard in zip(items, tagged, where):
             entries = self.shards[shard]
@@ -181,7 +181,7 @@ class KeyShards:
         self.count = count
         self.shards = {shard: {} for shard in old | set(range(count))}
         for key, pair in pairs:
-            self.shards[key_hash(pair[0]) % count][key] = pair
+            self.shards[self._address(pair[0])][key] = pair
         self.dirty = set(self.shards)
 
     # -- the whole group --------------------------------------------------------------------------

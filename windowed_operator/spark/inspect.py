@@ -18,9 +18,9 @@ import json
 from typing import Any, Iterator, Optional
 
 from ..columnar_triggers import NOT_SET
-from ..state_codec import KeyStateCodec
 from ..key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
+from ..state_codec import KeyStateCodec
 from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
 from .processor import GROUP_COLUMN

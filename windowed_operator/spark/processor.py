@@ -26,9 +26,8 @@ from accumulations.rows import Rows
 
 from ..core import CoreElement, Emission
 from ..elements import BadElementError, is_null, rejected_row_error
-from ..fingerprint import IncompatibleRestartError, state_fingerprint
+from ..fingerprint import IncompatibleRestartError, in_key_shards, state_fingerprint
 from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
-from ..fingerprint import in_key_shards
 from ..group_state import GroupState
 from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
