@@ -16,13 +16,17 @@ from windowed_operator.state_codec import KeyStateCodec
 
 from helpers import MemoryStore
 
-keys = st.one_of(st.integers(0, 3_000), st.text("abc", max_size=4), st.tuples(st.integers(0, 3), st.text("xy", max_size=2)))
+# (strings with the characters a shard's lines are split on, and JSON's escapes)
+keys = st.one_of(st.integers(0, 3_000), st.text('ab\t\n"\\', max_size=4),
+                 st.tuples(st.integers(0, 3), st.text("xy", max_size=2)))
 #: (keys asked for, share of them written, share removed, keys the model is told the batch touched)
 batch = st.tuples(st.lists(keys, max_size=200), st.floats(0, 1), st.floats(0, 0.3), st.sampled_from([0, 1, 3, 10, 2_000]))
 
 
 def shard_contents(store):
-    return {bucket: json.loads(text) for (domain, bucket, _), text in store.parts.items() if domain == DOMAIN}
+    """Each stored shard's lines as (key JSON, record) pairs, as stored (a key twice would show)."""
+    return {bucket: [tuple(line.split("\t", 1)) for line in text.split("\n")]
+            for (domain, bucket, _), text in store.parts.items() if domain == DOMAIN}
 
 
 def run_batch(core, store, rows, watermark, sharded=True):
@@ -58,8 +62,10 @@ def test_shards_hold_what_a_dict_holds_through_splits_and_merges(batches):
         assert all(0 <= s < shards.count for s in stored) and all(stored.values())  # no empty texts kept
         fresh = KeyShards(store, record)
         for s, pairs in stored.items():  # every key in the shard its hash names, once
-            assert all(fresh.shard_of(KeyStateCodec().read_value(tag)) == s for tag, _ in pairs)
+            assert all(fresh.shard_of(KeyStateCodec().read_value(json.loads(name))) == s for name, _ in pairs)
         assert sum(len(p) for p in stored.values()) == len(reference)
+        assert {KeyStateCodec().read_value(json.loads(name)): text for pairs in stored.values()
+                for name, text in pairs} == reference
     everything = KeyShards(store, record).take_all()
     assert dict(everything) == reference and len(everything) == len(reference)
     assert not shard_contents(store)
@@ -138,3 +144,21 @@ def test_a_restart_moves_every_record_once_between_entries_and_shards(first, the
     assert (len(store.keys), sum(len(p) for p in shard_contents(store).values())) == ((0, 300) if then else (300, 0))
     fired = run_batch(core, store, [], 10, then)
     assert sum(fired.values()) == 300  # every key's window [0, 10) fires once, none lost in the move
+
+
+def test_a_shard_stored_as_pairs_is_read_and_rewritten_as_lines():
+    """Shards written as a JSON array of [tagged key, record] (before lines) keep their records."""
+    store = MemoryStore()
+    tags = [KeyStateCodec().value(k) for k in (7, "a\tb", (1, "x"))]
+    store.parts[(DOMAIN, 0, 0)] = json.dumps([[tag, json.dumps([i])] for i, tag in enumerate(tags)])
+    shards = KeyShards(store, {"shards": 1, "held": 3, "touched": 3.0})
+    assert shards.get_keys([7, "a\tb", (1, "x"), 8]) == ["[0]", "[1]", "[2]", None]
+    shards.put_keys([(8, "[3]")])
+    shards.flush(4, came_back=3)
+    assert sorted(text for _, text in shard_contents(store)[0]) == ["[0]", "[1]", "[2]", "[3]"]
+    assert KeyShards(store, shards.to_record()).get_keys([(1, "x"), "a\tb"]) == ["[2]", "[1]"]
+
+
+def test_a_record_of_more_than_one_line_is_refused():
+    with pytest.raises(ValueError, match="key 5 is not one line of JSON"):
+        KeyShards(MemoryStore()).put_keys([(5, '{"a":\n1}')])

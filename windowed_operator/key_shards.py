@@ -19,9 +19,14 @@ batches touch one (``UNKNOWN_TOUCHED``): about one key per shard.
 
 Stored (``PartStore``, domain ``"keys"``): shard ``s`` of ``n`` holds the keys whose hash (crc32 of
 the key's tagged JSON: stable across processes, unlike Python's ``hash``) is ``s`` modulo ``n``, as
-the text ``[[key, record], ...]`` at ``(s, 0)`` (the key in the state codec's tagged form, the
-record the key's own record text, as ``group_state`` writes it); an empty shard has no text.  The
-group's record holds ``{"shards", "held", "touched"}`` (``to_record``).
+one text at ``(s, 0)``: a line per key, ``<key JSON>\t<record>`` (the key in the state codec's
+tagged form, the record the key's own one-line JSON text as ``group_state`` writes it); an empty
+shard has no text.  Lines, not a JSON array of pairs: a record nested in JSON would be escaped and
+parsed twice over (every record of every shard a batch reads, not only the keys it asks for), and
+JSON never holds a raw newline or tab, so splitting finds the fields.  A shard is looked up by its
+keys' JSON, which the hash needs anyway, so reading one parses no JSON at all.  (Shards written as
+``[[key, record], ...]``, before lines, are read too and rewritten as lines when they change.)
+The group's record holds ``{"shards", "held", "touched"}`` (``to_record``).
 """
 from __future__ import annotations
 
@@ -53,13 +58,30 @@ _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 _KEYS = KeyStateCodec()
 
 
-def key_hash(tagged: Any) -> int:
-    """A key's hash from its tagged form: the same in every process and every run.  (crc32's low
-    bits cluster for keys that differ in a character or two, "k0000001", "k0000002": 62,500 such
-    keys fill 35.7K of 65,536 shards where a uniform hash fills 40.3K; a multiplicative mix
-    spreads them.)"""
-    mixed = (zlib.crc32(_encode(tagged).encode()) * 0x9E3779B1) & 0xFFFFFFFF
+def key_hash(key_json: str) -> int:
+    """A key's hash from its tagged JSON (``key_json``): the same in every process and every run.
+    (crc32's low bits cluster for keys that differ in a character or two, "k0000001", "k0000002":
+    62,500 such keys fill 35.7K of 65,536 shards where a uniform hash fills 40.3K; a multiplicative
+    mix spreads them.)"""
+    mixed = (zlib.crc32(key_json.encode()) * 0x9E3779B1) & 0xFFFFFFFF
     return mixed ^ (mixed >> 15)
+
+
+def parse_shard(text: str) -> dict[str, str]:
+    """A shard's text as {key JSON: record text} (either form it may be stored in)."""
+    if text.startswith("[["):  # (pairs, as written before lines; a tagged key's JSON never starts so)
+        return {_encode(tag): record for tag, record in json.loads(text)}
+    return dict(line.split("\t", 1) for line in text.split("\n"))
+
+
+def shard_text(entries: dict[str, str]) -> str:
+    return "\n".join([f"{key}\t{record}" for key, record in entries.items()])
+
+
+def key_json(key: Hashable) -> str:
+    """A key's tagged JSON: its name in a shard and what its hash is taken of (the codec's ``value``
+    makes numpy scalars plain, so a numpy key and a Python one are the same key)."""
+    return _encode(_KEYS.value(key))
 
 
 def modelled_cost(shards: int, touched: float, held: int) -> float:
@@ -94,17 +116,16 @@ class KeyShards:
         self.count: int = record.get("shards", 1)
         self.held: int = record.get("held", 0)
         self.touched: Optional[float] = record.get("touched")
-        #: shard -> {key: [tagged key, record text]} (shards read or changed in this batch)
-        self.shards: dict[int, dict[Hashable, list]] = {}
+        #: shard -> {key JSON: record text} (shards read or changed in this batch)
+        self.shards: dict[int, dict[str, str]] = {}
         self.dirty: set[int] = set()
         self.stored: set[int] = set()  # shards read or written that have a text in the store
 
     def shard_of(self, key: Hashable) -> int:
-        return self._address(_KEYS.value(key))
+        return self._address(key_json(key))
 
-    def _address(self, tagged: Any) -> int:
-        """The shard of a key in its tagged form (the codec's ``value`` also makes numpy scalars plain)."""
-        return key_hash(tagged) % self.count
+    def _address(self, key_json: str) -> int:
+        return key_hash(key_json) % self.count
 
     # -- reading ----------------------------------------------------------------------------------
     def _load(self, shards: Iterable[int]) -> None:
@@ -116,34 +137,34 @@ class KeyShards:
         for shard, text in zip(missing, texts):
             if text is not None:
                 self.stored.add(shard)
-            self.shards[shard] = {_KEYS.read_value(pair[0]): pair for pair in (json.loads(text) if text else [])}
+            self.shards[shard] = parse_shard(text) if text else {}
 
     def get_keys(self, keys: list[Hashable]) -> list[Optional[str]]:
-        where = [self.shard_of(key) for key in keys]
+        names = [key_json(key) for key in keys]
+        where = [self._address(name) for name in names]
         self._load(where)
-        out = []
-        for key, shard in zip(keys, where):
-            pair = self.shards[shard].get(key)
-            out.append(pair[1] if pair is not None else None)
-        return out
+        return [self.shards[shard].get(name) for name, shard in zip(names, where)]
 
     # -- writing ----------------------------------------------------------------------------------
     def put_keys(self, items: list[tuple[Hashable, str]]) -> None:
-        tagged = [_KEYS.value(key) for key, _ in items]
-        where = [self._address(t) for t in tagged]
+        names = [key_json(key) for key, _ in items]
+        where = [self._address(name) for name in names]
         self._load(where)
-        for (key, text), tag, shard in zip(items, tagged, where):
+        for (key, text), name, shard in zip(items, names, where):
+            if "\n" in text:
+                raise ValueError(f"the record of key {key!r} is not one line of JSON: {text[:80]!r}")
             entries = self.shards[shard]
-            if key not in entries:
+            if name not in entries:
                 self.held += 1
-            entries[key] = [tag, text]
+            entries[name] = text
             self.dirty.add(shard)
 
     def remove_keys(self, keys: list[Hashable]) -> None:
-        where = [self.shard_of(key) for key in keys]
+        names = [key_json(key) for key in keys]
+        where = [self._address(name) for name in names]
         self._load(where)
-        for key, shard in zip(keys, where):
-            if self.shards[shard].pop(key, None) is not None:
+        for name, shard in zip(names, where):
+            if self.shards[shard].pop(name, None) is not None:
                 self.held -= 1
                 self.dirty.add(shard)
 
@@ -162,7 +183,7 @@ class KeyShards:
 
     def write(self) -> None:
         """Write the shards that changed (one call), remove those left empty (one call)."""
-        puts = [(s, 0, _encode(list(self.shards[s].values()))) for s in sorted(self.dirty) if self.shards[s]]
+        puts = [(s, 0, shard_text(self.shards[s])) for s in sorted(self.dirty) if self.shards[s]]
         emptied = [(s, 0) for s in sorted(self.dirty) if not self.shards[s] and s in self.stored]
         if puts:
             self.store.put_texts(DOMAIN, puts)
@@ -180,8 +201,8 @@ class KeyShards:
         old = set(self.shards)
         self.count = count
         self.shards = {shard: {} for shard in old | set(range(count))}
-        for key, pair in pairs:
-            self.shards[self._address(pair[0])][key] = pair
+        for name, text in pairs:
+            self.shards[self._address(name)][name] = text
         self.dirty = set(self.shards)
 
     # -- the whole group --------------------------------------------------------------------------
@@ -201,7 +222,8 @@ class KeyShards:
         """Every key's record, its shard texts removed: the group goes back to records of their own."""
         self.write()
         self._load(range(self.count))
-        items = [(key, pair[1]) for entries in self.shards.values() for key, pair in entries.items()]
+        items = [(_KEYS.read_value(json.loads(name)), text) for entries in self.shards.values()
+                 for name, text in entries.items()]
         if self.stored:
             self.store.remove_texts(DOMAIN, [(s, 0) for s in sorted(self.stored)])
         self.shards.clear()

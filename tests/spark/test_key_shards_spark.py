@@ -31,13 +31,12 @@ def tumbling_lists(**kw):
 
 def stored(spark, checkpoint):
     """(keys in their own entries, keys in shard texts) of the checkpoint's latest batch."""
-    import json
-
+    from windowed_operator.key_shards import parse_shard
     from windowed_operator.spark.group_store import DUE_STATE, KEYS_STATE
 
     own = spark.read.format("statestore").option("stateVarName", KEYS_STATE).load(str(checkpoint)).count()
     parts = spark.read.format("statestore").option("stateVarName", DUE_STATE).load(str(checkpoint)).collect()
-    in_shards = sum(len(json.loads(r["user_map_value"]["entries"])) for r in parts
+    in_shards = sum(len(parse_shard(r["user_map_value"]["entries"])) for r in parts
                     if r["user_map_key"]["domain"] == "keys")
     return own, in_shards
 
@@ -60,6 +59,24 @@ def test_key_shards_give_the_local_runners_panes(spark, tmp_path, make_op):
 
     assert sorted(r["key"] for r in key_records(spark, str(checkpoint)).collect()) == sorted(
         {r["user"] for batch in BATCHES for r in batch if r["ts"] >= BASE + 20_000})
+
+
+def test_inspection_reads_a_shards_keys_in_both_forms(spark):
+    """Lines and, written before lines, a JSON array of pairs: the same keys and records, string keys
+    unquoted (with the characters lines are split on), other keys as their tagged JSON."""
+    import json
+
+    from windowed_operator.key_shards import key_json, shard_text
+    from windowed_operator.spark.inspect import shard_pairs
+    from windowed_operator.state_codec import KeyStateCodec
+
+    records = {"a\tb": '{"n":1}', 'q"\n': '{"n":2}', 7: '{"n":[3,"\\t"]}', (1, "x"): "{}"}
+    lines = shard_text({key_json(k): text for k, text in records.items()})
+    pairs = json.dumps([[KeyStateCodec().value(k), text] for k, text in records.items()])
+    df = spark.createDataFrame([(0, lines), (1, pairs)], "key_group int, rows string")
+    got = [(r["key_group"], r["pair"][0], r["pair"][1]) for r in shard_pairs(df).collect()]
+    expected = [("a\tb", '{"n":1}'), ('q"\n', '{"n":2}'), ("7", '{"n":[3,"\\t"]}'), ('["t",[1,"x"]]', "{}")]
+    assert sorted(got) == sorted((group, *pair) for group in (0, 1) for pair in expected)
 
 
 def test_a_restart_that_switches_key_shards_moves_every_record(spark, tmp_path):

@@ -36,9 +36,23 @@ def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
           .load(checkpoint))
     own = df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.key").cast("string").alias("key"),
                     F.col("user_map_value.record").alias("record"))
-    pairs = _log_parts(spark, checkpoint, operator_id, KEY_SHARDS_DOMAIN, "shard").select(
-        "key_group", F.explode(F.from_json("rows", "array<array<string>>")).alias("pair"))
+    pairs = shard_pairs(_log_parts(spark, checkpoint, operator_id, KEY_SHARDS_DOMAIN, "shard"))
     return own.unionByName(pairs.select("key_group", F.col("pair")[0].alias("key"), F.col("pair")[1].alias("record")))
+
+
+def shard_pairs(shards: Any) -> Any:
+    """(key_group, pair: [key, record]) for each key of the shard texts in column ``rows``: lines
+    "<key JSON>\t<record>" or, written before lines, a JSON array of the pairs.  The key's JSON read
+    as a string gives a string key unquoted and any other key as its JSON, in both forms."""
+    from pyspark.sql import functions as F
+
+    def line_pair(line: Any) -> Any:
+        fields = F.split(line, "\t", 2)
+        return F.array(F.from_json(F.concat(F.lit("["), fields[0], F.lit("]")), "array<string>")[0], fields[1])
+
+    return shards.select("key_group", F.explode(
+        F.when(F.col("rows").startswith("[["), F.from_json("rows", "array<array<string>>"))
+        .otherwise(F.transform(F.split("rows", "\n"), line_pair))).alias("pair"))
 
 
 def _log_parts(spark: Any, checkpoint: str, operator_id: int, domain: str, bucket: str) -> Any:
