@@ -79,6 +79,16 @@ class TextStore:
         for bucket, part in places:
             self.parts.pop((domain, bucket, part), None)
 
+    def get_texts(self, domain: str, places: list) -> list:
+        return [self.parts.get((domain, bucket, part)) for bucket, part in places]
+
+    def put_texts(self, domain: str, items: list) -> None:
+        self.parts.update({(domain, bucket, part): text for bucket, part, text in items})
+
+    def remove_texts(self, domain: str, places: list) -> None:
+        for bucket, part in places:
+            self.parts.pop((domain, bucket, part), None)
+
 
 class Timed:
     """Wraps a method, adding its time to a named step of the current batch."""

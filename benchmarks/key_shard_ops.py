@@ -4,7 +4,7 @@ touches, putting their records back, and writing the shards that changed.
     python benchmarks/key_shard_ops.py                        # the cases below, 3 runs each
     PYTHONPATH=/path/to/other/tree python benchmarks/key_shard_ops.py   # the same, another version
 
-The store is a dict of texts (no JVM), so what is left is our own work on the shards' texts: what
+The store is ``key_records.TextStore``, dicts of texts (no JVM), so what is left is our own work on the shards' texts: what
 ``windowed_operator.key_shards`` adds per batch on top of Spark's state store calls.  Cases (held
 keys, keys a batch touches): a group of Nexmark q11 (most of its keys each batch: one shard), a group
 that a batch comes back to a tenth of, and state-scale's share (5% of 100K: about a key a shard).
@@ -21,9 +21,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from key_records import TextStore  # noqa: E402
 from timing import spread  # noqa: E402
 
 import windowed_operator  # noqa: E402
@@ -34,26 +34,9 @@ RECORD = json.dumps({"state": {"rows": [[1_700_000_000_000 + i, 12, 3, 0, 1] for
                      "due": [1_700_000_010_000, None]}, separators=(",", ":"))
 
 
-class DictStore:
-    """The three text calls of a part store, on a dict."""
-
-    def __init__(self) -> None:
-        self.texts: dict[tuple[str, int, int], str] = {}
-
-    def get_texts(self, domain: str, places: list[tuple[int, int]]) -> list[Optional[str]]:
-        return [self.texts.get((domain, bucket, part)) for bucket, part in places]
-
-    def put_texts(self, domain: str, items: list[tuple[int, int, str]]) -> None:
-        self.texts.update({(domain, bucket, part): text for bucket, part, text in items})
-
-    def remove_texts(self, domain: str, places: list[tuple[int, int]]) -> None:
-        for bucket, part in places:
-            del self.texts[(domain, bucket, part)]
-
-
 def run(held: int, touched: int, batches: int, seed: int) -> tuple[int, list[float]]:
     """Seconds of each batch after the group's keys were all written once; the shard count."""
-    store = DictStore()
+    store = TextStore()
     shards = KeyShards.of(store, [(k, RECORD) for k in range(held)], touched=touched, came_back=touched)
     record, rnd, seconds = shards.to_record(), random.Random(seed), []
     for _ in range(batches):

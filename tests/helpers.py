@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from windowed_operator.panes import PaneRecord
 from windowed_operator.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
+from windowed_operator.panes import PaneRecord
 
 
 def fmt(record: PaneRecord) -> str:

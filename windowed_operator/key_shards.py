@@ -139,18 +139,19 @@ class KeyShards:
                 self.stored.add(shard)
             self.shards[shard] = parse_shard(text) if text else {}
 
-    def get_keys(self, keys: list[Hashable]) -> list[Optional[str]]:
+    def _located(self, keys: Iterable[Hashable]) -> list[tuple[str, int]]:
+        """Each key's (JSON, shard), the shards read."""
         names = [key_json(key) for key in keys]
         where = [self._address(name) for name in names]
         self._load(where)
-        return [self.shards[shard].get(name) for name, shard in zip(names, where)]
+        return list(zip(names, where))
+
+    def get_keys(self, keys: list[Hashable]) -> list[Optional[str]]:
+        return [self.shards[shard].get(name) for name, shard in self._located(keys)]
 
     # -- writing ----------------------------------------------------------------------------------
     def put_keys(self, items: list[tuple[Hashable, str]]) -> None:
-        names = [key_json(key) for key, _ in items]
-        where = [self._address(name) for name in names]
-        self._load(where)
-        for (key, text), name, shard in zip(items, names, where):
+        for (key, text), (name, shard) in zip(items, self._located(key for key, _ in items)):
             if "\n" in text:
                 raise ValueError(f"the record of key {key!r} is not one line of JSON: {text[:80]!r}")
             entries = self.shards[shard]
@@ -160,10 +161,7 @@ class KeyShards:
             self.dirty.add(shard)
 
     def remove_keys(self, keys: list[Hashable]) -> None:
-        names = [key_json(key) for key in keys]
-        where = [self._address(name) for name in names]
-        self._load(where)
-        for name, shard in zip(names, where):
+        for name, shard in self._located(keys):
             if self.shards[shard].pop(name, None) is not None:
                 self.held -= 1
                 self.dirty.add(shard)
