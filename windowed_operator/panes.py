@@ -27,7 +27,7 @@ class TimestampCombiner(str, Enum):
 class DropReason(str, Enum):
     """Why an element did not reach any window's aggregate."""
 
-    EXPIRED = "expired"  # every window of the element is past watermark >= max_timestamp + allowed_lateness
+    EXPIRED = "expired"  # every window of the element has expired (``time_rules.is_expired``)
     CLOSED_WINDOW = "closed_window"  # the window's trigger has finished (Beam's DROPPED_DUE_TO_CLOSED_WINDOW)
     MISSING_TIMESTAMP = "missing_timestamp"
     INVALID_TIMESTAMP = "invalid_timestamp"
