@@ -45,3 +45,18 @@ def test_a_batch_dataframe_gets_advice_that_works(spark):
     with pytest.raises(SparkOperatorError, match=r"batch DataFrame\. Read the same data with spark\.readStream.*"
                                                  r"op\.run_local\(TestStream\(\)"):
         operator(Sum("amount")).apply(batch)
+
+
+@pytest.mark.parametrize("setting", ["keyShards", "paneLog", "packInput"])
+def test_a_library_setting_that_is_not_true_or_false_is_refused_naming_it(spark, tmp_path, setting):
+    """Read as the default, a typo would silently keep the path it was meant to switch off."""
+    df = stream(spark, tmp_path)
+    name = f"spark.windowed_operator.{setting}"
+    try:
+        spark.conf.set(name, "flase")
+        with pytest.raises(SparkOperatorError, match=rf"^{name} must be true or false, not 'flase'$"):
+            operator(Sum("amount")).apply(df)
+        spark.conf.set(name, " FALSE ")
+        assert operator(Sum("amount")).apply(df).isStreaming
+    finally:
+        spark.conf.unset(name)

@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .preaggregate import in_chunks
+from .settings import read_flag
 
 #: The packed rows' payload column: one Arrow IPC stream of a key group's rows.
 PACKED_COLUMN = "__wo_packed"
@@ -107,11 +108,11 @@ def packing_conf(df: Any) -> tuple[bool, Optional[str]]:
     where the conf cannot be read, rows are not packed."""
     try:
         conf = df.sparkSession.conf
-        enabled = str(conf.get(PACK_CONF, "true")).lower() != "false"
         plain_ints = str(conf.get(INT_EXTENSION_CONF, "false")).lower() != "true"
-        return enabled and plain_ints, conf.get("spark.sql.session.timeZone", None)
+        timezone = conf.get("spark.sql.session.timeZone", None)
     except Exception:  # noqa: BLE001 - a session without a readable conf: the row path, as before
         return False, None
+    return read_flag(conf, PACK_CONF) and plain_ints, timezone
 
 
 __all__ = ["PACKED_COLUMN", "PACKED_POSITION", "PACK_CONF", "PackRows", "unpack_rows", "packing_conf"]

@@ -28,6 +28,7 @@ from .packed_input import PACKED_COLUMN, PackRows, packing_conf
 from .prefold import PreFolding, prefoldable
 from .preselect import WEIGHT_COLUMN, PreSelection, preselectable
 from .deferred import DeferredProcessor
+from .settings import read_flag
 from .processor import GROUP_COLUMN
 
 _WATERMARK_HELPER = "__wo_event_time"
@@ -249,11 +250,12 @@ KEY_SHARDS_CONF = "spark.windowed_operator.keyShards"
 
 
 def _conf_flag(df: DataFrame, name: str) -> bool:
-    """A boolean setting of the session, true unless set to ``false`` (or unreadable: the default)."""
+    """A boolean setting of the session (``settings.read_flag``; a conf that cannot be read: true)."""
     try:
-        return str(df.sparkSession.conf.get(name, "true")).lower() != "false"
+        conf = df.sparkSession.conf
     except Exception:  # noqa: BLE001 - a session without a readable conf keeps the default
         return True
+    return read_flag(conf, name)
 
 
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
