@@ -111,3 +111,31 @@ def test_a_restart_that_switches_key_shards_moves_every_record(spark, tmp_path):
     assert in_shards == 0
     got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
     assert got == local_panes(run_local_like_spark(sessions_early(), in_order, DELAY))
+
+
+def test_a_restart_that_switches_changelog_checkpointing_keeps_the_state(spark, tmp_path):
+    """``local_session`` turns RocksDB's changelog checkpointing on: a checkpoint written with it off
+    (as before) continues with it on, and back."""
+    conf = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+    in_order = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 3_500)),
+                rows(("b", 4, 6_000), ("c", 5, 7_000), ("a", 1, 2_500)),
+                rows(("a", 6, 9_000), ("b", 7, 15_000), ("c", 1, 8_000)),
+                rows(("c", 8, 21_000), ("a", 9, 27_000))]
+    source, checkpoint, store = tmp_path / "in", tmp_path / "checkpoint", {}
+    staged = write_batches(tmp_path / "staging", in_order)
+    source.mkdir()
+    before = spark.conf.get(conf)
+    try:
+        for changelog, upto in ((False, 1), (True, 3), (False, len(staged))):
+            spark.conf.set(conf, str(changelog).lower())
+            release_batches(tmp_path / "staging", source, upto)
+            df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+            query = (sessions_early().apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(store))
+                     .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+            query.awaitTermination()
+    finally:
+        spark.conf.set(conf, before)
+    assert before == "true"
+    assert any(checkpoint.glob("state/**/*.changelog"))  # (the middle run wrote its batches so)
+    got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
+    assert got == local_panes(run_local_like_spark(sessions_early(), in_order, DELAY))
