@@ -79,63 +79,56 @@ def test_inspection_reads_a_shards_keys_in_both_forms(spark):
     assert sorted(got) == sorted((group, *pair) for group in (0, 1) for pair in expected)
 
 
+#: Sessions across restarts: a query per step, each releasing more of these batches.
+RESTART_BATCHES = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 3_500)),
+                   rows(("b", 4, 6_000), ("c", 5, 7_000), ("a", 1, 2_500)),
+                   rows(("a", 6, 9_000), ("b", 7, 15_000), ("c", 1, 8_000)),
+                   rows(("c", 8, 21_000), ("a", 9, 27_000))]
+
+
+def run_restarts(spark, tmp_path, steps):
+    """``sessions_early`` over ``RESTART_BATCHES`` on one checkpoint, a query per step ``(settings,
+    files released)`` (None: all, with the end-of-input marker) with the session's settings set while
+    it runs; yields the checkpoint after each step; the panes are checked against the local runner
+    at the end."""
+    source, checkpoint, store = tmp_path / "in", tmp_path / "checkpoint", {}
+    staged = write_batches(tmp_path / "staging", RESTART_BATCHES)
+    source.mkdir()
+    for settings, upto in steps:
+        before = {name: spark.conf.get(name, None) for name in settings}
+        release_batches(tmp_path / "staging", source, len(staged) if upto is None else upto)
+        df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        try:
+            for name, value in settings.items():
+                spark.conf.set(name, value)
+            query = (sessions_early().apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(store))
+                     .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+            query.awaitTermination()
+        finally:
+            for name, value in before.items():
+                spark.conf.unset(name) if value is None else spark.conf.set(name, value)
+        yield checkpoint
+    got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
+    assert got == local_panes(run_local_like_spark(sessions_early(), RESTART_BATCHES, DELAY))
+
+
 def test_a_restart_that_switches_key_shards_moves_every_record(spark, tmp_path):
     from windowed_operator.spark.runner import KEY_SHARDS_CONF
 
-    in_order = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 3_500)),
-                rows(("b", 4, 6_000), ("c", 5, 7_000), ("a", 1, 2_500)),
-                rows(("a", 6, 9_000), ("b", 7, 15_000), ("c", 1, 8_000)),
-                rows(("c", 8, 21_000), ("a", 9, 27_000))]
-    source, checkpoint, store = tmp_path / "in", tmp_path / "checkpoint", {}
-    staged = write_batches(tmp_path / "staging", in_order)
-    source.mkdir()
-
-    def run(shards, upto):
-        release_batches(tmp_path / "staging", source, upto)
-        df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-        spark.conf.set(KEY_SHARDS_CONF, str(shards).lower())
-        try:
-            out = sessions_early().apply(df, end_of_input=END_COLUMN)
-        finally:
-            spark.conf.unset(KEY_SHARDS_CONF)
-        query = (out.writeStream.foreachBatch(_file_sink(store)).option("checkpointLocation", str(checkpoint))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        return stored(spark, checkpoint)
-
-    own, in_shards = run(False, 1)
-    assert own > 0 and in_shards == 0
-    own, in_shards = run(True, 3)
-    assert own == 0 and in_shards > 0
-    own, in_shards = run(False, len(staged))
-    assert in_shards == 0
-    got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
-    assert got == local_panes(run_local_like_spark(sessions_early(), in_order, DELAY))
+    steps = [({KEY_SHARDS_CONF: "false"}, 1), ({KEY_SHARDS_CONF: "true"}, 3),
+             ({KEY_SHARDS_CONF: "false"}, None)]
+    checks = [lambda own, in_shards: own > 0 and in_shards == 0, lambda own, in_shards: own == 0 and in_shards > 0,
+              lambda own, in_shards: in_shards == 0]
+    for checkpoint, check in zip(run_restarts(spark, tmp_path, steps), checks):
+        assert check(*stored(spark, checkpoint))
 
 
 def test_a_restart_that_switches_changelog_checkpointing_keeps_the_state(spark, tmp_path):
     """``local_session`` turns RocksDB's changelog checkpointing on: a checkpoint written with it off
     (as before) continues with it on, and back."""
     conf = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-    in_order = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 3_500)),
-                rows(("b", 4, 6_000), ("c", 5, 7_000), ("a", 1, 2_500)),
-                rows(("a", 6, 9_000), ("b", 7, 15_000), ("c", 1, 8_000)),
-                rows(("c", 8, 21_000), ("a", 9, 27_000))]
-    source, checkpoint, store = tmp_path / "in", tmp_path / "checkpoint", {}
-    staged = write_batches(tmp_path / "staging", in_order)
-    source.mkdir()
-    before = spark.conf.get(conf)
-    try:
-        for changelog, upto in ((False, 1), (True, 3), (False, len(staged))):
-            spark.conf.set(conf, str(changelog).lower())
-            release_batches(tmp_path / "staging", source, upto)
-            df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-            query = (sessions_early().apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(store))
-                     .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-            query.awaitTermination()
-    finally:
-        spark.conf.set(conf, before)
-    assert before == "true"
+    assert spark.conf.get(conf) == "true"
+    steps = [({conf: "false"}, 1), ({conf: "true"}, 3), ({conf: "false"}, None)]
+    for checkpoint in run_restarts(spark, tmp_path, steps):
+        pass
     assert any(checkpoint.glob("state/**/*.changelog"))  # (the middle run wrote its batches so)
-    got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
-    assert got == local_panes(run_local_like_spark(sessions_early(), in_order, DELAY))
