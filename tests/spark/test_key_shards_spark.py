@@ -112,23 +112,18 @@ def run_restarts(spark, tmp_path, steps):
     assert got == local_panes(run_local_like_spark(sessions_early(), RESTART_BATCHES, DELAY))
 
 
-def test_a_restart_that_switches_key_shards_moves_every_record(spark, tmp_path):
+def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_every_record(spark, tmp_path):
+    """Switching key shards moves every record either way; so does RocksDB's changelog checkpointing,
+    which ``local_session`` turns on: a checkpoint written with it off (as before) continues with it
+    on, and back (one restart test for both: each restart costs a query start)."""
     from windowed_operator.spark.runner import KEY_SHARDS_CONF
 
-    steps = [({KEY_SHARDS_CONF: "false"}, 1), ({KEY_SHARDS_CONF: "true"}, 3),
-             ({KEY_SHARDS_CONF: "false"}, None)]
+    changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+    assert spark.conf.get(changelog) == "true"
+    steps = [({KEY_SHARDS_CONF: "false", changelog: "false"}, 1), ({KEY_SHARDS_CONF: "true", changelog: "true"}, 3),
+             ({KEY_SHARDS_CONF: "false", changelog: "false"}, None)]
     checks = [lambda own, in_shards: own > 0 and in_shards == 0, lambda own, in_shards: own == 0 and in_shards > 0,
               lambda own, in_shards: in_shards == 0]
     for checkpoint, check in zip(run_restarts(spark, tmp_path, steps), checks):
         assert check(*stored(spark, checkpoint))
-
-
-def test_a_restart_that_switches_changelog_checkpointing_keeps_the_state(spark, tmp_path):
-    """``local_session`` turns RocksDB's changelog checkpointing on: a checkpoint written with it off
-    (as before) continues with it on, and back."""
-    conf = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-    assert spark.conf.get(conf) == "true"
-    steps = [({conf: "false"}, 1), ({conf: "true"}, 3), ({conf: "false"}, None)]
-    for checkpoint in run_restarts(spark, tmp_path, steps):
-        pass
     assert any(checkpoint.glob("state/**/*.changelog"))  # (the middle run wrote its batches so)
