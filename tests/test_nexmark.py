@@ -1,5 +1,6 @@
 """Nexmark (benchmarks/nexmark): the generator keeps the specification's rules, and every query run
 in the local runner, micro-batch by micro-batch, gives the brute-force model's final results."""
+import json
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from nexmark import queries as Q  # noqa: E402
+from nexmark.bundles import bundles  # noqa: E402
 from nexmark.generator import (FIRST_AUCTION_ID, FIRST_PERSON_ID, NexmarkConfig, generate,  # noqa: E402
                                write_files)
 
@@ -61,8 +63,6 @@ def test_the_stream_is_deterministic():
 
 
 def test_json_files_are_beams_flat_events_in_arrival_order(tmp_path, events):
-    import json
-
     files = write_files(events, tmp_path, 5_000, fmt="json", end_marker=True)
     assert files == 6
     lines = [json.loads(line) for f in sorted(tmp_path.glob("events-*.json"))[:-2]
@@ -74,6 +74,32 @@ def test_json_files_are_beams_flat_events_in_arrival_order(tmp_path, events):
     assert set(bid) == {"auction", "bidder", "price", "dateTime", "extra"} and isinstance(bid["price"], int)
     marker = json.loads(sorted(tmp_path.glob("events-*.json"))[-2].read_text())
     assert marker["end_of_input"] is True
+
+
+@pytest.mark.parametrize("count", [1, 3, 7])
+def test_beams_streaming_bundles_keep_the_order_and_call_no_event_late(tmp_path, events, count):
+    """Beam's streaming run is checked against the model only if no event is behind the watermark
+    it lands after: the bounded-disorder rule on the arrival order the files keep."""
+    write_files(events, tmp_path, 20_000, fmt="json")
+    lines = (tmp_path / "events-00000.json").read_text().splitlines()
+    cut = bundles(lines, count, SMALL.max_disorder_ms)
+    assert len(cut) == count
+    assert [line for bundle, _ in cut for line, _ in bundle] == lines
+    held = [w for _, w in cut if w is not None]
+    assert held == sorted(set(held)) and cut[0][1] is not None
+    watermark = None
+    for bundle, advanced in cut:
+        if watermark is not None:
+            assert min(at for _, at in bundle) >= watermark
+        assert all(at == json.loads(line)["dateTime"] for line, at in bundle)
+        watermark = advanced if advanced is not None else watermark
+    # the last watermark is the largest event time less the bound, exactly
+    assert watermark == max(at for bundle, _ in cut for _, at in bundle) - SMALL.max_disorder_ms
+
+
+def test_bundles_refuse_a_count_below_one():
+    with pytest.raises(ValueError, match="count must be at least 1, got 0"):
+        bundles(["{}"], 0, 10)
 
 
 @pytest.mark.parametrize("query", Q.QUERIES)

@@ -45,7 +45,10 @@ def state_rows(run: S.Run) -> int:
     return sum(last)
 
 
-BEAM_QUERIES = ("q5", "q7", "q8", "q11")
+BEAM_QUERIES = ("q5", "q7", "q8", "q11", "q12")
+#: Beam Python runs q12 (processing time) only in streaming mode.
+BEAM_STREAMING_ONLY = ("q12",)
+BEAM_MODES = {"batch": ("batch",), "streaming": ("streaming",), "both": ("batch", "streaming")}
 
 
 def beam_result(query: str, outputs: list[dict]) -> set:
@@ -59,12 +62,14 @@ def beam_result(query: str, outputs: list[dict]) -> set:
         return Q._multiset((o["start"], o["value"]["id"], o["value"]["name"], o["value"]["reserve"])
                            for o in outputs)
     panes = [Q.Pane(o["value"]["bidder_id"], o["start"], o["end"], o["value"]["bid_count"], False) for o in outputs]
-    return Q.final_result("q11", panes)
+    return Q.final_result(query, panes)
 
 
-def run_beam(python: str, events: Any, sample: int, config: Q.QueryConfig, query: str, work: Path) -> dict:
+def run_beam(python: str, events: Any, sample: int, config: Q.QueryConfig, query: str, work: Path,
+             streaming: bool = False, batches: int = 1) -> dict:
     """Beam Python's query on the first ``sample`` events (in another interpreter, which has
-    apache_beam), checked against the model on the same events."""
+    apache_beam), checked against the model on the same events. ``streaming``: the DirectRunner's
+    streaming mode, the events in ``batches`` bundles (see ``beam_queries.py``)."""
     import subprocess
 
     from nexmark.generator import Events
@@ -77,7 +82,8 @@ def run_beam(python: str, events: Any, sample: int, config: Q.QueryConfig, query
     answer = subprocess.run(
         [python, str(HERE / "beam_queries.py"), "--input", str(sample_dir / "events-00000.json"), "--query", query,
          "--window-sec", str(config.window_ms // 1000), "--period-sec", str(config.period_ms // 1000),
-         "--early-count", str(config.early_count), "--delay-sec", str(2 * config.lateness_ms // 1000)],
+         "--early-count", str(config.early_count), "--delay-sec", str(2 * config.lateness_ms // 1000)]
+        + (["--streaming", "--batches", str(batches), "--disorder-ms", str(config.max_disorder_ms)] if streaming else []),
         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ""})
     figures = json.loads(answer.stdout.strip().splitlines()[-1])
     expected = Q.model(query, first.persons, first.auctions, first.bids, config)
@@ -93,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--beam-python", help="a Python with apache_beam: runs Beam's own queries on a sample")
     parser.add_argument("--beam-sample", type=int, default=100_000, help="events Beam's queries read")
+    parser.add_argument("--beam-mode", choices=sorted(BEAM_MODES), default="both",
+                        help="Beam's DirectRunner in batch (a file, as Beam's launcher runs one), in streaming "
+                             "(a TestStream in bundles of the micro-batches' size), or both")
     args = parser.parse_args(argv)
     queries = [q for q in args.queries.split(",") if q]
     unknown = [q for q in queries if q not in Q.QUERIES]
@@ -149,13 +158,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{query:<6}{side:<8}{figure.text(0):>34}{versus:>22}{len(last[side].rows):>10,}"
                   f"{state_rows(last[side]):>12,}{f'{p50:.2f} / {p99:.2f}':>20}  "
                   f"{'yes' if correct[side] else 'NO'}", flush=True)
-        if args.beam_python and query in BEAM_QUERIES:
-            beam = run_beam(args.beam_python, events, min(args.beam_sample, args.events), config, query, work)
-            rate = min(args.beam_sample, args.events) / beam["seconds"]
+        modes = [m for m in BEAM_MODES[args.beam_mode] if m == "streaming" or query not in BEAM_STREAMING_ONLY]
+        for mode in modes if args.beam_python and query in BEAM_QUERIES else ():
+            sample = min(args.beam_sample, args.events)
+            beam = run_beam(args.beam_python, events, sample, config, query, work, streaming=mode == "streaming",
+                            batches=-(-sample // -(-args.events // args.files)))
+            rate = sample / beam["seconds"]
             ours_rate = spread([args.events / t for t in timings["ours"]]).median
             print(f"{query:<6}{'beam':<8}{rate:>34,.0f}{'':>22}{beam['rows']:>10,}{'':>12}{'':>20}  "
                   f"{'yes' if beam['correct'] else 'NO'}   ours/beam {ours_rate / rate:.1f}x "
-                  f"(DirectRunner, {min(args.beam_sample, args.events):,}-event sample, start-up "
+                  f"(DirectRunner, {mode}, {sample:,}-event sample, start-up "
                   f"{beam['startup_s']:.1f} s apart)", flush=True)
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
