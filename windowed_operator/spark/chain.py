@@ -25,7 +25,7 @@ Spark type given by the operator's ``key_type``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -40,8 +40,10 @@ from ..watermarks import UpstreamWatermark
 from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .errors import SparkOperatorError
-from .plan import PHASE_COLUMN, SparkPlan
+from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN, SparkPlan
+from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
 from .processor import ROUTE_COLUMN
+from .settings import read_flag
 
 _FEED = "_windowed_operator_feed"
 #: What a pane's attributes are called among the processor's columns (``index`` is ``pane_index``).
@@ -57,6 +59,13 @@ class Feed:
     end_of_input_watermark: int
     #: The operator's name among the query's observed metrics (``runner.observation_name``).
     observation: str = ""
+    #: The same pane rows with ``EVENT_TIME_COLUMN`` declared as their event time (the upstream
+    #: planned again with ``spark_event_time``), for a stage Spark aggregates itself (``native_stage``).
+    event_time_frame: Optional[Callable[[], DataFrame]] = None
+    #: The upstream's transformWithState time mode.
+    time_mode: str = "EventTime"
+    #: These are a native stage's panes (``native_stage``): no stage can read them as panes.
+    native_stage: bool = False
 
 
 def attach_feed(panes: DataFrame, feed: Feed) -> DataFrame:
@@ -70,12 +79,13 @@ def feed_of(df: Any) -> Optional[Feed]:
     return getattr(df, "__dict__", {}).get(_FEED)
 
 
-def pane_rows(out: DataFrame, plan: SparkPlan) -> DataFrame:
-    """The processor's pane rows (no late-data or dead-letter rows), as the next stage reads them."""
+def pane_rows(out: DataFrame, plan: SparkPlan, event_time: bool = False) -> DataFrame:
+    """The processor's pane rows (no late-data or dead-letter rows), as the next stage reads them
+    (``event_time``: with the event-time column, which ``plan`` must output)."""
     if plan.side_outputs:
         out = out.where(F.col("record_type") == "pane")
     columns = [c for c in OUTPUT_COLUMNS if plan.keyed or c != "key"]
-    return out.select(*columns, PHASE_COLUMN)
+    return out.select(*columns, PHASE_COLUMN, *([EVENT_TIME_COLUMN] if event_time else []))
 
 
 class RouteKeys:
@@ -176,6 +186,11 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
     from .runner import check_state_encoding, choose_time_mode, resolve_key_groups, run_processor
 
     check_state_encoding(state_encoding)
+    if feed.native_stage:
+        raise SparkOperatorError(
+            f"{op.label()} reads the output of {feed.operator.label()}, which Spark runs as its own aggregation "
+            f"({NATIVE_STAGES_CONF}=true): that output is not an operator's panes; chain after it with the setting "
+            "off, or apply native Spark to it")
     check_consumable(feed.operator, op)
     gap = element_gap(op.window)
     if gap is not None and not isinstance(gap, str) and not callable(gap):
@@ -199,6 +214,11 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         what = f"over {input_type}" if input_type is not None else "of a callable's values"
         raise SparkOperatorError(f"{op.label()}: cannot map the output of {type(op.accumulation).__name__} {what} "
                                  "to a Spark type; give the operator value_type='<DDL type>'")
+    if _native_stages(feed) and native_refusal(op, feed) is None:
+        stage = NativeStage(op=op, upstream=feed.operator, value_type=resolved_value_type)
+        out = apply_native_stage(stage, feed, spark_event_time=spark_event_time)
+        return attach_feed(out, Feed(frame=out, operator=op, end_of_input_watermark=feed.end_of_input_watermark,
+                                     native_stage=True))
     plan = SparkPlan(
         operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
@@ -208,6 +228,15 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
         event_time_output=spark_event_time, vectorized=vectorized and supports_vectorized(op.build_core()))
     return run_processor(frame, plan, group_column)
+
+
+def _native_stages(feed: Feed) -> bool:
+    """``spark.windowed_operator.nativeStages`` (off by default: ``native_stage``)."""
+    try:
+        conf = feed.frame.sparkSession.conf
+    except Exception:  # noqa: BLE001 - a session without a readable conf keeps the default
+        return False
+    return read_flag(conf, NATIVE_STAGES_CONF, default=False)
 
 
 def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **options: Any) -> DataFrame:

@@ -259,12 +259,14 @@ def _conf_flag(df: DataFrame, name: str) -> bool:
 
 
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
-                  columns: Optional[list[str]] = None) -> DataFrame:
+                  columns: Optional[list[str]] = None, observation: Optional[str] = None) -> DataFrame:
     """Group by key group, run the processor, convert times to timestamps.
 
     The key group is ``pmod(xxhash64(key), key_groups)``: a fixed function of the key, so a
     restarted query finds each key's state where it left it (do not change ``key_groups`` between
-    runs of one checkpoint: the state's fingerprint refuses it)."""
+    runs of one checkpoint: the state's fingerprint refuses it).  ``observation``: the name of its
+    observed metrics (``observation_name`` when not given)."""
+    source, source_plan, source_columns = projected, plan, columns
     group = F.lit(0) if key_col is None else F.pmod(F.xxhash64(F.col(key_col)), F.lit(plan.key_groups))
     if plan.heartbeats:  # a heartbeat row names its group (``heartbeat``)
         group = F.coalesce(F.col(BEAT_COLUMN), group)
@@ -296,10 +298,19 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
         out = projected.groupBy(_GROUP_COLUMN).transformWithStateInPandas(
             statefulProcessor=DeferredProcessor.of(plan), outputStructType=plan.processor_schema(),
             outputMode="Append", timeMode=plan.time_mode, eventTimeColumnName=event_time_column)
-    observation = observation_name(plan.operator)
+    observation = observation or observation_name(plan.operator)
     out = observe_drops(out, plan, observation)
-    feed = Feed(frame=pane_rows(out, plan), operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark,
-                observation=observation)
+    frame = pane_rows(out, plan)
+
+    def event_time_frame() -> DataFrame:  # the pane rows with their event time (the stage planned again)
+        if plan.event_time_output:
+            return pane_rows(out, plan, event_time=True)
+        again = run_processor(source, dataclasses.replace(source_plan, event_time_output=True), key_col,
+                              source_columns, observation=observation)
+        return feed_of(again).event_time_frame()  # type: ignore[union-attr,misc]
+
+    feed = Feed(frame=frame, operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark,
+                observation=observation, event_time_frame=event_time_frame, time_mode=plan.time_mode)
     columns: list[Column] = []
     if plan.keyed:
         columns.append(F.col("key"))

@@ -1,0 +1,135 @@
+"""Chained stages planned as Spark's own aggregation (``spark.windowed_operator.nativeStages``) give
+the local chain's panes, and stages the rule does not cover keep the Python plan."""
+import warnings
+from collections import Counter
+from contextlib import contextmanager
+
+import pytest
+
+from accumulations import AllMax, Count, Max, Mean, Min, Sum
+from triggers import TriggerOption
+from windowed_operator import (CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows,
+                               WindowedOperator, bounded_disorder)
+from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.chain import feed_of
+from windowed_operator.spark.native_stage import NATIVE_STAGES_CONF
+from windowed_operator.time import shown_time
+
+from .harness import END_COLUMN, MARKED_SCHEMA, pane_tuple, run_local_like_spark, run_spark
+from .test_equivalence import DELAY, make_batches
+
+pytestmark = pytest.mark.spark
+
+EARLY = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
+
+
+def counts(window=None, trigger=None, acc=None, lateness=0, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return KeyedWindowedOperator(window or TimeWindows(10_000).slide_by(5_000), acc or Count(),
+                                     trigger=trigger or TriggerOption.default(), allowed_lateness=lateness,
+                                     key="user", timestamp="ts", watermark=bounded_disorder(DELAY), **options)
+
+
+NATIVE = {
+    "hopping-count-then-max": lambda: counts().then(WindowedOperator(None, Max())),
+    "hot-users-all-max-of-a-record": lambda: counts().then(
+        KeyedWindowedOperator(None, AllMax(field="num"), key="window_start", value={"user": "key", "num": "value"})),
+    "retracting-early-counts-then-sum-and-count": lambda: counts(
+        trigger=EARLY.accumulating_and_retracting_fired_panes()).then(KeyedWindowedOperator(None, Count())),
+    "discarding-early-sums-then-min-of-cumulative": lambda: counts(
+        CumulativeWindows(10_000, 5_000), EARLY.discarding_fired_panes(), Sum("amount")).then(
+        WindowedOperator(None, Min())),
+}
+
+
+@contextmanager
+def native_stages(spark, value="true"):
+    spark.conf.set(NATIVE_STAGES_CONF, value)
+    try:
+        yield
+    finally:
+        spark.conf.unset(NATIVE_STAGES_CONF)
+
+
+def _sorted_records(value):
+    if isinstance(value, (list, tuple)) and value and not isinstance(value[0], (int, float)):
+        return tuple(sorted(tuple(sorted((v.asDict() if hasattr(v, "asDict") else v).items())) for v in value))
+    return value
+
+
+def _source(spark, tmp_path):
+    return spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "src"))
+
+
+@pytest.mark.parametrize("case", sorted(NATIVE))
+def test_a_native_stage_gives_the_local_chains_panes(spark, tmp_path, case):
+    chain = NATIVE[case]()
+    batches = make_batches(13, n_batches=6)
+    runner = run_local_like_spark(chain, batches, DELAY)
+    expected = Counter((r.key, shown_time(r.window_start), shown_time(r.window_end), _sorted_records(r.value),
+                        r.timing.value, r.index, r.is_first, r.is_last, r.is_retraction, shown_time(r.timestamp))
+                       for r in runner.outputs)
+    assert expected
+    if case == "hot-users-all-max-of-a-record":
+        assert any(len(pane[3]) > 1 for pane in expected), "ties: several users share a window's top"
+    if case.startswith("retracting"):
+        assert any(p.is_retraction for p in runner.runners[0].outputs), "the upstream retracts"
+    (tmp_path / "src").mkdir()
+    with native_stages(spark):
+        assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)).native_stage
+        store = run_spark(spark, chain, batches, tmp_path)
+    got = Counter(pane_tuple({**row, "value": _sorted_records(row["value"])})
+                  for rows in store.values() for row in rows)
+    assert got == expected
+
+
+PYTHON = {
+    "off by default": (lambda: counts().then(WindowedOperator(None, Max())), None),
+    "sessions upstream": (lambda: counts(SessionWindows(4_000)).then(WindowedOperator(None, Sum())), "true"),
+    "allowed lateness upstream": (lambda: counts(lateness=5_000).then(WindowedOperator(None, Sum())), "true"),
+    "early firings downstream": (lambda: counts().then(WindowedOperator(None, Sum(), trigger=EARLY)), "true"),
+    "no Spark aggregate": (lambda: counts().then(WindowedOperator(None, Mean())), "true"),
+    "a callable key": (lambda: counts().then(KeyedWindowedOperator(None, Sum(), key=len, value="value", key_type="int")), "true"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PYTHON))
+def test_stages_outside_the_rule_keep_the_python_plan(spark, tmp_path, case):
+    make, setting = PYTHON[case]
+    chain = make()
+    (tmp_path / "src").mkdir()
+    with native_stages(spark, setting) if setting else _nothing():
+        out = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)
+    assert not feed_of(out).native_stage
+    assert "TransformWithState" in out._jdf.queryExecution().logical().toString().replace(" ", "")
+
+
+def test_native_stages_fold_accumulating_early_panes_as_the_python_stage_does(spark, tmp_path):
+    """An accumulating upstream with early firings: the downstream Max reads every pane (early ones
+    included), as the Python stage does."""
+    chain = counts(trigger=EARLY.accumulating_fired_panes()).then(WindowedOperator(None, Max()))
+    (tmp_path / "src").mkdir()
+    with native_stages(spark):
+        assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)).native_stage
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def test_a_stage_after_a_native_stage_is_refused_with_the_setting_named(spark, tmp_path):
+    (tmp_path / "src").mkdir()
+    with native_stages(spark):
+        out = counts().then(KeyedWindowedOperator(None, Sum())).apply(_source(spark, tmp_path),
+                                                                      end_of_input=END_COLUMN)
+        with pytest.raises(SparkOperatorError, match=NATIVE_STAGES_CONF.replace(".", r"\.")):
+            KeyedWindowedOperator(None, Count()).apply(out)
+
+
+def test_the_setting_takes_only_true_or_false(spark, tmp_path):
+    (tmp_path / "src").mkdir()
+    with native_stages(spark, "yes"):
+        with pytest.raises(SparkOperatorError, match="nativeStages must be true or false, not 'yes'"):
+            counts().then(WindowedOperator(None, Max())).apply(_source(spark, tmp_path), end_of_input=END_COLUMN)
