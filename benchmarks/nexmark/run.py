@@ -104,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beam-mode", choices=sorted(BEAM_MODES), default="both",
                         help="Beam's DirectRunner in batch (a file, as Beam's launcher runs one), in streaming "
                              "(a TestStream in bundles of the micro-batches' size), or both")
+    parser.add_argument("--native-stages", choices=("on", "off"), default="on",
+                        help="spark.windowed_operator.nativeStages: a chain's later stage that Spark can aggregate "
+                             "itself (q5's and q5r's) runs as Spark's aggregation (on, as a new query would set it) "
+                             "or as a second transformWithState (off)")
     args = parser.parse_args(argv)
     queries = [q for q in args.queries.split(",") if q]
     unknown = [q for q in queries if q not in Q.QUERIES]
@@ -117,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"stream: {args.events:,} events (seed {stream.seed}, {stream.rate:,}/s of event time, "
           f"{stream.max_disorder_ms} ms disorder), {args.files} micro-batches, local[2]; {args.runs} runs per "
-          "query, native and ours interleaved, after a warm-up", flush=True)
+          f"query, native and ours interleaved, after a warm-up; native stages {args.native_stages}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="nexmark-"))
     events = generate(stream)
     files = write_files(events, work / "events", -(-args.events // args.files), fmt="parquet", end_marker=True)
     spark = local_session(app_name="nexmark", shuffle_partitions=2, spark_log=str(work / "spark.log"),
-                          extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000"})
+                          extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000",
+                                      "spark.windowed_operator.nativeStages": str(args.native_stages == "on").lower()})
     warm = work / "warm"
     write_files(generate(NexmarkConfig(events=2_000)), warm, 1_000, fmt="parquet", end_marker=True)
     S.run_to_end(S.ours("q7", config, S.source(spark, warm)), work / "warm-ours")

@@ -3,6 +3,7 @@
     python benchmarks/nexmark/setting_ab.py --setting packInput --queries q11,q5r,q8,q7 --runs 3
     python benchmarks/nexmark/setting_ab.py --setting paneLog --queries q5,q7,q8 --runs 3
     python benchmarks/nexmark/setting_ab.py --setting keyShards --queries q11,q5r --runs 3
+    python benchmarks/nexmark/setting_ab.py --setting nativeStages --queries q5,q5r --runs 3
 
 ``--setting`` names a ``spark.windowed_operator.*`` flag: ``packInput`` (packed input against
 pyspark's row-by-row handoff, ``spark.packed_input``) or ``paneLog`` (under the default trigger with
@@ -10,7 +11,8 @@ no allowed lateness, the logs against per-key state: the pane log against per-ke
 ``windowed_operator.pane_log``, for q5 and q7; the window log against per-key windows,
 ``windowed_operator.window_log``, for q8) or ``keyShards`` (per-key records kept many keys to a
 text against each in its own state entry, ``windowed_operator.key_shards``: q11 and q5r's first
-stage).  Per query: a warm-up, then ``--runs``
+stage) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
+transformWithState, ``spark.native_stage``: q5 and q5r).  Per query: a warm-up, then ``--runs``
 rounds of (off, on) and (on, off) in turn, each on a fresh checkpoint, with the setting set before the operator is
 applied; each run's final result is checked against the brute-force model.  Prints each run, the
 median events/s of both and their ratio.  A query the setting does not change measures the noise.
@@ -31,7 +33,7 @@ from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 
-SETTINGS = ("packInput", "paneLog", "keyShards")
+SETTINGS = ("packInput", "paneLog", "keyShards", "nativeStages")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,3 +44,22 @@ def test_ours_and_native_on_spark_equal_the_model(spark, stream, tmp_path, query
             assert spark_rule != expected, "the stream should show the difference"
             expected = spark_rule
         assert S.native_result(query, S.run_to_end(native, tmp_path / "native").rows) == expected
+
+
+@pytest.mark.parametrize("query", ["q5", "q5r"])
+def test_chains_with_their_later_stage_native_equal_the_model(spark, stream, tmp_path, query):
+    """q5's top auctions per window and q5r's bids per window run as Spark's own aggregation
+    (``spark.windowed_operator.nativeStages``, as the benchmark runs them)."""
+    from windowed_operator.spark.chain import feed_of
+    from windowed_operator.spark.native_stage import NATIVE_STAGES_CONF
+
+    events, directory, _ = stream
+    spark.conf.set(NATIVE_STAGES_CONF, "true")
+    try:
+        out = S.ours(query, CONFIG, S.source(spark, directory))
+        assert feed_of(out).native_stage
+        rows = S.run_to_end(out, tmp_path / "ours").rows
+    finally:
+        spark.conf.unset(NATIVE_STAGES_CONF)
+    assert Q.final_result(query, S.ours_panes(rows, query)) == Q.model(query, events.persons, events.auctions,
+                                                                        events.bids, CONFIG)
