@@ -1,12 +1,15 @@
 """Chained stages planned as Spark's own aggregation (``spark.windowed_operator.nativeStages``) give
 the local chain's panes, and stages the rule does not cover keep the Python plan."""
+import sys
 import warnings
 from collections import Counter
 from contextlib import contextmanager
 
 import pytest
+from pyspark import cloudpickle
 
 from accumulations import AllMax, Count, Max, Mean, Min, Sum
+from accumulations.base import Accumulation
 from triggers import TriggerOption
 from windowed_operator import (CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows,
                                WindowedOperator, bounded_disorder)
@@ -19,6 +22,7 @@ from .harness import END_COLUMN, MARKED_SCHEMA, pane_tuple, run_local_like_spark
 from .test_equivalence import DELAY, make_batches
 
 pytestmark = pytest.mark.spark
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # NullWhenEven runs on Spark's Python workers
 
 EARLY = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
 
@@ -133,3 +137,59 @@ def test_the_setting_takes_only_true_or_false(spark, tmp_path):
     with native_stages(spark, "yes"):
         with pytest.raises(SparkOperatorError, match="nativeStages must be true or false, not 'yes'"):
             counts().then(WindowedOperator(None, Max())).apply(_source(spark, tmp_path), end_of_input=END_COLUMN)
+
+
+class NullWhenEven(Accumulation):
+    """A count whose output is null when it is even: a custom upstream whose panes may hold null."""
+
+    def default_accumulated_value(self):
+        return 0
+
+    def accumulate(self, accumulated, value):
+        return accumulated + 1
+
+    def merge(self, a1, a2):
+        return a1 + a2
+
+    def get_output(self, accumulated):
+        return None if accumulated % 2 == 0 else accumulated
+
+
+def _run(out, tmp_path):
+    rows = []
+    query = (out.writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return rows, query
+
+
+def test_a_null_value_stops_the_query_naming_the_window_as_the_python_stage_refuses_it(spark, tmp_path):
+    """Spark's sum would skip the null: the native stage stops the query instead (on_bad_element='raise')."""
+    from .harness import BASE, write_batches
+
+    write_batches(tmp_path / "src", [[{"user": "a", "amount": 1, "ts": BASE + 1_000},
+                                      {"user": "a", "amount": 1, "ts": BASE + 2_000},
+                                      {"user": "b", "amount": 1, "ts": BASE + 3_000}]])
+    upstream = counts(TimeWindows(10_000), acc=NullWhenEven(), value_type="bigint")
+    with native_stages(spark):
+        out = upstream.then(WindowedOperator(None, Sum(), name="total")).apply(_source(spark, tmp_path),
+                                                                             end_of_input=END_COLUMN)
+        assert feed_of(out).native_stage
+        with pytest.raises(Exception, match=r"operator 'total': a pane of .* has a null value \(window "
+                                            rf"{BASE}, {BASE + 10_000} ms\)"):
+            _run(out, tmp_path)
+
+
+def test_the_native_stage_reports_its_panes_in_the_observed_metrics(spark, tmp_path):
+    from .harness import write_batches
+
+    write_batches(tmp_path / "src", make_batches(13, n_batches=4))
+    with native_stages(spark):
+        chain = counts().then(WindowedOperator(None, Max(), name="top count"))
+        rows, query = _run(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN), tmp_path)
+    observed = [p.observedMetrics.get("windowed_operator top count") for p in query.recentProgress]
+    assert rows and sum(m["panes"] for m in observed if m) == len(rows)
+    assert all(m["late_rows_dropped"] == 0 and m["bad_rows"] == 0 for m in observed if m)

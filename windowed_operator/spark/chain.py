@@ -183,7 +183,7 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
                        spark_event_time: bool = False, vectorized: bool = True) -> DataFrame:
     """``op`` over the panes of the operator behind ``feed``: see the module's docstring."""
     from ..vectorized import supports_vectorized
-    from .runner import check_state_encoding, choose_time_mode, resolve_key_groups, run_processor
+    from .runner import check_state_encoding, choose_time_mode, observation_name, resolve_key_groups, run_processor
 
     check_state_encoding(state_encoding)
     if feed.native_stage:
@@ -216,9 +216,10 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
                                  "to a Spark type; give the operator value_type='<DDL type>'")
     if _native_stages(feed) and native_refusal(op, feed) is None:
         stage = NativeStage(op=op, upstream=feed.operator, value_type=resolved_value_type)
-        out = apply_native_stage(stage, feed, spark_event_time=spark_event_time)
+        observation = observation_name(op)
+        out = apply_native_stage(stage, feed, spark_event_time=spark_event_time, observation=observation)
         return attach_feed(out, Feed(frame=out, operator=op, end_of_input_watermark=feed.end_of_input_watermark,
-                                     native_stage=True))
+                                     observation=observation, native_stage=True))
     plan = SparkPlan(
         operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",

@@ -174,9 +174,10 @@ class NativeStage:
         return F.array_sort(F.filter(F.collect_list(value), lambda record: record[field] == top))
 
 
-def apply_native_stage(stage: NativeStage, feed: "Feed", *, spark_event_time: bool) -> DataFrame:
+def apply_native_stage(stage: NativeStage, feed: "Feed", *, spark_event_time: bool, observation: str) -> DataFrame:
     """The stage's panes, as the runner's output columns, from Spark's aggregation of the upstream's
-    pane rows (times in ms) grouped by window, their one event time, and the stage's key."""
+    pane rows (times in ms) grouped by window, their one event time, and the stage's key; its
+    counts observed as ``observation`` (``runner.observation_name``)."""
     from .runner import shown_timestamp
 
     rows = feed.event_time_frame()  # type: ignore[misc]
@@ -200,7 +201,11 @@ def apply_native_stage(stage: NativeStage, feed: "Feed", *, spark_event_time: bo
             shown_timestamp("timestamp")]
     if spark_event_time:
         out.append(F.col(EVENT_TIME_COLUMN))
-    return aggregated.withColumn("timestamp", F.col("window_end") - F.lit(1)).select(*out)
+    panes = aggregated.withColumn("timestamp", F.col("window_end") - F.lit(1)).select(*out)
+    # the Python stage's observed metrics, so that progress reports read the same (nothing is dropped here:
+    # the conditions leave no pane late and a null stops the query)
+    return panes.observe(observation, F.lit(0).cast("bigint").alias("late_rows_dropped"),
+                         F.lit(0).cast("bigint").alias("bad_rows"), F.count(F.lit(1)).alias("panes"))
 
 
 __all__ = ["NATIVE_STAGES_CONF", "NativeStage", "native_refusal", "apply_native_stage"]
