@@ -18,7 +18,7 @@ from windowed_operator.spark.chain import feed_of
 from windowed_operator.spark.native_stage import NATIVE_STAGES_CONF
 from windowed_operator.time import shown_time
 
-from .harness import END_COLUMN, MARKED_SCHEMA, pane_tuple, run_local_like_spark, run_spark
+from .harness import END_COLUMN, MARKED_SCHEMA, pane_tuple, run_local_like_spark, write_batches
 from .test_equivalence import DELAY, make_batches
 
 pytestmark = pytest.mark.spark
@@ -79,13 +79,18 @@ def test_a_native_stage_gives_the_local_chains_panes(spark, tmp_path, case):
         assert any(len(pane[3]) > 1 for pane in expected), "ties: several users share a window's top"
     if case.startswith("retracting"):
         assert any(p.is_retraction for p in runner.runners[0].outputs), "the upstream retracts"
-    (tmp_path / "src").mkdir()
+    write_batches(tmp_path / "src", batches)
     with native_stages(spark):
-        assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)).native_stage
-        store = run_spark(spark, chain, batches, tmp_path)
-    got = Counter(pane_tuple({**row, "value": _sorted_records(row["value"])})
-                  for rows in store.values() for row in rows)
+        out = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)
+    assert feed_of(out).native_stage
+    rows, query = _run(out.selectExpr("*", "unix_millis(window_start) as ws", "unix_millis(window_end) as we",
+                                      "unix_millis(timestamp) as ts_ms"), tmp_path)
+    got = Counter(pane_tuple({**row.asDict(), "value": _sorted_records(row["value"])}) for row in rows)
     assert got == expected
+    # its counts under its name in the observed metrics, as a Python stage's
+    observed = [p.observedMetrics.get(feed_of(out).observation) for p in query.recentProgress]
+    assert sum(m["panes"] for m in observed if m) == len(rows)
+    assert all(m["late_rows_dropped"] == 0 and m["bad_rows"] == 0 for m in observed if m)
 
 
 PYTHON = {
@@ -168,7 +173,7 @@ def _run(out, tmp_path):
 
 def test_a_null_value_stops_the_query_naming_the_window_as_the_python_stage_refuses_it(spark, tmp_path):
     """Spark's sum would skip the null: the native stage stops the query instead (on_bad_element='raise')."""
-    from .harness import BASE, write_batches
+    from .harness import BASE
 
     write_batches(tmp_path / "src", [[{"user": "a", "amount": 1, "ts": BASE + 1_000},
                                       {"user": "a", "amount": 1, "ts": BASE + 2_000},
@@ -182,14 +187,3 @@ def test_a_null_value_stops_the_query_naming_the_window_as_the_python_stage_refu
                                             rf"{BASE}, {BASE + 10_000} ms\)"):
             _run(out, tmp_path)
 
-
-def test_the_native_stage_reports_its_panes_in_the_observed_metrics(spark, tmp_path):
-    from .harness import write_batches
-
-    write_batches(tmp_path / "src", make_batches(13, n_batches=4))
-    with native_stages(spark):
-        chain = counts().then(WindowedOperator(None, Max(), name="top count"))
-        rows, query = _run(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN), tmp_path)
-    observed = [p.observedMetrics.get("windowed_operator top count") for p in query.recentProgress]
-    assert rows and sum(m["panes"] for m in observed if m) == len(rows)
-    assert all(m["late_rows_dropped"] == 0 and m["bad_rows"] == 0 for m in observed if m)
