@@ -27,6 +27,13 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])  # NullWhenEven runs
 EARLY = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
 
 
+class RetractedAsItself(Count):
+    """A count whose retraction carries the output itself, not its negation."""
+
+    def get_retraction(self, output):
+        return output
+
+
 def counts(window=None, trigger=None, acc=None, lateness=0, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -99,6 +106,9 @@ PYTHON = {
     "allowed lateness upstream": (lambda: counts(lateness=5_000).then(WindowedOperator(None, Sum())), "true"),
     "early firings downstream": (lambda: counts().then(WindowedOperator(None, Sum(), trigger=EARLY)), "true"),
     "no Spark aggregate": (lambda: counts().then(WindowedOperator(None, Mean())), "true"),
+    "a retraction that is no negation": (lambda: counts(
+        trigger=EARLY.accumulating_and_retracting_fired_panes(), acc=RetractedAsItself()).then(
+        WindowedOperator(None, Sum())), "true"),
     "a callable key": (lambda: counts().then(KeyedWindowedOperator(None, Sum(), key=len, value="value", key_type="int")), "true"),
 }
 

@@ -42,6 +42,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from accumulations import AllMax, Count, Max, Min, Sum
+from accumulations.base import Accumulation
 from triggers.option import AccumulationMode
 
 from ..operator import OperatorBase, WindowingOptions
@@ -103,6 +104,9 @@ def _stage_refusal(op: OperatorBase, upstream: WindowingOptions) -> Optional[str
     if retracting and (type(accumulation) not in (Sum, Count) or accumulation.input_field() is not None
                        or isinstance(op.value, dict)):
         return "the upstream retracts and the stage's aggregate cannot fold a retraction out natively"
+    negates = type(upstream.core_accumulation()).get_retraction is Accumulation.get_retraction
+    if retracting and isinstance(accumulation, Sum) and not negates:
+        return "the upstream retracts with a get_retraction of its own (sum(value) folds out negations only)"
     return None
 
 
