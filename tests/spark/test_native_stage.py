@@ -46,8 +46,11 @@ NATIVE = {
     "hopping-count-then-max": lambda: counts().then(WindowedOperator(None, Max())),
     "hot-users-all-max-of-a-record": lambda: counts().then(
         KeyedWindowedOperator(None, AllMax(field="num"), key="window_start", value={"user": "key", "num": "value"})),
-    "retracting-early-counts-then-sum-and-count": lambda: counts(
+    "retracting-early-counts-then-count-per-key": lambda: counts(
         trigger=EARLY.accumulating_and_retracting_fired_panes()).then(KeyedWindowedOperator(None, Count())),
+    "retracting-early-counts-then-sum-per-window": lambda: counts(
+        trigger=EARLY.accumulating_and_retracting_fired_panes()).then(
+        KeyedWindowedOperator(None, Sum(), key="window_start", value="value")),
     "discarding-early-sums-then-min-of-cumulative": lambda: counts(
         CumulativeWindows(10_000, 5_000), EARLY.discarding_fired_panes(), Sum("amount")).then(
         WindowedOperator(None, Min())),
@@ -89,7 +92,7 @@ def test_a_native_stage_gives_the_local_chains_panes(spark, tmp_path, case):
     write_batches(tmp_path / "src", batches)
     with native_stages(spark):
         out = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)
-    assert feed_of(out).native_stage
+    assert feed_of(out).native_stage and stateful_python_operators(out) == 1
     rows, query = _run(out.selectExpr("*", "unix_millis(window_start) as ws", "unix_millis(window_end) as we",
                                       "unix_millis(timestamp) as ts_ms"), tmp_path)
     got = Counter(pane_tuple({**row.asDict(), "value": _sorted_records(row["value"])}) for row in rows)
@@ -106,6 +109,13 @@ PYTHON = {
     "allowed lateness upstream": (lambda: counts(lateness=5_000).then(WindowedOperator(None, Sum())), "true"),
     "early firings downstream": (lambda: counts().then(WindowedOperator(None, Sum(), trigger=EARLY)), "true"),
     "no Spark aggregate": (lambda: counts().then(WindowedOperator(None, Mean())), "true"),
+    "a retracting upstream summed by another attribute": (lambda: counts(
+        trigger=EARLY.accumulating_and_retracting_fired_panes()).then(
+        KeyedWindowedOperator(None, Sum(), key="window_start", value="index")), "true"),
+    "keyed by the value": (lambda: counts().then(KeyedWindowedOperator(None, Count(), key="value", value="value")),
+                           "true"),
+    "a time of its own": (lambda: counts().then(WindowedOperator(None, Max(), timestamp="window_start")), "true"),
+    "a declared output type": (lambda: counts().then(WindowedOperator(None, Max(), value_type="double")), "true"),
     "a retraction that is no negation": (lambda: counts(
         trigger=EARLY.accumulating_and_retracting_fired_panes(), acc=RetractedAsItself()).then(
         WindowedOperator(None, Sum())), "true"),
@@ -121,16 +131,34 @@ def test_stages_outside_the_rule_keep_the_python_plan(spark, tmp_path, case):
     with native_stages(spark, setting) if setting else _nothing():
         out = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)
     assert not feed_of(out).native_stage
-    assert "TransformWithState" in out._jdf.queryExecution().logical().toString().replace(" ", "")
+    assert stateful_python_operators(out) == 2
 
 
-def test_native_stages_fold_accumulating_early_panes_as_the_python_stage_does(spark, tmp_path):
-    """An accumulating upstream with early firings: the downstream Max reads every pane (early ones
-    included), as the Python stage does."""
-    chain = counts(trigger=EARLY.accumulating_fired_panes()).then(WindowedOperator(None, Max()))
+def test_an_ansi_off_session_keeps_a_sum_stage_in_python(spark, tmp_path):
+    """Spark's sum wraps past 64 bits without ANSI mode, where the Python stage's sum is an error."""
     (tmp_path / "src").mkdir()
+    chain = counts().then(WindowedOperator(None, Sum()))
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        with native_stages(spark):
+            assert not feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)).native_stage
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
     with native_stages(spark):
         assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)).native_stage
+
+
+def test_in_a_chain_of_three_only_the_last_stage_may_run_natively(spark, tmp_path):
+    (tmp_path / "src").mkdir()
+    chain = counts().then(KeyedWindowedOperator(None, Sum())).then(WindowedOperator(None, Max()))
+    with native_stages(spark):
+        out = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)
+    assert feed_of(out).native_stage
+    assert stateful_python_operators(out) == 2  # the first two stages
+
+
+def stateful_python_operators(df) -> int:
+    return df._jdf.queryExecution().logical().toString().count("TransformWithStateInPySpark")
 
 
 @contextmanager

@@ -66,6 +66,9 @@ class Feed:
     time_mode: str = "EventTime"
     #: These are a native stage's panes (``native_stage``): no stage can read them as panes.
     native_stage: bool = False
+    #: The window option the panes' windows come from (the operator's, or, where it keeps its
+    #: upstream's windows, the one of the first stage that has one).
+    windows: Any = None
 
 
 def attach_feed(panes: DataFrame, feed: Feed) -> DataFrame:
@@ -180,8 +183,9 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
 def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str] = None, time_mode: str = "auto",
                        clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                        drop_counter: Any = None, state_encoding: str = "json",
-                       spark_event_time: bool = False, vectorized: bool = True) -> DataFrame:
-    """``op`` over the panes of the operator behind ``feed``: see the module's docstring."""
+                       spark_event_time: bool = False, vectorized: bool = True, native: bool = True) -> DataFrame:
+    """``op`` over the panes of the operator behind ``feed``: see the module's docstring.
+    ``native=False``: never as Spark's own aggregation (a stage another stage reads)."""
     from ..vectorized import supports_vectorized
     from .runner import check_state_encoding, choose_time_mode, observation_name, resolve_key_groups, run_processor
 
@@ -189,8 +193,8 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
     if feed.native_stage:
         raise SparkOperatorError(
             f"{op.label()} reads the output of {feed.operator.label()}, which Spark runs as its own aggregation "
-            f"({NATIVE_STAGES_CONF}=true): that output is not an operator's panes; chain after it with the setting "
-            "off, or apply native Spark to it")
+            f"({NATIVE_STAGES_CONF}=true): that output is not an operator's panes; apply the stages as one chain "
+            "(op1.then(op2).then(op3).apply(df): only its last stage may run natively), or apply native Spark to it")
     check_consumable(feed.operator, op)
     gap = element_gap(op.window)
     if gap is not None and not isinstance(gap, str) and not callable(gap):
@@ -214,21 +218,22 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         what = f"over {input_type}" if input_type is not None else "of a callable's values"
         raise SparkOperatorError(f"{op.label()}: cannot map the output of {type(op.accumulation).__name__} {what} "
                                  "to a Spark type; give the operator value_type='<DDL type>'")
-    if _native_stages(feed) and native_refusal(op, feed) is None:
-        stage = NativeStage(op=op, upstream=feed.operator, value_type=resolved_value_type)
+    mode, groups = choose_time_mode(op, time_mode), resolve_key_groups(key_groups)  # (checked on either plan)
+    if native and _native_stages(feed) and native_refusal(op, feed, ansi=_ansi(feed)) is None:
+        stage = NativeStage(op=op, upstream=feed.operator, value_type=resolved_value_type, schema=feed.frame.schema)
         observation = observation_name(op)
         out = apply_native_stage(stage, feed, spark_event_time=spark_event_time, observation=observation)
         return attach_feed(out, Feed(frame=out, operator=op, end_of_input_watermark=feed.end_of_input_watermark,
                                      observation=observation, native_stage=True))
     plan = SparkPlan(
-        operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
+        operator=op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), key_column=group_column, time_column="timestamp",
-        key_groups=resolve_key_groups(key_groups), state_key=state_key, drop_counter=drop_counter,
+        key_groups=groups, state_key=state_key, drop_counter=drop_counter,
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
         event_time_output=spark_event_time, vectorized=vectorized and supports_vectorized(op.build_core()))
-    return run_processor(frame, plan, group_column)
+    return run_processor(frame, plan, group_column, inherited_windows=feed.windows)
 
 
 def _native_stages(feed: Feed) -> bool:
@@ -238,6 +243,14 @@ def _native_stages(feed: Feed) -> bool:
     except Exception:  # noqa: BLE001 - a session without a readable conf keeps the default
         return False
     return read_flag(conf, NATIVE_STAGES_CONF, default=False)
+
+
+def _ansi(feed: Feed) -> bool:
+    """``spark.sql.ansi.enabled`` (true unless the session says false)."""
+    try:
+        return str(feed.frame.sparkSession.conf.get("spark.sql.ansi.enabled", "true")).strip().lower() != "false"
+    except Exception:  # noqa: BLE001 - unreadable: assume off, which only keeps a Sum stage in Python
+        return False
 
 
 def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **options: Any) -> DataFrame:
@@ -251,8 +264,8 @@ def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **optio
     if not inner:
         return last.apply(df, *others, **options, **event_time)
     out = inner[0].apply(df, *others, **options)
-    for op in inner[1:]:
-        out = op.apply(out, **passed)
+    for op in inner[1:]:  # (a stage the next one reads keeps its panes: never a native aggregation)
+        out = apply_fed_operator(op, feed_of(out), native=False, **passed)  # type: ignore[arg-type]
     return last.apply(out, **passed, **event_time)
 
 

@@ -22,8 +22,12 @@ aggregation exactly as they reach the Python stage, which holds under the condit
   timestamp), which is what Spark's append mode emits for a group;
 - a retraction's value is already the negation of the output it undoes (``get_retraction``), so
   ``sum(value)`` folds it out as ``Sum.subtract`` does, and ``Count`` counts it as -1;
-- the Python stage refuses a null value (its bad-element rule, "raise"); Spark's aggregates skip
-  nulls, so the native plan stops the query with ``raise_error`` naming the window instead.
+- the stage reads the panes only by attribute or record (no callable, no time or skew of its own),
+  keys them by an attribute a retraction shares with the pane it undoes (its key, its window), and
+  under a retracting upstream sums or counts its values only;
+- where the Python stage fails on a pane (a null or NaN in a field it reads is a bad element under
+  "raise"; a null value fails its fold), Spark's aggregates would skip the row: the native plan stops
+  the query with ``raise_error`` naming the stage, the field and the window instead.
 
 ``AllMax`` keeps every record tied for the top; the Python stage lists them in arrival order,
 which for panes follows Spark's partitioning; the native stage sorts them (a deterministic order).
@@ -36,10 +40,11 @@ operators changed).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, DoubleType, FloatType, StructField, StructType
 
 from accumulations import AllMax, Count, Max, Min, Sum
 from accumulations.base import Accumulation
@@ -65,8 +70,8 @@ _VALUE = "__wo_native_value"
 _KEY = "__wo_native_key"
 
 
-def _upstream_refusal(upstream: WindowingOptions, time_mode: str) -> Optional[str]:
-    if not isinstance(upstream.window, (TimeWindows, CumulativeWindows)):
+def _upstream_refusal(upstream: WindowingOptions, windows: Any, time_mode: str) -> Optional[str]:
+    if not isinstance(windows, (TimeWindows, CumulativeWindows)):
         return "the upstream's windows are not tumbling, hopping or cumulative ones"
     if upstream.allowed_lateness:
         return "the upstream has allowed lateness (its late panes can be behind Spark's watermark)"
@@ -77,8 +82,19 @@ def _upstream_refusal(upstream: WindowingOptions, time_mode: str) -> Optional[st
     return None
 
 
+#: Pane attributes a native stage may key by: a retraction carries the same ones as the pane it
+#: undoes (the Python stage reads a retraction as that pane), and none is ever null.
+_NATIVE_KEYS = (None, "key", "window_start", "window_end")
+
+
+def _reads_pane(op: OperatorBase) -> bool:
+    """A stage with a key of its own reads the pane's attributes; one without reads the pane's value."""
+    return op.keyed and getattr(op, "key", None) is not None
+
+
 def _stage_refusal(op: OperatorBase, upstream: WindowingOptions) -> Optional[str]:
     accumulation = op.accumulation
+    key = getattr(op, "key", None)
     if op.window is not None:
         return "the stage has windows of its own"
     if op.trigger.kind != "default" or op.allowed_lateness:
@@ -87,58 +103,111 @@ def _stage_refusal(op: OperatorBase, upstream: WindowingOptions) -> Optional[str
         return "the stage's panes are not stamped at their window's end"
     if op.late_data_output or op.on_bad_element != "raise":
         return "the stage keeps late data or dead letters"
+    if op.timestamp is not None or op.max_future_skew is not None:
+        return "the stage reads a time of its own or checks skew (the pane's timestamp is the rule here)"
+    if op.value_type is not None:
+        return "the stage declares its output type (the Python stage converts its values through Arrow)"
     if type(accumulation) not in _NATIVE_ACCUMULATIONS:
         return f"Spark has no aggregate for {type(accumulation).__name__}"
     if isinstance(accumulation, AllMax) and (accumulation.field is None or accumulation.key is not None):
         return "AllMax ranks by a callable"
-    if callable(op.value) or callable(getattr(op, "key", None)):
+    if callable(op.value) or callable(key):
         return "the stage reads the panes with a callable"
-    reads_pane = op.keyed and getattr(op, "key", None) is not None
-    if reads_pane and op.value is None:
+    if op.keyed and key not in _NATIVE_KEYS:
+        return f"the stage keys by the pane's {key!r} (natively: its key or its window's start or end)"
+    if _reads_pane(op) and op.value is None:
         return "the stage folds whole panes"
-    if op.keyed and getattr(op, "key", None) is None and not upstream.keyed:
+    if op.keyed and key is None and not upstream.keyed:
         return "the stage has no key and its upstream none to keep"
-    if isinstance(op.value, str) and not reads_pane:
+    if isinstance(op.value, str) and not _reads_pane(op):
         return "the stage picks a field of the upstream's values"
-    retracting = upstream.trigger.mode == AccumulationMode.ACCUMULATING_AND_RETRACTING
-    if retracting and (type(accumulation) not in (Sum, Count) or accumulation.input_field() is not None
-                       or isinstance(op.value, dict)):
-        return "the upstream retracts and the stage's aggregate cannot fold a retraction out natively"
-    negates = type(upstream.core_accumulation()).get_retraction is Accumulation.get_retraction
-    if retracting and isinstance(accumulation, Sum) and not negates:
-        return "the upstream retracts with a get_retraction of its own (sum(value) folds out negations only)"
+    if upstream.trigger.mode == AccumulationMode.ACCUMULATING_AND_RETRACTING:
+        # the Python stage reads a retraction as the pane it undoes and subtracts what it reads; the
+        # pane rows hold the undone output negated in ``value`` only, and count each retraction as one
+        if isinstance(accumulation, Count):
+            return None
+        reads_value = (op.value is None and not _reads_pane(op)) or (_reads_pane(op) and op.value == "value")
+        if not isinstance(accumulation, Sum) or accumulation.input_field() is not None or not reads_value:
+            return "the upstream retracts and the stage folds something other than a Sum or Count of its values"
+        if type(upstream.core_accumulation()).get_retraction is not Accumulation.get_retraction:
+            return "the upstream retracts with a get_retraction of its own (sum(value) folds out negations only)"
     return None
 
 
-def native_refusal(op: OperatorBase, feed: "Feed") -> Optional[str]:
+def _type_refusal(op: OperatorBase, schema: StructType) -> Optional[str]:
+    """What Spark cannot do with the pane rows' types: sort records holding a map (AllMax's ties)."""
+    if isinstance(op.accumulation, AllMax):
+        if "map<" in NativeStage(op, op, "", schema).element_type().simpleString():
+            return "AllMax's records hold a map, which Spark cannot sort"
+    return None
+
+
+def _field_type(data_type: DataType, field: str) -> Optional[DataType]:
+    """A struct's field's type (None where ``data_type`` has no such field: Spark's analysis names it)."""
+    if isinstance(data_type, StructType) and field in data_type.fieldNames():
+        return data_type[field].dataType
+    return None
+
+
+def _null(column: Column, data_type: Optional[DataType]) -> Column:
+    """Null as the Python stage's reader sees it (``elements.is_null``): None, or NaN in a float."""
+    if isinstance(data_type, (FloatType, DoubleType)):
+        return column.isNull() | F.isnan(column)
+    return column.isNull()
+
+
+def native_refusal(op: OperatorBase, feed: "Feed", ansi: bool = True) -> Optional[str]:
     """Why ``op`` over ``feed``'s panes must run as a transformWithState (see the module's
-    docstring), or None when Spark's aggregation gives the same panes."""
+    docstring), or None when Spark's aggregation gives the same panes (``ansi``: the session's
+    ``spark.sql.ansi.enabled``)."""
     if feed.event_time_frame is None:
         return "the upstream's panes cannot carry an event time"
-    return _upstream_refusal(feed.operator, feed.time_mode) or _stage_refusal(op, feed.operator)
+    if not ansi and isinstance(op.accumulation, Sum):
+        return "ANSI mode is off: Spark's sum would wrap past 64 bits, where the Python stage's sum is an error"
+    return (_upstream_refusal(feed.operator, feed.windows, feed.time_mode) or _stage_refusal(op, feed.operator)
+            or _type_refusal(op, feed.frame.schema))
 
 
 @dataclass(frozen=True)
 class NativeStage:
-    """How ``op`` reads the pane rows, as Spark columns."""
+    """How ``op`` reads the pane rows (``schema``: their columns, times in ms), as Spark columns."""
 
     op: OperatorBase
     upstream: WindowingOptions
     value_type: str
+    schema: StructType
 
     def key(self) -> Optional[Column]:
         if not self.op.keyed:
             return None
         return F.col(_PANE_COLUMNS[getattr(self.op, "key", None) or "key"])
 
-    def element(self) -> Column:
-        """What the stage folds from each pane: a pane attribute, or a record of them."""
+    def _reads(self) -> list[tuple[str, str, Column, DataType]]:
+        """Every field the stage reads from a pane, as (output name, what it is, column, type): a
+        pane attribute, the pane's value, or a field of that value."""
         value = self.op.value
-        if isinstance(value, dict):  # of the pane (a stage with a key of its own), else of its value
-            reads_pane = self.op.keyed and getattr(self.op, "key", None) is not None
-            return F.struct(*[(F.col(_PANE_COLUMNS[field]) if reads_pane else F.col("value")[field]).alias(name)
-                              for name, field in value.items()])
-        return F.col(_PANE_COLUMNS[value or "value"])
+        if _reads_pane(self.op):
+            fields = value if isinstance(value, dict) else {"": value}
+            return [(name, f"attribute {field!r}", F.col(_PANE_COLUMNS[field]),
+                     self.schema[_PANE_COLUMNS[field]].dataType) for name, field in fields.items()]
+        value_type = self.schema["value"].dataType
+        if isinstance(value, dict):
+            return [(name, f"value field {field!r}", F.col("value")[field], _field_type(value_type, field))
+                    for name, field in value.items()]
+        return [("", "value", F.col("value"), value_type)]
+
+    def element(self) -> Column:
+        """What the stage folds from each pane: one read, or a record of them."""
+        reads = self._reads()
+        if isinstance(self.op.value, dict):
+            return F.struct(*[column.alias(name) for name, _, column, _ in reads])
+        return reads[0][2]
+
+    def element_type(self) -> DataType:
+        reads = self._reads()
+        if isinstance(self.op.value, dict):
+            return StructType([StructField(name, data_type, True) for name, _, _, data_type in reads])
+        return reads[0][3]
 
     def folded(self) -> Optional[Column]:
         """The value the aggregate reads (None for Count, which reads none)."""
@@ -149,17 +218,23 @@ class NativeStage:
         field = accumulation.input_field()
         return element if field is None or isinstance(accumulation, AllMax) else element[field]
 
-    def checked(self, folded: Column) -> Column:
-        """``folded``, or the query stopped naming the window where it (or AllMax's rank) is null:
-        the Python stage's bad-element rule, where Spark's aggregates would skip the row."""
-        accumulation = self.op.accumulation
-        rank = folded[accumulation.field] if isinstance(accumulation, AllMax) else folded
-        what = (f"field {accumulation.field!r} of the value" if isinstance(accumulation, AllMax)
-                else f"field {accumulation.input_field()!r} of the value" if accumulation.input_field() else "value")
-        message = F.concat(F.lit(f"{self.op.label()}: a pane of {self.upstream.label()} has a null {what} (window "),
-                           F.col("window_start").cast("string"), F.lit(", "), F.col("window_end").cast("string"),
-                           F.lit(" ms): a bad element, which on_bad_element='raise' refuses"))
-        return F.when(rank.isNull(), F.raise_error(message)).otherwise(folded)
+    def checks(self) -> list[Column]:
+        """One condition per field the stage reads, each stopping the query where the field is null
+        (or NaN) with a message naming the stage, the field and the window: where the Python stage
+        fails on the pane (a bad element under on_bad_element='raise', or its fold's error), Spark's
+        aggregates would skip the row."""
+        reads = [(what, column, data_type) for _, what, column, data_type in self._reads()]
+        field = self.op.accumulation.input_field()
+        if field is not None:
+            reads.append((f"field {field!r} of what it folds", self.element()[field],
+                          _field_type(self.element_type(), field)))
+        return [F.when(_null(column, data_type), F.raise_error(self._message(what))).otherwise(F.lit(True))
+                for what, column, data_type in reads]
+
+    def _message(self, what: str) -> Column:
+        return F.concat(F.lit(f"{self.op.label()}: a pane of {self.upstream.label()} has a null {what} (window "),
+                        F.col("window_start").cast("string"), F.lit(", "), F.col("window_end").cast("string"),
+                        F.lit(" ms): a bad element, which on_bad_element='raise' refuses"))
 
     def aggregate(self) -> Column:
         accumulation = self.op.accumulation
@@ -188,13 +263,15 @@ def apply_native_stage(stage: NativeStage, feed: "Feed", *, spark_event_time: bo
     message = (f"{stage.op.label()}: a pane of {stage.upstream.label()} has no event time; planned natively "
                f"({NATIVE_STAGES_CONF}) on the rule that every pane has one")
     rows = rows.where(F.when(F.col(EVENT_TIME_COLUMN).isNull(), F.raise_error(F.lit(message))).otherwise(F.lit(True)))
+    for check in stage.checks():
+        rows = rows.where(check)
     key = stage.key()
     folded = stage.folded()
     columns = [F.col(EVENT_TIME_COLUMN), F.col("window_start"), F.col("window_end"), F.col("is_retraction")]
     if key is not None:
         columns.append(key.alias(_KEY))
     if folded is not None:
-        columns.append(stage.checked(folded).alias(_VALUE))
+        columns.append(folded.alias(_VALUE))
     groups = [EVENT_TIME_COLUMN, "window_start", "window_end", *([_KEY] if key is not None else [])]
     aggregated = (rows.select(*columns).groupBy(*groups)
                   .agg(stage.aggregate().cast(stage.value_type).alias("value")))

@@ -259,13 +259,15 @@ def _conf_flag(df: DataFrame, name: str) -> bool:
 
 
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
-                  columns: Optional[list[str]] = None, observation: Optional[str] = None) -> DataFrame:
+                  columns: Optional[list[str]] = None, observation: Optional[str] = None,
+                  inherited_windows: Any = None) -> DataFrame:
     """Group by key group, run the processor, convert times to timestamps.
 
     The key group is ``pmod(xxhash64(key), key_groups)``: a fixed function of the key, so a
     restarted query finds each key's state where it left it (do not change ``key_groups`` between
     runs of one checkpoint: the state's fingerprint refuses it).  ``observation``: the name of its
-    observed metrics (``observation_name`` when not given)."""
+    observed metrics (``observation_name`` when not given); ``inherited_windows``: where the operator
+    keeps its upstream's windows, the window option they come from (``Feed.windows``)."""
     source, source_plan, source_columns = projected, plan, columns
     group = F.lit(0) if key_col is None else F.pmod(F.xxhash64(F.col(key_col)), F.lit(plan.key_groups))
     if plan.heartbeats:  # a heartbeat row names its group (``heartbeat``)
@@ -306,11 +308,12 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
         if plan.event_time_output:
             return pane_rows(out, plan, event_time=True)
         again = run_processor(source, dataclasses.replace(source_plan, event_time_output=True), key_col,
-                              source_columns, observation=observation)
+                              source_columns, observation=observation, inherited_windows=inherited_windows)
         return feed_of(again).event_time_frame()  # type: ignore[union-attr,misc]
 
     feed = Feed(frame=frame, operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark,
-                observation=observation, event_time_frame=event_time_frame, time_mode=plan.time_mode)
+                observation=observation, event_time_frame=event_time_frame, time_mode=plan.time_mode,
+                windows=plan.operator.window if plan.operator.window is not None else inherited_windows)
     columns: list[Column] = []
     if plan.keyed:
         columns.append(F.col("key"))
