@@ -12,7 +12,7 @@ no allowed lateness, the logs against per-key state: the pane log against per-ke
 ``windowed_operator.window_log``, for q8) or ``keyShards`` (per-key records kept many keys to a
 text against each in its own state entry, ``windowed_operator.key_shards``: q11 and q5r's first
 stage) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
-transformWithState, ``spark.native_stage``: q5 and q5r).  Per query: a warm-up, then ``--runs``
+transformWithState, ``windowed_operator.spark.native_stage``: q5 and q5r).  Per query: a warm-up, then ``--runs``
 rounds of (off, on) and (on, off) in turn, each on a fresh checkpoint, with the setting set before the operator is
 applied; each run's final result is checked against the brute-force model.  Prints each run, the
 median events/s of both and their ratio.  A query the setting does not change measures the noise.

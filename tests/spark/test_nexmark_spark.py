@@ -52,4 +52,3 @@ def test_ours_and_native_on_spark_equal_the_model(spark, stream, tmp_path, query
             assert spark_rule != expected, "the stream should show the difference"
             expected = spark_rule
         assert S.native_result(query, S.run_to_end(native, tmp_path / "native").rows) == expected
-
