@@ -40,14 +40,11 @@ from ..watermarks import UpstreamWatermark
 from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .errors import SparkOperatorError
-from .plan import EVENT_TIME_COLUMN, PHASE_COLUMN, SparkPlan
+from .plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF, PHASE_COLUMN, SparkPlan
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
 from .processor import ROUTE_COLUMN
-from .settings import read_flag
 
 _FEED = "_windowed_operator_feed"
-#: What a pane's attributes are called among the processor's columns (``index`` is ``pane_index``).
-_PANE_COLUMN_OF = {**{name: name for name in OUTPUT_COLUMNS}, "index": "pane_index"}
 
 
 @dataclass(frozen=True)
@@ -126,9 +123,9 @@ def _route(op: OperatorBase, feed: Feed, key_type: Optional[str]) -> tuple[DataF
                 "it key= (a pane attribute such as 'value', or a callable on the pane)")
         key = "key"
     if isinstance(key, str):
-        column = _PANE_COLUMN_OF.get(key)
+        column = PANE_COLUMN_OF.get(key)
         if column is None or column not in frame.columns:
-            attributes = ", ".join(c for c in _PANE_COLUMN_OF if _PANE_COLUMN_OF[c] in frame.columns)
+            attributes = ", ".join(c for c in PANE_COLUMN_OF if PANE_COLUMN_OF[c] in frame.columns)
             raise SparkOperatorError(f"{op.label()}: key {key!r} is not an attribute of the panes it reads (they "
                                      f"have {attributes}); use a callable on the pane for anything else")
         return frame, column, key_type or frame.schema[column].dataType.simpleString(), f"pane {key}"
@@ -151,7 +148,7 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
         fields = []
         for name, field in value.items():
             if reads_pane:
-                column = _PANE_COLUMN_OF.get(field)
+                column = PANE_COLUMN_OF.get(field)
                 if column is None or column not in frame.columns:
                     raise SparkOperatorError(f"{op.label()}: value field {name!r} reads {field!r}, which is not an "
                                              "attribute of the panes it reads; use a callable on the pane for "
@@ -166,7 +163,7 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
         return StructType(fields).simpleString()
     if value is None and op.keyed and op.key is not None:  # the reader folds the whole pane (as locally)
         return StructType([f for f in frame.schema.fields if f.name != PHASE_COLUMN]).simpleString()
-    column = _PANE_COLUMN_OF.get(value or "value")
+    column = PANE_COLUMN_OF.get(value or "value")
     if column is None or column not in frame.columns:
         raise SparkOperatorError(f"{op.label()}: value {value!r} is not an attribute of the panes it reads; use a "
                                  "callable on the pane for anything else")
@@ -187,7 +184,8 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
     """``op`` over the panes of the operator behind ``feed``: see the module's docstring.
     ``native=False``: never as Spark's own aggregation (a stage another stage reads)."""
     from ..vectorized import supports_vectorized
-    from .runner import check_state_encoding, choose_time_mode, observation_name, resolve_key_groups, run_processor
+    from .runner import (check_state_encoding, choose_time_mode, conf_flag, observation_name, resolve_key_groups,
+                         run_processor)
 
     check_state_encoding(state_encoding)
     if feed.native_stage:
@@ -219,7 +217,8 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         raise SparkOperatorError(f"{op.label()}: cannot map the output of {type(op.accumulation).__name__} {what} "
                                  "to a Spark type; give the operator value_type='<DDL type>'")
     mode, groups = choose_time_mode(op, time_mode), resolve_key_groups(key_groups)  # (checked on either plan)
-    if native and _native_stages(feed) and native_refusal(op, feed, ansi=_ansi(feed)) is None:
+    if (native and conf_flag(feed.frame, NATIVE_STAGES_CONF, default=False)  # (off by default: ``native_stage``)
+            and native_refusal(op, feed, ansi=_ansi(feed)) is None):
         stage = NativeStage(op=op, upstream=feed.operator, value_type=resolved_value_type, schema=feed.frame.schema)
         observation = observation_name(op)
         out = apply_native_stage(stage, feed, spark_event_time=spark_event_time, observation=observation)
@@ -234,15 +233,6 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
         event_time_output=spark_event_time, vectorized=vectorized and supports_vectorized(op.build_core()))
     return run_processor(frame, plan, group_column, inherited_windows=feed.windows)
-
-
-def _native_stages(feed: Feed) -> bool:
-    """``spark.windowed_operator.nativeStages`` (off by default: ``native_stage``)."""
-    try:
-        conf = feed.frame.sparkSession.conf
-    except Exception:  # noqa: BLE001 - a session without a readable conf keeps the default
-        return False
-    return read_flag(conf, NATIVE_STAGES_CONF, default=False)
 
 
 def _ansi(feed: Feed) -> bool:

@@ -53,7 +53,7 @@ from triggers.option import AccumulationMode
 from ..operator import OperatorBase, WindowingOptions
 from ..panes import TimestampCombiner
 from ..windows import CumulativeWindows, TimeWindows
-from .plan import EVENT_TIME_COLUMN
+from .plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF
 
 if TYPE_CHECKING:
     from .chain import Feed
@@ -62,10 +62,6 @@ if TYPE_CHECKING:
 NATIVE_STAGES_CONF = "spark.windowed_operator.nativeStages"
 
 _NATIVE_ACCUMULATIONS = (Sum, Count, Min, Max, AllMax)
-#: What a pane's attributes are called among the pane rows' columns (``index`` is ``pane_index``).
-_PANE_COLUMNS = {"key": "key", "window_start": "window_start", "window_end": "window_end", "value": "value",
-                 "timing": "timing", "index": "pane_index", "is_first": "is_first", "is_last": "is_last",
-                 "is_retraction": "is_retraction", "timestamp": "timestamp"}
 _VALUE = "__wo_native_value"
 _KEY = "__wo_native_key"
 
@@ -134,10 +130,10 @@ def _stage_refusal(op: OperatorBase, upstream: WindowingOptions) -> Optional[str
     return None
 
 
-def _type_refusal(op: OperatorBase, schema: StructType) -> Optional[str]:
+def _type_refusal(op: OperatorBase, upstream: WindowingOptions, schema: StructType) -> Optional[str]:
     """What Spark cannot do with the pane rows' types: sort records holding a map (AllMax's ties)."""
     if isinstance(op.accumulation, AllMax):
-        if "map<" in NativeStage(op, op, "", schema).element_type().simpleString():
+        if "map<" in NativeStage(op, upstream, "", schema).element_type().simpleString():
             return "AllMax's records hold a map, which Spark cannot sort"
     return None
 
@@ -165,7 +161,7 @@ def native_refusal(op: OperatorBase, feed: "Feed", ansi: bool = True) -> Optiona
     if not ansi and isinstance(op.accumulation, Sum):
         return "ANSI mode is off: Spark's sum would wrap past 64 bits, where the Python stage's sum is an error"
     return (_upstream_refusal(feed.operator, feed.windows, feed.time_mode) or _stage_refusal(op, feed.operator)
-            or _type_refusal(op, feed.frame.schema))
+            or _type_refusal(op, feed.operator, feed.frame.schema))
 
 
 @dataclass(frozen=True)
@@ -180,7 +176,7 @@ class NativeStage:
     def key(self) -> Optional[Column]:
         if not self.op.keyed:
             return None
-        return F.col(_PANE_COLUMNS[getattr(self.op, "key", None) or "key"])
+        return F.col(PANE_COLUMN_OF[getattr(self.op, "key", None) or "key"])
 
     def _reads(self) -> list[tuple[str, str, Column, DataType]]:
         """Every field the stage reads from a pane, as (output name, what it is, column, type): a
@@ -188,8 +184,8 @@ class NativeStage:
         value = self.op.value
         if _reads_pane(self.op):
             fields = value if isinstance(value, dict) else {"": value}
-            return [(name, f"attribute {field!r}", F.col(_PANE_COLUMNS[field]),
-                     self.schema[_PANE_COLUMNS[field]].dataType) for name, field in fields.items()]
+            return [(name, f"attribute {field!r}", F.col(PANE_COLUMN_OF[field]),
+                     self.schema[PANE_COLUMN_OF[field]].dataType) for name, field in fields.items()]
         value_type = self.schema["value"].dataType
         if isinstance(value, dict):
             return [(name, f"value field {field!r}", F.col("value")[field], _field_type(value_type, field))
@@ -267,12 +263,14 @@ def apply_native_stage(stage: NativeStage, feed: "Feed", *, spark_event_time: bo
         rows = rows.where(check)
     key = stage.key()
     folded = stage.folded()
-    columns = [F.col(EVENT_TIME_COLUMN), F.col("window_start"), F.col("window_end"), F.col("is_retraction")]
+    columns = [F.col(EVENT_TIME_COLUMN), F.col("window_start"), F.col("window_end"), F.col("timestamp"),
+               F.col("is_retraction")]
     if key is not None:
         columns.append(key.alias(_KEY))
     if folded is not None:
         columns.append(folded.alias(_VALUE))
-    groups = [EVENT_TIME_COLUMN, "window_start", "window_end", *([_KEY] if key is not None else [])]
+    # (a window's panes share one timestamp, its end's, as the stage's pane does: grouping by it keeps it)
+    groups = [EVENT_TIME_COLUMN, "window_start", "window_end", "timestamp", *([_KEY] if key is not None else [])]
     aggregated = (rows.select(*columns).groupBy(*groups)
                   .agg(stage.aggregate().cast(stage.value_type).alias("value")))
     out: list[Column] = [F.col(_KEY).alias("key")] if key is not None else []
@@ -282,7 +280,7 @@ def apply_native_stage(stage: NativeStage, feed: "Feed", *, spark_event_time: bo
             shown_timestamp("timestamp")]
     if spark_event_time:
         out.append(F.col(EVENT_TIME_COLUMN))
-    panes = aggregated.withColumn("timestamp", F.col("window_end") - F.lit(1)).select(*out)
+    panes = aggregated.select(*out)
     # the Python stage's observed metrics, so that progress reports read the same (nothing is dropped here:
     # the conditions leave no pane late and a null stops the query)
     return panes.observe(observation, F.lit(0).cast("bigint").alias("late_rows_dropped"),

@@ -26,6 +26,9 @@ COUNT_COLUMNS = [LATE_COUNT_COLUMN, BAD_COUNT_COLUMN]
 #: The output column holding each pane's event time for Spark's watermark (``spark_event_time``).
 EVENT_TIME_COLUMN = "event_time"
 
+#: What a pane's attributes are called among a stage's pane rows (``index`` is ``pane_index``).
+PANE_COLUMN_OF = {**{name: name for name in OUTPUT_COLUMNS}, "index": "pane_index"}
+
 #: Which step of its batch made a pane (``group_batch.Phase``): what a chained stage reads to take
 #: the pane at the step the local chain would (``spark.chain``); dropped from the public output.
 PHASE_COLUMN = "__wo_phase"

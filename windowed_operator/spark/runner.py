@@ -249,13 +249,13 @@ PANE_LOG_CONF = "spark.windowed_operator.paneLog"
 KEY_SHARDS_CONF = "spark.windowed_operator.keyShards"
 
 
-def _conf_flag(df: DataFrame, name: str) -> bool:
-    """A boolean setting of the session (``settings.read_flag``; a conf that cannot be read: true)."""
+def conf_flag(df: DataFrame, name: str, default: bool = True) -> bool:
+    """A boolean setting of the session (``settings.read_flag``; a conf that cannot be read: ``default``)."""
     try:
         conf = df.sparkSession.conf
     except Exception:  # noqa: BLE001 - a session without a readable conf keeps the default
-        return True
-    return read_flag(conf, name)
+        return default
+    return read_flag(conf, name, default)
 
 
 def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
@@ -282,8 +282,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     # runs, benchmarks/nexmark/results-2026-11-24d-packed.txt: q11 1.09x, q5r 1.13x).
     packed = packed and not (plan.preaggregated or plan.preselected or plan.prefolded)
     plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone,
-                               pane_log=_conf_flag(projected, PANE_LOG_CONF),
-                               key_shards=_conf_flag(projected, KEY_SHARDS_CONF))
+                               pane_log=conf_flag(projected, PANE_LOG_CONF),
+                               key_shards=conf_flag(projected, KEY_SHARDS_CONF))
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
         # (the group column keeps its type: pmod of xxhash64 is a bigint, the unkeyed group an int)
         group_type = LongType() if key_col is not None else IntegerType()
