@@ -74,6 +74,12 @@ class Accumulation(ParameterModel, Generic[I, A, O]):
         """The input field this accumulation reads, if it reads one."""
         return None
 
+    def folds_whole_input(self) -> bool:
+        """Whether each input itself is what is folded (``Sum()``, not ``Sum("amount")`` or
+        ``Count()``), so that a null input cannot be folded: the reader makes it a bad element, as
+        it does a null field.  Functions of the user's (``Reduce``, ``Combine``) may take None."""
+        return False
+
     def input_type_refusal(self, input_type: str) -> Optional[str]:
         """Why inputs of this DDL type cannot be folded (what the accumulation takes), or None when
         they can: a runner with typed inputs (Spark) refuses the column before any row is read."""
@@ -119,6 +125,9 @@ class FieldAccumulation(Accumulation[Any, A, O]):
 
     def input_field(self) -> Optional[str]:
         return self.field
+
+    def folds_whole_input(self) -> bool:
+        return self.field is None
 
     def extract(self, value: Any) -> Any:
         if self.field is None:

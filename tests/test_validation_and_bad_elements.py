@@ -4,11 +4,11 @@ from datetime import datetime, timezone
 import pytest
 from pydantic import ValidationError
 
-from accumulations import Sum
+from accumulations import Count, CountDistinct, Max, Mean, Min, Reduce, Sum, ToList
 from triggers import AfterCount, AfterProcessingTime, TriggerOption
 from windowed_operator import BadElementError, DropReason, KeyedWindowedOperator, TimeWindows, WindowedOperator
 from windowed_operator.elements import element_json
-from windowed_operator.testing import TimestampedValue
+from windowed_operator.testing import TestStream, TimestampedValue
 from windowed_operator.time import END_OF_INPUT
 
 
@@ -158,3 +158,45 @@ def test_a_value_record_reads_each_field_and_names_a_missing_or_null_one():
     for bad, message in (({}, "needs at least one field"), ({"a": ""}, "non-empty field names")):
         with pytest.raises(ValidationError, match=message):
             KeyedWindowedOperator(TimeWindows(10), ToList(), key="k", value=bad)
+
+
+@pytest.mark.parametrize("accumulation", [Sum(), Max(), Min(), Mean(), ToList(), CountDistinct()],
+                         ids=lambda a: type(a).__name__)
+@pytest.mark.parametrize("null", [None, float("nan")], ids=["None", "NaN"])
+def test_a_null_value_the_accumulation_folds_itself_is_a_bad_element(accumulation, null):
+    """Before, ``Sum()`` failed on a null value with a TypeError and ``Max()`` left it out unseen."""
+    raising = WindowedOperator(TimeWindows(10), accumulation).local_runner()
+    with pytest.raises(BadElementError, match=r"invalid_value.*value is null"):
+        raising.add_elements(TimestampedValue(2, 1), TimestampedValue(null, 2))
+    op = WindowedOperator(TimeWindows(10), accumulation, on_bad_element="dead_letter")
+    runner = op.local_runner()
+    runner.add_elements(TimestampedValue(2, 1), TimestampedValue(null, 2), TimestampedValue(4, 3))
+    assert [d.reason for d in runner.dead_letters] == [DropReason.INVALID_VALUE]
+    assert runner.dropped_counts == {"invalid_value": 1}
+    expected = WindowedOperator(TimeWindows(10), accumulation).run_local(
+        TestStream().add_elements(TimestampedValue(2, 1), TimestampedValue(4, 3)))
+    assert [p.value for p in runner.finish()] == [p.value for p in expected]
+
+
+def test_a_null_value_is_counted_and_a_function_of_the_users_may_take_it():
+    stream = [TimestampedValue(None, 1), TimestampedValue(3, 2)]
+    assert [p.value for p in WindowedOperator(TimeWindows(10), Count()).run_local(
+        TestStream().add_elements(*stream))] == [2]
+    firsts = WindowedOperator(TimeWindows(10), Reduce(lambda a, b: a if a is not None else b))
+    assert [p.value for p in firsts.run_local(TestStream().add_elements(*stream))] == [3]
+    extracted = WindowedOperator(TimeWindows(10), Sum(), value=lambda v: v, on_bad_element="dead_letter")
+    runner = extracted.local_runner()
+    runner.add_elements(*stream)
+    assert [d.detail for d in runner.dead_letters] == ["the value extractor's result is null (None)"]
+
+
+def test_a_chained_stage_takes_a_null_upstream_pane_value_as_a_bad_element():
+    """An upstream whose own function outputs None: the stage that sums its panes names it."""
+    upstream = WindowedOperator(TimeWindows(10), Reduce(lambda a, b: None))
+    chain = upstream.then(WindowedOperator(None, Sum(), on_bad_element="dead_letter"))
+    runner = chain.local_runner()
+    runner.add_elements(TimestampedValue(1, 1), TimestampedValue(2, 2), TimestampedValue(5, 11))
+    outputs = runner.finish()
+    dead = [d for r in runner.runners for d in r.dead_letters]
+    assert [(d.reason, d.detail) for d in dead] == [(DropReason.INVALID_VALUE, "the upstream pane's value is null (None)")]
+    assert [(p.window_start, p.value) for p in outputs if p.window_start == 10] == [(10, 5)]

@@ -6,7 +6,8 @@ send every other row here for its reason.  A bad element is never dropped silent
 ``BadElementError`` or, when the operator asks for it, goes to the dead-letter output with its
 reason.  Bad: a missing or null key (keyed operators) or an unhashable one; a missing, null or
 unreadable timestamp, or one at or after ``END_OF_INPUT`` (2255-03-14); a missing, null or NaN
-value in the field the accumulation reads; a session gap read from the element (``SessionWindows(
+value in the field the accumulation reads, or a null or NaN value (an upstream pane's included)
+where the accumulation folds the value itself (``Accumulation.folds_whole_input``); a session gap read from the element (``SessionWindows(
 gap=...)``) that is missing, null, not a duration or not positive.
 """
 from __future__ import annotations
@@ -146,7 +147,7 @@ class ElementReader:
     def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor,
                  value: Union[Extractor, dict[str, str]],
                  inherit_windows: bool, payload: Optional[str] = None, value_field: Optional[str] = None,
-                 max_future_skew: Optional[int] = None, gap: Extractor = None) -> None:
+                 max_future_skew: Optional[int] = None, gap: Extractor = None, whole_value_read: bool = False) -> None:
         #: A field holding the element proper, when key and time sit beside it (Spark's merge rows).
         self.payload = payload
         self.keyed = keyed
@@ -156,6 +157,8 @@ class ElementReader:
         self.inherit_windows = inherit_windows
         #: The field of the value that the accumulation reads (``Sum("amount")``): must be present and not null.
         self.value_field = value_field
+        #: The accumulation folds the value itself (``Sum()``): a null one is bad, an upstream pane's too.
+        self.whole_value_read = whole_value_read
         #: Elements more than this far ahead of processing time are bad (None: no limit but END_OF_INPUT).
         self.max_future_skew = max_future_skew
         #: Each element's session gap (``SessionWindows(gap=...)``): read into its proto-session, the window slot.
@@ -234,6 +237,10 @@ class ElementReader:
                 value = _value_field(element, value, self.value)
         if self.value_field is not None and not upstream:
             _value_field(element, value, self.value_field)
+        if self.whole_value_read and (self.value is None or callable(self.value)) and is_null(value):
+            what = "the value extractor's result" if callable(self.value) else \
+                "the upstream pane's value" if upstream else "value"
+            raise BadElementError(DropReason.INVALID_VALUE, element, f"{what} is null ({value!r})")
         if upstream and payload.is_retraction:
             return RetractedValue(value)  # the window folds it out (Accumulation.subtract)
         return value

@@ -145,7 +145,7 @@ class OperatorBase(WindowingOptions):
         return ElementReader(keyed=self.keyed, key=getattr(self, "key", None), timestamp=self.timestamp,
                              value=self.value, inherit_windows=self.window is None,
                              value_field=self.accumulation.input_field(), max_future_skew=self.max_future_skew,
-                             gap=element_gap(self.window))
+                             gap=element_gap(self.window), whole_value_read=self.accumulation.folds_whole_input())
 
     # -- running ------------------------------------------------------------------------------
     def local_runner(self, processing_time: Any = 0) -> "LocalRunner":

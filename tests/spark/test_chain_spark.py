@@ -8,7 +8,7 @@ import warnings
 import pytest
 from pyspark import cloudpickle
 
-from accumulations import AllMax, Count, Max, Mean, Sum
+from accumulations import AllMax, Count, Max, Mean, Reduce, Sum
 from accumulations.merge import LeftOuterJoin
 from triggers import TriggerOption
 from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator, SessionWindows, TimeWindows,
@@ -279,3 +279,26 @@ def test_a_value_record_of_the_rows_columns_on_spark_equals_local_runner(spark, 
     df = spark.readStream.schema(MARKED_SCHEMA).json(str(tmp_path))
     with pytest.raises(SparkOperatorError, match=r"value record fields \{'amt': 'price'\} name columns that are not"):
         op.model_copy(update={"value": {"amt": "price"}}).apply(df)
+
+
+def keep_none(a, b):
+    return None
+
+
+def test_a_null_upstream_pane_value_is_a_dead_letter_of_the_stage_that_sums_it(spark, tmp_path):
+    """An upstream whose own function outputs None: Spark's stage reads the null pane value as the
+    local chain does (a bad element, here a dead letter naming it), and sums the other panes."""
+    upstream = KeyedWindowedOperator(TimeWindows(10_000), Reduce(keep_none, result_type="bigint"), key="user",
+                                     timestamp="ts", value="amount", watermark=bounded_disorder(DELAY))
+    chain = upstream.then(WindowedOperator(None, Sum(), on_bad_element="dead_letter"))
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": "a", "amount": 2, "ts": BASE + 2_000},
+                {"user": "b", "amount": 4, "ts": BASE + 3_000}],
+               [{"user": "c", "amount": 7, "ts": BASE + 25_000}]]
+    runner = run_local_like_spark(chain, batches, DELAY)
+    local_dead = [(d.reason.value, d.detail) for d in runner.runners[1].dead_letters]
+    assert local_dead == [("invalid_value", "the upstream pane's value is null (None)")]
+    rows = [r for batch in run_spark(spark, chain, batches, tmp_path).values() for r in batch]
+    dead = [r for r in rows if r["record_type"] == "dead_letter"]
+    assert [r["reason"] for r in dead] == ["invalid_value"]
+    assert spark_panes({0: [r for r in rows if r["record_type"] == "pane"]}) == local_panes(runner)
+    assert sorted(r["value"] for r in rows if r["record_type"] == "pane") == [4, 7]

@@ -217,8 +217,7 @@ class NativeStage:
     def checks(self) -> list[Column]:
         """One condition per field the stage reads, each stopping the query where the field is null
         (or NaN) with a message naming the stage, the field and the window: where the Python stage
-        fails on the pane (a bad element under on_bad_element='raise', or its fold's error), Spark's
-        aggregates would skip the row."""
+        finds a bad element (which on_bad_element='raise' refuses), Spark's aggregates would skip the row."""
         reads = [(what, column, data_type) for _, what, column, data_type in self._reads()]
         field = self.op.accumulation.input_field()
         if field is not None:
