@@ -12,6 +12,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..pipeline.spec import MemorySource, Pipeline, SourceSpec, import_dotted
 from ..totals import Totals
+from .checkpoint_settings import native_stages_setting, record
+from .native_stage import NATIVE_STAGES_CONF
+from .settings import read_flag
 from .progress import ProgressPrinter, await_queries
 
 
@@ -60,6 +63,25 @@ def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict
     return frames
 
 
+def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict[str, DataFrame]:
+    """The frames planned with the native stages setting the sinks' checkpoints take
+    (``checkpoint_settings``), which each checkpoint then records; the session's own setting is
+    restored once the frames are planned (the plan reads it when an operator is applied)."""
+    checkpoints = sink_checkpoints(pipeline)
+    given = spark.conf.get(NATIVE_STAGES_CONF, None)
+    native = native_stages_setting(checkpoints, None if given is None else read_flag(spark.conf, NATIVE_STAGES_CONF))
+    spark.conf.set(NATIVE_STAGES_CONF, str(native).lower())
+    try:
+        frames = build_frames(spark, pipeline, workdir)
+    finally:
+        if given is None:
+            spark.conf.unset(NATIVE_STAGES_CONF)
+        else:
+            spark.conf.set(NATIVE_STAGES_CONF, given)
+    record(checkpoints, native)
+    return frames
+
+
 def sink_query_names(pipeline: Pipeline) -> list[str]:
     return [sink.memory.query_name if sink.memory else f"{pipeline.name}_{sink.input}_{i}"
             for i, sink in enumerate(pipeline.sinks)]
@@ -77,11 +99,15 @@ def output_operators(pipeline: Pipeline, frames: dict[str, DataFrame]) -> dict[s
     return found
 
 
+def sink_checkpoints(pipeline: Pipeline) -> list[str]:
+    return [sink.checkpoint or str(Path(pipeline.checkpoint) / f"{sink.input}-{i}")
+            for i, sink in enumerate(pipeline.sinks)]
+
+
 def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     queries = []
-    for i, (sink, name) in enumerate(zip(pipeline.sinks, sink_query_names(pipeline))):
+    for sink, name, checkpoint in zip(pipeline.sinks, sink_query_names(pipeline), sink_checkpoints(pipeline)):
         writer = frames[sink.input].writeStream.queryName(name)
-        checkpoint = sink.checkpoint or str(Path(pipeline.checkpoint) / f"{sink.input}-{i}")
         writer = writer.option("checkpointLocation", checkpoint)
         if pipeline.trigger_interval:
             writer = writer.trigger(processingTime=f"{pipeline.trigger_interval} milliseconds")
@@ -124,7 +150,7 @@ def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, ma
     else:
         ship_library(spark)  # a session of the caller's on a cluster: its executors need the library too
     workdir = workdir or Path(tempfile.mkdtemp(prefix="wo-pipeline-"))
-    frames = build_frames(spark, pipeline, workdir)
+    frames = _frames_as_checkpoints_were_started(spark, pipeline, workdir)
     printer = ProgressPrinter(out, names=sink_query_names(pipeline), output_operators=output_operators(pipeline, frames))
     spark.streams.addListener(printer)
     try:

@@ -1,0 +1,105 @@
+"""The plan-shaping settings a pipeline's checkpoints were started with, kept in each checkpoint.
+
+A checkpoint holds the stateful operators its query started with, so a restart must plan the same
+ones: ``spark.windowed_operator.nativeStages`` flipped under a running query is refused by Spark at
+its first batch (``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``, see ``native_stage``).
+That is why the setting is off by default for the Python API, where the library cannot see the
+checkpoint before the query starts.  The pipeline runner can: it names every sink's checkpoint
+before anything runs.  So a pipeline whose checkpoints are all new runs with native stages, and each
+checkpoint records the setting it started with in a file of its own beside Spark's (``MARKER``);
+a rerun takes the recorded setting.  A checkpoint Spark has written without the file (started before
+this file existed, or by the Python API) was planned with the default then, off.  A setting the user
+gives (``--conf``) wins on new checkpoints and is refused, naming the checkpoint, where it disagrees
+with one already started.  Checkpoints on other file systems (``s3a://``, ``hdfs://``) are not read
+here: with one of them among a pipeline's sinks, the setting is the user's or off.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+from urllib.parse import urlparse
+
+from .native_stage import NATIVE_STAGES_CONF
+
+#: The file in a checkpoint directory holding the settings its query started with.
+MARKER = "windowed_operator.json"
+
+
+class CheckpointSettingError(ValueError):
+    """A setting given for a run disagrees with what a checkpoint was started with."""
+
+
+@dataclass(frozen=True)
+class CheckpointState:
+    """What a checkpoint says of the setting: ``started`` (Spark has written it), and the native
+    stages setting it started with (None: new, or not readable here)."""
+
+    location: str
+    local: Optional[Path]
+    started: bool
+    native_stages: Optional[bool]
+
+
+def local_path(location: str) -> Optional[Path]:
+    """The directory of a checkpoint on the local file system (a plain path or ``file:``), else None."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # (a one-letter scheme: a Windows drive)
+        return Path(parsed.path if parsed.scheme == "file" else location)
+    return None
+
+
+def read_state(location: str) -> CheckpointState:
+    path = local_path(location)
+    if path is None:
+        return CheckpointState(location, None, started=False, native_stages=None)
+    marker = path / MARKER
+    if marker.is_file():
+        try:
+            recorded = json.loads(marker.read_text())[NATIVE_STAGES_CONF]
+        except (ValueError, KeyError) as exc:
+            raise CheckpointSettingError(f"checkpoint {location}: {MARKER} cannot be read ({exc!r}); it records "
+                                         f"{NATIVE_STAGES_CONF} as true or false") from None
+        if not isinstance(recorded, bool):
+            raise CheckpointSettingError(f"checkpoint {location}: {MARKER} records {NATIVE_STAGES_CONF}={recorded!r}, "
+                                         "not true or false")
+        return CheckpointState(location, path, started=True, native_stages=recorded)
+    offsets = path / "offsets"
+    started = offsets.is_dir() and any(offsets.iterdir())
+    return CheckpointState(location, path, started=started, native_stages=False if started else None)
+
+
+def native_stages_setting(locations: Sequence[str], given: Optional[bool]) -> bool:
+    """The setting a run over these checkpoints plans with (``given``: the user's, if any)."""
+    states = [read_state(location) for location in locations]
+    started = [s for s in states if s.native_stages is not None]
+    if given is not None:
+        for state in started:
+            if state.native_stages != given:
+                raise CheckpointSettingError(
+                    f"{NATIVE_STAGES_CONF}={str(given).lower()} is given, but checkpoint {state.location} was "
+                    f"started with {str(state.native_stages).lower()}: a checkpoint keeps the stateful operators "
+                    f"it started with, so Spark would refuse the query at its first batch; drop the setting to "
+                    f"resume this checkpoint, or give a new checkpoint directory")
+        return given
+    values = {s.native_stages for s in started}
+    if len(values) > 1:
+        listed = ", ".join(f"{s.location} ({str(s.native_stages).lower()})" for s in started)
+        raise CheckpointSettingError(f"the pipeline's checkpoints were started with different {NATIVE_STAGES_CONF} "
+                                     f"settings ({listed}); its operators are planned once for every sink: give "
+                                     f"the sinks that disagree new checkpoint directories")
+    if values:
+        return values.pop()
+    return all(s.local is not None for s in states)  # all new (off where one cannot be read here)
+
+
+def record(locations: Sequence[str], native_stages: bool) -> None:
+    """Write the setting into each local checkpoint that does not record one yet."""
+    for location in locations:
+        path = local_path(location)
+        if path is None or (path / MARKER).exists():
+            continue
+        path.mkdir(parents=True, exist_ok=True)
+        (path / MARKER).write_text(json.dumps({NATIVE_STAGES_CONF: native_stages}) + "\n")
+
