@@ -132,7 +132,9 @@ def _raise_if_stopped(query) -> None:
         raise RuntimeError(f"the Spark query stopped: {query.exception()}")
 
 
-def _wait_for(condition, timeout: float = 120.0) -> None:
+def _wait_for(condition, timeout: float = 300.0) -> None:
+    """``timeout``: generous, because a failed query is reported at once (``_raise_if_stopped``) and
+    only a slow one waits; 120 s ran out once on a machine whose 2 cores a second test run shared."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

@@ -61,6 +61,12 @@ def test_a_checkpoint_on_another_file_system_is_not_read_and_keeps_the_setting_o
     assert native_stages_setting(["s3a://bucket/ckpt", str(tmp_path / "new")], None) is False
     assert native_stages_setting(["s3a://bucket/ckpt"], True) is True
     record(["s3a://bucket/ckpt"], True)  # nothing written, nothing raised
+    # a plain path on a cluster whose default file system is HDFS is not this machine's directory
+    plain = str(tmp_path / "plain")
+    assert native_stages_setting([plain], None, plain_paths_local=False) is False
+    record([plain], False, plain_paths_local=False)
+    assert not (tmp_path / "plain").exists()
+    assert native_stages_setting([f"file://{plain}"], None, plain_paths_local=False) is True
 
 
 def test_an_unreadable_record_names_the_checkpoint(tmp_path):

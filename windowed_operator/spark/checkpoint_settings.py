@@ -10,8 +10,9 @@ checkpoint records the setting it started with in a file of its own beside Spark
 a rerun takes the recorded setting.  A checkpoint Spark has written without the file (started before
 this file existed, or by the Python API) was planned with the default then, off.  A setting the user
 gives (``--conf``) wins on new checkpoints and is refused, naming the checkpoint, where it disagrees
-with one already started.  Checkpoints on other file systems (``s3a://``, ``hdfs://``) are not read
-here: with one of them among a pipeline's sinks, the setting is the user's or off.
+with one already started.  Checkpoints on other file systems (``s3a://``, ``hdfs://``, or a plain
+path where the cluster's default file system is not the local one) are not read here: with one of
+them among a pipeline's sinks, the setting is the user's or off.
 """
 from __future__ import annotations
 
@@ -42,16 +43,19 @@ class CheckpointState:
     native_stages: Optional[bool]
 
 
-def local_path(location: str) -> Optional[Path]:
-    """The directory of a checkpoint on the local file system (a plain path or ``file:``), else None."""
+def local_path(location: str, plain_paths_local: bool = True) -> Optional[Path]:
+    """The directory of a checkpoint on the local file system (``file:``, or a plain path where the
+    default file system is the local one: ``plain_paths_local``), else None."""
     parsed = urlparse(location)
-    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # (a one-letter scheme: a Windows drive)
-        return Path(parsed.path if parsed.scheme == "file" else location)
+    if parsed.scheme == "file":
+        return Path(parsed.path)
+    if parsed.scheme == "" or len(parsed.scheme) == 1:  # (a one-letter scheme: a Windows drive)
+        return Path(location) if plain_paths_local else None
     return None
 
 
-def read_state(location: str) -> CheckpointState:
-    path = local_path(location)
+def read_state(location: str, plain_paths_local: bool = True) -> CheckpointState:
+    path = local_path(location, plain_paths_local)
     if path is None:
         return CheckpointState(location, None, started=False, native_stages=None)
     marker = path / MARKER
@@ -70,9 +74,9 @@ def read_state(location: str) -> CheckpointState:
     return CheckpointState(location, path, started=started, native_stages=False if started else None)
 
 
-def native_stages_setting(locations: Sequence[str], given: Optional[bool]) -> bool:
+def native_stages_setting(locations: Sequence[str], given: Optional[bool], plain_paths_local: bool = True) -> bool:
     """The setting a run over these checkpoints plans with (``given``: the user's, if any)."""
-    states = [read_state(location) for location in locations]
+    states = [read_state(location, plain_paths_local) for location in locations]
     started = [s for s in states if s.native_stages is not None]
     if given is not None:
         for state in started:
@@ -94,10 +98,10 @@ def native_stages_setting(locations: Sequence[str], given: Optional[bool]) -> bo
     return all(s.local is not None for s in states)  # all new (off where one cannot be read here)
 
 
-def record(locations: Sequence[str], native_stages: bool) -> None:
+def record(locations: Sequence[str], native_stages: bool, plain_paths_local: bool = True) -> None:
     """Write the setting into each local checkpoint that does not record one yet."""
     for location in locations:
-        path = local_path(location)
+        path = local_path(location, plain_paths_local)
         if path is None or (path / MARKER).exists():
             continue
         path.mkdir(parents=True, exist_ok=True)

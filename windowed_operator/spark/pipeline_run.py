@@ -69,7 +69,9 @@ def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline,
     restored once the frames are planned (the plan reads it when an operator is applied)."""
     checkpoints = sink_checkpoints(pipeline)
     given = spark.conf.get(NATIVE_STAGES_CONF, None)
-    native = native_stages_setting(checkpoints, None if given is None else read_flag(spark.conf, NATIVE_STAGES_CONF))
+    local = _default_file_system_is_local(spark)
+    native = native_stages_setting(checkpoints, None if given is None else read_flag(spark.conf, NATIVE_STAGES_CONF),
+                                   plain_paths_local=local)
     spark.conf.set(NATIVE_STAGES_CONF, str(native).lower())
     try:
         frames = build_frames(spark, pipeline, workdir)
@@ -78,8 +80,18 @@ def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline,
             spark.conf.unset(NATIVE_STAGES_CONF)
         else:
             spark.conf.set(NATIVE_STAGES_CONF, given)
-    record(checkpoints, native)
+    record(checkpoints, native, plain_paths_local=local)
     return frames
+
+
+def _default_file_system_is_local(spark: SparkSession) -> bool:
+    """Whether a plain checkpoint path is on this machine (Hadoop's ``fs.defaultFS``; a session whose
+    Hadoop settings cannot be read here, Spark Connect's, is taken as not)."""
+    try:
+        default = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS", "file:///")
+    except Exception:  # noqa: BLE001 - no JVM context on this side
+        return False
+    return str(default).startswith("file:")
 
 
 def sink_query_names(pipeline: Pipeline) -> list[str]:
