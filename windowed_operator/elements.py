@@ -7,8 +7,9 @@ send every other row here for its reason.  A bad element is never dropped silent
 reason.  Bad: a missing or null key (keyed operators) or an unhashable one; a missing, null or
 unreadable timestamp, or one at or after ``END_OF_INPUT`` (2255-03-14); a missing, null or NaN
 value in the field the accumulation reads, or a null or NaN value (an upstream pane's included)
-where the accumulation folds the value itself (``Accumulation.folds_whole_input``); a session gap read from the element (``SessionWindows(
-gap=...)``) that is missing, null, not a duration or not positive.
+where the accumulation folds the value itself (``Accumulation.folds_whole_input``); a session gap
+read from the element (``SessionWindows(gap=...)``) that is missing, null, not a duration or not
+positive.
 """
 from __future__ import annotations
 

@@ -34,12 +34,11 @@ class CheckpointSettingError(ValueError):
 
 @dataclass(frozen=True)
 class CheckpointState:
-    """What a checkpoint says of the setting: ``started`` (Spark has written it), and the native
-    stages setting it started with (None: new, or not readable here)."""
+    """What a checkpoint says of the setting: the native stages setting it started with (None: new,
+    or not readable here: ``local`` is None)."""
 
     location: str
     local: Optional[Path]
-    started: bool
     native_stages: Optional[bool]
 
 
@@ -57,7 +56,7 @@ def local_path(location: str, plain_paths_local: bool = True) -> Optional[Path]:
 def read_state(location: str, plain_paths_local: bool = True) -> CheckpointState:
     path = local_path(location, plain_paths_local)
     if path is None:
-        return CheckpointState(location, None, started=False, native_stages=None)
+        return CheckpointState(location, None, native_stages=None)
     marker = path / MARKER
     if marker.is_file():
         try:
@@ -68,10 +67,10 @@ def read_state(location: str, plain_paths_local: bool = True) -> CheckpointState
         if not isinstance(recorded, bool):
             raise CheckpointSettingError(f"checkpoint {location}: {MARKER} records {NATIVE_STAGES_CONF}={recorded!r}, "
                                          "not true or false")
-        return CheckpointState(location, path, started=True, native_stages=recorded)
+        return CheckpointState(location, path, native_stages=recorded)
     offsets = path / "offsets"
-    started = offsets.is_dir() and any(offsets.iterdir())
-    return CheckpointState(location, path, started=started, native_stages=False if started else None)
+    started = offsets.is_dir() and any(offsets.iterdir())  # (Spark wrote it, without the record)
+    return CheckpointState(location, path, native_stages=False if started else None)
 
 
 def native_stages_setting(locations: Sequence[str], given: Optional[bool], plain_paths_local: bool = True) -> bool:
