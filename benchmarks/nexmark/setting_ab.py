@@ -4,6 +4,7 @@
     python benchmarks/nexmark/setting_ab.py --setting paneLog --queries q5,q7,q8 --runs 3
     python benchmarks/nexmark/setting_ab.py --setting keyShards --queries q11,q5r --runs 3
     python benchmarks/nexmark/setting_ab.py --setting nativeStages --queries q5,q5r --runs 3
+    python benchmarks/nexmark/setting_ab.py --setting workerSite --queries q7,q11 --runs 3
 
 ``--setting`` names a ``spark.windowed_operator.*`` flag: ``packInput`` (packed input against
 pyspark's row-by-row handoff, ``spark.packed_input``) or ``paneLog`` (under the default trigger with
@@ -12,7 +13,10 @@ no allowed lateness, the logs against per-key state: the pane log against per-ke
 ``windowed_operator.window_log``, for q8) or ``keyShards`` (per-key records kept many keys to a
 text against each in its own state entry, ``windowed_operator.key_shards``: q11 and q5r's first
 stage) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
-transformWithState, ``windowed_operator.spark.native_stage``: q5 and q5r).  Per query: a warm-up, then ``--runs``
+transformWithState, ``windowed_operator.spark.native_stage``: q5 and q5r) or ``workerSite`` (not a
+flag: the site hook on the path of the Python processes Spark starts, ``spark.worker_site``, against
+Spark's own path: the Python environment a function carries, which Spark starts its processes
+with).  Per query: a warm-up, then ``--runs``
 rounds of (off, on) and (on, off) in turn, each on a fresh checkpoint, with the setting set before the operator is
 applied; each run's final result is checked against the brute-force model.  Prints each run, the
 median events/s of both and their ratio.  A query the setting does not change measures the noise.
@@ -33,7 +37,7 @@ from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 
-SETTINGS = ("packInput", "paneLog", "keyShards", "nativeStages")
+SETTINGS = ("packInput", "paneLog", "keyShards", "nativeStages", "workerSite")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from windowed_operator.spark import local_session
+    from windowed_operator.spark.session import WORKER_SITE
 
     name = f"spark.windowed_operator.{args.setting}"
     work = Path(tempfile.mkdtemp(prefix="setting-ab-"))
@@ -53,8 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session(app_name="setting-ab", shuffle_partitions=2, spark_log=str(work / "spark.log"))
     config = Q.QueryConfig()
 
+    def set_to(on: bool) -> None:
+        if args.setting != "workerSite":
+            spark.conf.set(name, "true" if on else "false")
+        elif on:
+            spark.sparkContext.environment["PYTHONPATH"] = WORKER_SITE
+        else:
+            spark.sparkContext.environment.pop("PYTHONPATH", None)
+
     def run(query: str, on: bool) -> float:
-        spark.conf.set(name, "true" if on else "false")
+        set_to(on)
         out = S.ours(query, config, S.source(spark, work / "events"))
         done = S.run_to_end(out, work / f"ckpt-{query}-{on}-{time.monotonic_ns()}",
                             files if query in S.PROCESSING_TIME else 0)
