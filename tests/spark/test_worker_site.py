@@ -55,6 +55,16 @@ def test_a_local_session_puts_the_hook_on_its_workers_path_and_a_cluster_session
     assert "spark.executorEnv.PYTHONPATH" not in session_conf("spark://host:7077")
 
 
+def test_a_workers_path_of_the_callers_own_keeps_the_hook_after_it():
+    from windowed_operator.spark.session import WORKER_SITE, session_conf
+
+    theirs = os.pathsep.join(["/opt/udfs", "/opt/more"])
+    given = {"spark.executorEnv.PYTHONPATH": theirs}
+    assert session_conf("local[2]", extra_conf=given)["spark.executorEnv.PYTHONPATH"] == \
+        os.pathsep.join([theirs, WORKER_SITE])
+    assert session_conf("spark://host:7077", extra_conf=given)["spark.executorEnv.PYTHONPATH"] == theirs
+
+
 def test_the_stateful_pre_init_imports_the_installed_pyspark(spark, tmp_path):
     """The pre-init is ``python -m pyspark.sql.streaming.transform_with_state_driver_worker``, started
     by the driver JVM at a query's first batch; it compiled pyspark from the zip (0.7-0.85 s)."""

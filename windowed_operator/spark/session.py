@@ -24,8 +24,10 @@ REQUIRED_CONF = {
     "spark.ui.showConsoleProgress": "false",
 }
 
-#: The directory whose ``sitecustomize`` Spark's Python processes run (``worker_site``).
+#: The directory whose ``sitecustomize`` Spark's Python processes run (``worker_site``), and the setting
+#: that puts it on their path.
 WORKER_SITE = os.path.dirname(os.path.abspath(worker_site.__file__))
+WORKER_PATH = "spark.executorEnv.PYTHONPATH"
 
 #: Defaults that suit one machine and nothing else: on a cluster the user's Spark configuration
 #: (spark-defaults.conf, --conf) decides.
@@ -38,7 +40,7 @@ LOCAL_DEFAULTS = {
     # Every Python process Spark starts imports pyspark from the installed package, not from its zip
     # (``worker_site``): the driver-side pre-init of a stateful operator, which no daemon reaches,
     # took 0.4-0.5 s less at a query's first batch (Nexmark q7, 2M events).
-    "spark.executorEnv.PYTHONPATH": WORKER_SITE,
+    WORKER_PATH: WORKER_SITE,
     # A commit writes the batch's changes to RocksDB's changelog instead of a snapshot of its files:
     # Nexmark at 2M events, 2 rounds interleaved, ours 1.09x (q5) and 1.20x (q11) faster, native
     # 1.04x and 1.34x (benchmarks/nexmark/results-2026-11-25-changelog-ab.txt).  Spark moves a
@@ -53,9 +55,14 @@ def is_local_master(master: str) -> bool:
 
 def session_conf(master: str, shuffle_partitions: int = 2, extra_conf: Optional[dict] = None) -> dict[str, str]:
     """What a session on ``master`` is given: the local defaults on a local master only, what the
-    operator needs everywhere, the caller's settings last (they win)."""
+    operator needs everywhere, the caller's settings last (they win; a ``spark.executorEnv.PYTHONPATH``
+    of theirs is followed by the site hook's directory on a local master)."""
     local = {**LOCAL_DEFAULTS, "spark.sql.shuffle.partitions": str(shuffle_partitions)} if is_local_master(master) else {}
-    return {**local, **REQUIRED_CONF, **(extra_conf or {})}
+    conf = {**local, **REQUIRED_CONF, **(extra_conf or {})}
+    given = (extra_conf or {}).get(WORKER_PATH)
+    if local and given:  # a path of the caller's own keeps the site hook after it
+        conf[WORKER_PATH] = os.pathsep.join(dict.fromkeys([*given.split(os.pathsep), WORKER_SITE]))
+    return conf
 
 
 @contextlib.contextmanager
