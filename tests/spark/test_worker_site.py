@@ -48,6 +48,16 @@ def test_the_hook_runs_the_sitecustomize_it_shadows(tmp_path):
     assert _child(tmp_path, [WORKER_SITE], code) == "False"
 
 
+def test_a_link_to_the_hook_on_the_path_does_not_run_it_again(tmp_path):
+    from windowed_operator.spark.session import WORKER_SITE
+
+    link = tmp_path / "link"
+    link.symlink_to(WORKER_SITE, target_is_directory=True)
+    code = "import sitecustomize; print(sitecustomize.__file__)"
+    assert _child(tmp_path, [WORKER_SITE, str(link)], code) == os.path.join(WORKER_SITE, "sitecustomize.py")
+    assert _child(tmp_path, [str(link), WORKER_SITE], code) == str(link / "sitecustomize.py")
+
+
 def test_a_local_session_puts_the_hook_on_its_workers_path_and_a_cluster_session_does_not():
     from windowed_operator.spark.session import WORKER_SITE, session_conf
 

@@ -27,11 +27,14 @@ def _installed_pyspark_first() -> None:
 
 
 def _run_shadowed_sitecustomize() -> None:
-    others = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _HERE]
+    here = os.path.realpath(_HERE)  # (real paths: a link to this directory must not find this file again)
+    others = [entry for entry in sys.path if os.path.realpath(entry or os.curdir) != here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", others)
-    if spec is not None and spec.loader is not None:
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    if spec is None or spec.loader is None or spec.origin is None \
+            or os.path.realpath(spec.origin) == os.path.realpath(__file__):
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
 
 
 _installed_pyspark_first()
