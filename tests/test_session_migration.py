@@ -178,11 +178,16 @@ def test_session_rows_written_before_count_triggers_continue(steps, split, acc, 
 
 
 def _strip_trigger_columns(store: MemoryStore) -> None:
-    """Rewrite every stored key record in the form session rows had before count triggers."""
+    """Rewrite every stored key record in the form session rows had before count triggers (state
+    version 6's named fields, without the trigger's columns)."""
     import json
 
+    from windowed_operator.columnar_records import stored_columns
+    from windowed_operator.group_state import read_record
+
     for key, text in list(store.keys.items()):
-        record = json.loads(text)
-        for name in ("rows", "late", "count", "closed"):
-            record["state"].pop(name, None)
-        store.keys[key] = json.dumps(record)
+        data, due = read_record(json.loads(text))
+        columns = stored_columns(data)
+        for name in ("kind", "late", "count", "closed", "fire_at"):
+            columns.pop(name)
+        store.keys[key] = json.dumps({"state": columns, "due": due})

@@ -53,8 +53,14 @@ class KeyPanes:
     next_processing_due: Optional[int] = field(default=None, compare=False)
 
 
+#: The tag that opens a key's pane rows stored by position (state version 7).
+PANES = "panes"
+
+
 class KeyPanesCodec:
-    """``KeyPanes`` <-> data (accumulator values in the state codec's tagged form)."""
+    """``KeyPanes`` <-> data: ``["panes", starts, first_watermark, acc, late]`` (one list per column,
+    accumulator values in the state codec's tagged form, ``late`` as [end, n] pairs); the named
+    fields of state version 6 are read too."""
 
     def __init__(self) -> None:
         self.values = KeyStateCodec()
@@ -66,19 +72,16 @@ class KeyPanesCodec:
     def is_empty(state: KeyPanes) -> bool:
         return not state.starts and not state.late
 
-    def to_data(self, state: KeyPanes) -> dict:
+    def to_data(self, state: KeyPanes) -> list:
         encode = self.values.value
-        data: dict[str, Any] = {"starts": state.starts, "first_watermark": state.first_watermark,
-                                "acc": [_encoded(encode, column) for column in state.acc]}
-        if state.late:
-            data["late"] = [[end, n] for end, n in state.late.items()]
-        return data
+        return [PANES, state.starts, state.first_watermark, [_encoded(encode, column) for column in state.acc],
+                [[end, n] for end, n in state.late.items()]]
 
-    def from_data(self, data: dict) -> KeyPanes:
+    def from_data(self, data: Any) -> KeyPanes:
         read = self.values.read_value
-        late = data.get("late")
-        return KeyPanes(data["starts"], data["first_watermark"], [_decoded(read, column) for column in data["acc"]],
-                        {end: n for end, n in late} if late else {})
+        columns = stored_columns(data)
+        return KeyPanes(columns["starts"], columns["first_watermark"],
+                        [_decoded(read, column) for column in columns["acc"]], {end: n for end, n in columns["late"]})
 
 
 def _encoded(encode: Callable[[Any], Any], column: list) -> list:
@@ -227,6 +230,33 @@ _ROW_COLUMNS = {"starts": np.int64, "ends": np.int64, "pending": np.int64, "hold
 #: Columns a record may leave out when every row holds the default (``fire_at`` only matters to
 #: firings by processing time; records written before them have none).
 _OPTIONAL_COLUMNS = {"fire_at": NOT_SET}
+#: Their places among the plain columns.
+_OPTIONAL_AT = [(list(_ROW_COLUMNS).index(name), (name, default)) for name, default in _OPTIONAL_COLUMNS.items()]
+#: The fields of a key's rows stored by position, after the tag naming its kind.
+_STORED_ROWS = (*_ROW_COLUMNS, "acc", "last")
+_STORED_PANES = ("starts", "first_watermark", "acc", "late")
+
+
+def stored_columns(data: Any) -> dict[str, Any]:
+    """A key's stored pane rows or session/window rows as named columns, every column present, from
+    either form: by position after a tag (state version 7) or named fields (version 6, which left
+    out default columns and, before sessions took count triggers, the trigger's)."""
+    if isinstance(data, list):
+        tag, *values = data
+        if tag == PANES:
+            return {"kind": PANES, **dict(zip(_STORED_PANES, values))}
+        columns = {"kind": tag, **dict(zip(_STORED_ROWS, values))}
+    elif "ends" not in data:
+        return {"kind": PANES, "late": [], **data}
+    else:
+        columns = {"kind": data.get("rows", "sessions"), **data}
+        if "late" not in columns:
+            columns.update(_trigger_columns(columns))
+    n = len(columns["starts"])
+    for name, default in _OPTIONAL_COLUMNS.items():
+        if columns.get(name) is None:
+            columns[name] = [default] * n
+    return columns
 
 
 def _trigger_columns(data: dict) -> dict:
@@ -238,12 +268,14 @@ def _trigger_columns(data: dict) -> dict:
 
 
 class RowsCodec:
-    """Per-key rows <-> data: ``{"starts": [...], "ends": [...], "acc": [[...]], "pending": [...], ...,
-    "last": [...]}`` (one list per column; accumulator values and last panes tagged).
+    """Per-key rows <-> data: ``[kind, starts, ends, pending, hold, nonspeculative, index, late, count,
+    fire_at, closed, acc, last]`` (one list per column, by position; accumulator values and last
+    panes tagged; ``fire_at`` null when no row waits on processing time).
 
-    Records of the object path's layout (``{"windows": [...]}``, written while these operators ran
-    element by element) are read too, and written back in this layout: the migration of state
-    version 6 checkpoints, key by key as keys are touched or due."""
+    Older records are read too, and written back in this layout: the named fields of state version 6
+    (``{"rows": kind, "starts": [...], ...}``), and the object path's windows (``{"windows": [...]}``,
+    written while these operators ran element by element: the migration of state version 6
+    checkpoints, key by key as keys are touched or due)."""
 
     def __init__(self, form: ColumnarForm, kind: str) -> None:
         self.values = KeyStateCodec()
@@ -256,26 +288,22 @@ class RowsCodec:
     def is_empty(state: Any) -> bool:
         return not state.starts
 
-    def to_data(self, state: Any) -> dict:
-        data: dict[str, Any] = {"rows": self.kind, **{name: getattr(state, name) for name in self.columns}}
-        for name, default in _OPTIONAL_COLUMNS.items():
-            if data[name].count(default) == len(data[name]):
-                del data[name]
+    def to_data(self, state: Any) -> list:
         encode = self.values.value
-        data["acc"] = [_encoded(encode, column) for column in state.acc]
-        data["last"] = _encoded(encode, state.last)
-        return data
+        plain = [getattr(state, name) for name in self.columns]
+        for i, (name, default) in _OPTIONAL_AT:
+            if plain[i].count(default) == len(plain[i]):
+                plain[i] = None
+        return [self.kind, *plain, [_encoded(encode, column) for column in state.acc], _encoded(encode, state.last)]
 
-    def from_data(self, data: dict) -> Any:
-        if "windows" in data:
+    def from_data(self, data: Any) -> Any:
+        if isinstance(data, dict) and "windows" in data:
             return self._from_windows(data)
         read = self.values.read_value
-        if "late" not in data:
-            data = {**data, **_trigger_columns(data)}
-        n = len(data["starts"])
-        columns = {name: data[name] if name in data else [_OPTIONAL_COLUMNS[name]] * n for name in self.columns}
-        return self.record(**columns, acc=[_decoded(read, column) for column in data["acc"]],
-                           last=_decoded(read, data["last"]))
+        columns = stored_columns(data)
+        return self.record(**{name: columns[name] for name in self.columns},
+                           acc=[_decoded(read, column) for column in columns["acc"]],
+                           last=_decoded(read, columns["last"]))
 
     def _from_windows(self, data: dict) -> Any:
         """A key's rows from the object path's record: its windows' bookkeeping, and the trigger's

@@ -109,6 +109,11 @@ def state_fingerprint(operator: Any, *, key_groups: int, layout: str, time_mode:
     }
 
 
+#: State versions whose state a later version reads (stored -> current): version 7 reads version
+#: 6's records and rewrites each in its own form when it writes the key.
+VERSION_MIGRATIONS: set[tuple[str, str]] = {("6", "7")}
+
+
 def _mode_change_is_safe(stored: str, current: str) -> bool:
     return stored != AccumulationMode.DISCARDING.value or current == stored
 
@@ -117,6 +122,8 @@ def _change_is_safe(part: str, stored: str, current: str) -> bool:
     """Whether ``part`` may change from ``stored`` to ``current`` (see ``SAFE_CHANGES``)."""
     if part == "accumulation mode":
         return _mode_change_is_safe(stored, current)
+    if part == "state version":
+        return (stored, current) in VERSION_MIGRATIONS
     if part == "state layout":
         stored, current = _record_layout(stored), _record_layout(current)
         return stored == current or (stored, current) in LAYOUT_MIGRATIONS

@@ -10,10 +10,14 @@ group's own small record holds the bookkeeping: the fingerprint of the operator 
 indexes' bucket lists.  So the calls a batch makes follow the keys it touches and the keys due,
 never the keys held, and a worker never holds more than those keys' state.
 
-Stored records are data: a key's record is ``{"state": <the key's state as data>, "due": [event-time
-due, processing-time due]}``, the due times under which the index holds the key.  What "state" is
-depends on the execution path: the object path's windows (``state_codec.KeyStateCodec``), or the
-columnar path's pane rows (``columnar_records``); a ``StateCodec`` turns it into data and back.
+Stored records are data: a key's record is ``[event-time due, processing-time due, <the key's state
+as data>]``, the due times under which the index holds the key.  A list by position, not an object
+of named fields: a batch that comes back to most keys writes every record it read, and names
+repeated in each of them were half their bytes and half their encoding time (state version 7;
+version 6's ``{"state": ..., "due": [...]}`` is read as well, and rewritten when its key is
+written).  What the state is depends on the execution path: the object path's windows
+(``state_codec.KeyStateCodec``), or the columnar paths' rows (``columnar_records``); a
+``StateCodec`` turns it into data and back.
 """
 from __future__ import annotations
 
@@ -32,6 +36,18 @@ EVENT, PROCESSING = "event", "processing"
 SHARDS = "key_shards"
 #: A record as compact JSON (one encoder for every record: ``json.dumps`` with options makes one a call).
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def record_text(state_data: Any, due: list[Optional[int]]) -> str:
+    """A key's stored record: its due times and its state's data, as one line of JSON."""
+    return _encode([due[0], due[1], state_data])
+
+
+def read_record(record: Any) -> tuple[Any, list[Optional[int]]]:
+    """A parsed record's (state data, [event-time due, processing-time due]), in either version's form."""
+    if isinstance(record, list):
+        return record[2], record[:2]
+    return record["state"], record["due"]
 
 
 class StateCodec(Protocol):
@@ -106,8 +122,8 @@ class GroupState:
             if text is None:
                 self.loaded[key] = _Loaded(self.codec.new(), [None, None], existed=False)
             else:
-                record = next(records)
-                self.loaded[key] = _Loaded(self.codec.from_data(record["state"]), record["due"], existed=True)
+                data, due = read_record(next(records))
+                self.loaded[key] = _Loaded(self.codec.from_data(data), due, existed=True)
 
     def key(self, key: Hashable) -> Any:
         """The key's state, read from the store the first time the batch asks (new: empty)."""
@@ -182,8 +198,7 @@ class GroupState:
                     entry.due[i] = due[i]
                     moved = True
             if entry.changed or moved or not entry.existed:
-                record = {"state": self.codec.to_data(entry.state), "due": entry.due}
-                puts.append((key, _encode(record)))
+                puts.append((key, record_text(self.codec.to_data(entry.state), entry.due)))
         if puts:
             self.records.put_keys(puts)
         if removals:

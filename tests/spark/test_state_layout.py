@@ -48,7 +48,8 @@ def test_the_state_is_readable_with_the_state_data_source(spark, tmp_path):
     query.awaitTermination()
     rows = {r["key"]: json.loads(r["record"]) for r in key_records(spark, str(tmp_path / "checkpoint")).collect()}
     assert set(rows) == {"a", "b"}
-    (window,) = rows["a"]["state"]["windows"]
+    event_due, processing_due, state = rows["a"]  # (a record: its due times and its state, by position)
+    (window,) = state["windows"]
     assert (window["start"], window["end"], window["acc"]) == (BASE, BASE + 10_000, 4)
     lines = list(describe_checkpoint(spark, str(tmp_path / "checkpoint")))
     assert lines[0].endswith("2 key(s) with state:") and any("acc=4" in line for line in lines)

@@ -4,7 +4,7 @@ Three state variables per key group (the grouping key of transformWithStateInPan
 - ``wo_group`` (ValueState ``meta string``): the group's record as JSON: the operator's fingerprint,
   the watermark last applied, the Spark timer registered, the due indexes' buckets;
 - ``wo_keys`` (MapState ``key <the key column's type>`` -> ``record string``): each key's record as
-  JSON, ``{"state": {"windows": [...], ...}, "due": [event, processing]}`` (``state_codec``);
+  JSON, ``[event due, processing due, <the key's state>]`` (``group_state``);
 - ``wo_due`` (MapState ``domain string, bucket bigint, part int`` -> ``entries string``): the due
   index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form); on the pane log
   (``windowed_operator.pane_log``, domain ``panes``) the parts of each pane's rows; on the window log

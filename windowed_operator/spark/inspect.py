@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Optional
 
+from ..columnar_records import PANES, stored_columns
 from ..columnar_triggers import NOT_SET
+from ..group_state import read_record
 from ..key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
 from ..state_codec import KeyStateCodec
@@ -112,13 +114,39 @@ def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
 
 
 def describe_record(key: Any, text: str) -> Iterator[str]:
-    """Lines for one key: its windows (object path), pane rows or session rows (columnar paths)."""
-    record = json.loads(text)
-    state, (event_due, processing_due) = record["state"], record["due"]
+    """Lines for one key: its windows (object path), pane rows or session/window rows (columnar paths)."""
+    state, (event_due, processing_due) = read_record(json.loads(text))
     read = KeyStateCodec().read_value
     due = f"due at watermark {event_due}" + (f", processing time {processing_due}" if processing_due else "")
     yield f"{key!r}: {due}"
-    for window in state.get("windows", []):
+    if isinstance(state, dict) and "windows" in state:
+        yield from _describe_windows(state, read)
+        return
+    columns = stored_columns(state)
+    if columns["kind"] == PANES:
+        for i, start in enumerate(columns["starts"]):
+            yield (f"  pane from {start}: acc={[read(column[i]) for column in columns['acc']]!r} first data at "
+                   f"watermark {columns['first_watermark'][i]}")
+        for end, n in columns["late"]:
+            yield f"  window ending {end}: {n} LATE pane(s) fired"
+        return
+    name = "window" if columns["kind"] == "windows" else "session"
+    for i, (start, end) in enumerate(zip(columns["starts"], columns["ends"])):
+        fired = columns["index"][i]
+        phase = "after its ON_TIME pane" if columns["late"][i] else "before its ON_TIME pane"
+        fire_at = columns["fire_at"][i]
+        trigger = (" trigger finished" if columns["closed"][i] else
+                   f" trigger {phase}, {columns['count'][i]} element(s) counted"
+                   + (f", fires at processing time {fire_at}" if fire_at != NOT_SET else ""))
+        yield (f"  {name} [{start}, {end}) acc={[read(column[i]) for column in columns['acc']]!r} "
+               f"pending={columns['pending'][i]} panes fired={fired}"
+               + (f" last_output={read(columns['last'][i])!r}" if fired else "")
+               + (" on_time_hold" if columns["hold"][i] else "") + trigger)
+
+
+def _describe_windows(state: dict, read: Any) -> Iterator[str]:
+    """The object path's windows (``state_codec``) and element buffer."""
+    for window in state["windows"]:
         flags = [name for name in ("fired", "closed", "on_time_hold") if window.get(name)]
         yield (f"  [{window['start']}, {window['end']}) acc={read(window['acc'])!r} pane_index="
                f"{window.get('pane_index', 0)} pending={window.get('pending', 0)}"
@@ -128,29 +156,6 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
                + (f" {' '.join(flags)}" if flags else ""))
     if "buffer" in state:
         yield f"  element buffer: {len(state['buffer'])} timestamps"
-    if "ends" in state:  # the rows of the columnar session path, or of the window path (early/late firings)
-        windows = state.get("rows") == "windows"
-        fire_at_column = state.get("fire_at", [NOT_SET] * len(state["starts"]))
-        for i, (start, end) in enumerate(zip(state["starts"], state["ends"])):
-            fired = state["index"][i]
-            trigger = ""
-            if "late" in state:
-                phase = "after its ON_TIME pane" if state["late"][i] else "before its ON_TIME pane"
-                fire_at = fire_at_column[i]
-                trigger = (" trigger finished" if state["closed"][i] else
-                           f" trigger {phase}, {state['count'][i]} element(s) counted"
-                           + (f", fires at processing time {fire_at}" if fire_at != NOT_SET else ""))
-            yield (f"  {'window' if windows else 'session'} [{start}, {end}) "
-                   f"acc={[read(column[i]) for column in state['acc']]!r} "
-                   f"pending={state['pending'][i]} panes fired={fired}"
-                   + (f" last_output={read(state['last'][i])!r}" if fired else "")
-                   + (" on_time_hold" if state["hold"][i] else "") + trigger)
-        return
-    for i, start in enumerate(state.get("starts", [])):
-        yield (f"  pane from {start}: acc={[read(column[i]) for column in state['acc']]!r} first data at "
-               f"watermark {state['first_watermark'][i]}")
-    for end, n in state.get("late", []):
-        yield f"  window ending {end}: {n} LATE pane(s) fired"
 
 
 def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, limit: int = 50,

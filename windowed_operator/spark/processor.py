@@ -65,7 +65,9 @@ ROUTE_COLUMN = "__wo_route"
 #: 6: each key's state is a JSON record in a MapState (windows, or pane rows or session rows on
 #:    the columnar paths), with a due index; nothing is pickled.  (Sessions under the default trigger
 #:    moved from windows to session rows within version 6: their records are migrated as read.)
-STATE_VERSION = 6
+#: 7: records are lists by position (``group_state.record_text``, ``columnar_records``), not objects of
+#:    named fields; version 6 records are read, and rewritten in the new form when their key is written.
+STATE_VERSION = 7
 #: The object and array paths' layout when the window log does not serve them.
 PER_KEY_WINDOWS = "per-key windows"
 
