@@ -62,6 +62,14 @@ def test_safe_changes_are_allowed(before, after):
     check_restart(fingerprint(op(**before)), fingerprint(op(**after)), "op")
 
 
+def test_version_7_continues_version_6_state_and_not_the_other_way():
+    """Version 7 reads version 6's records (``group_state.read_record``); version 6 cannot read 7's."""
+    assert restart_problems(fingerprint(op(), state_version=6), fingerprint(op(), state_version=7)) == []
+    (problem,) = restart_problems(fingerprint(op(), state_version=7), fingerprint(op(), state_version=6))
+    assert problem.startswith("state version changed from 7 to 6")
+    assert restart_problems(fingerprint(op(), state_version=5), fingerprint(op(), state_version=7))
+
+
 def test_discarding_to_accumulating_is_refused_because_the_accumulators_lost_fired_elements():
     before = op(trigger=TriggerOption.default().discarding_fired_panes())
     after = op(trigger=TriggerOption.default().accumulating_fired_panes())

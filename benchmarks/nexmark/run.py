@@ -12,7 +12,9 @@ output rows, the state rows Spark reports after the run and the p50/p99 micro-ba
 run's final results are checked against the brute-force model (pandas, over all events), ours and
 native's alike (native q11 by Spark's own session rule, which merges sessions one gap apart).
 With ``--beam-python``, Beam Python's own queries run on the first ``--beam-sample`` events on the
-DirectRunner, in batch and in streaming mode (``--beam-mode``; ``beam_queries.py``), checked the same way.
+DirectRunner, in batch and in streaming mode (``--beam-mode``; ``beam_queries.py``), checked the same way,
+in the same rounds (native, ours, Beam batch, Beam streaming): Beam's median rate and spread, and
+ours / Beam round by round.
 q12 runs on processing time, so with a processing-time trigger, stopped when the input is done.
 """
 from __future__ import annotations
@@ -156,7 +158,25 @@ def main(argv: list[str] | None = None) -> int:
             return run
 
         sides = (["native"] if query in S.NATIVE else []) + ["ours"]
-        timings = interleaved([(side, case(side)) for side in sides], args.runs)
+        beam_modes = [mode for mode in (BEAM_MODES[args.beam_mode] if args.beam_python and query in BEAM_QUERIES
+                                        else ()) if not (mode == "batch" and query in BEAM_STREAMING_ONLY)]
+        sample = min(args.beam_sample, args.events)
+        beam_last: dict[str, dict] = {}
+        beam_correct: dict[str, bool] = {}
+
+        def beam_case(mode: str) -> Callable[[], float]:
+            def run() -> float:
+                per_batch = -(-args.events // args.files)  # the micro-batches' size on Spark: Beam's bundles'
+                done = run_beam(args.beam_python, events, sample, config, query, work, streaming=mode == "streaming",
+                                batches=-(-sample // per_batch))
+                beam_correct[mode] = beam_correct.get(mode, True) and done["correct"]
+                beam_last[mode] = done
+                return done["seconds"]
+            return run
+
+        # (Beam's runs join the rounds: its rate moves by a third from run to run)
+        timings = interleaved([(side, case(side)) for side in sides]
+                              + [(f"beam {mode}", beam_case(mode)) for mode in beam_modes], args.runs)
         for side in sides:
             figure = spread([args.events / t for t in timings[side]])
             versus = ratios(timings["ours"], timings["native"]).text() + "x" if side == "ours" and "native" in timings \
@@ -165,20 +185,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{query:<6}{side:<8}{figure.text(0):>34}{versus:>22}{len(last[side].rows):>10,}"
                   f"{state_rows(last[side]):>12,}{f'{p50:.2f} / {p99:.2f}':>20}  "
                   f"{'yes' if correct[side] else 'NO'}", flush=True)
-        for mode in BEAM_MODES[args.beam_mode] if args.beam_python and query in BEAM_QUERIES else ():
-            if mode == "batch" and query in BEAM_STREAMING_ONLY:
-                print(f"{query:<6}{'beam':<8}{'not in batch mode (processing time)':>34}", flush=True)
-                continue
-            sample = min(args.beam_sample, args.events)
-            per_batch = -(-args.events // args.files)  # the micro-batches' size on Spark: Beam's bundles'
-            beam = run_beam(args.beam_python, events, sample, config, query, work, streaming=mode == "streaming",
-                            batches=-(-sample // per_batch))
-            rate = sample / beam["seconds"]
-            ours_rate = spread([args.events / t for t in timings["ours"]]).median
-            print(f"{query:<6}{'beam':<8}{rate:>34,.0f}{'':>22}{beam['rows']:>10,}{'':>12}{'':>20}  "
-                  f"{'yes' if beam['correct'] else 'NO'}   ours/beam {ours_rate / rate:.1f}x "
-                  f"(DirectRunner, {mode}, {sample:,}-event sample, start-up "
-                  f"{beam['startup_s']:.1f} s apart)", flush=True)
+        if args.beam_python and query in BEAM_STREAMING_ONLY and "batch" in BEAM_MODES[args.beam_mode]:
+            print(f"{query:<6}{'beam':<8}{'not in batch mode (processing time)':>34}", flush=True)
+        for mode in beam_modes:
+            seconds = timings[f"beam {mode}"]
+            # per round: our rate over Beam's, each over its own events (all of them; the sample)
+            versus = spread([(args.events / o) / (sample / b) for o, b in zip(timings["ours"], seconds)])
+            print(f"{query:<6}{'beam':<8}{spread([sample / t for t in seconds]).text(0):>34}{'':>22}"
+                  f"{beam_last[mode]['rows']:>10,}{'':>12}{'':>20}  {'yes' if beam_correct[mode] else 'NO'}   "
+                  f"ours/beam {versus.text(1)}x (DirectRunner, {mode}, {sample:,}-event sample, start-up "
+                  f"{beam_last[mode]['startup_s']:.1f} s apart)", flush=True)
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
     return 0
