@@ -230,8 +230,8 @@ _ROW_COLUMNS = {"starts": np.int64, "ends": np.int64, "pending": np.int64, "hold
 #: Columns a record may leave out when every row holds the default (``fire_at`` only matters to
 #: firings by processing time; records written before them have none).
 _OPTIONAL_COLUMNS = {"fire_at": NOT_SET}
-#: Their places among the plain columns.
-_OPTIONAL_AT = [(list(_ROW_COLUMNS).index(name), (name, default)) for name, default in _OPTIONAL_COLUMNS.items()]
+#: Their places among the plain columns, with their defaults.
+_OPTIONAL_AT = [(list(_ROW_COLUMNS).index(name), default) for name, default in _OPTIONAL_COLUMNS.items()]
 #: The fields of a key's rows stored by position, after the tag naming its kind.
 _STORED_ROWS = (*_ROW_COLUMNS, "acc", "last")
 _STORED_PANES = ("starts", "first_watermark", "acc", "late")
@@ -291,7 +291,7 @@ class RowsCodec:
     def to_data(self, state: Any) -> list:
         encode = self.values.value
         plain = [getattr(state, name) for name in self.columns]
-        for i, (name, default) in _OPTIONAL_AT:
+        for i, default in _OPTIONAL_AT:
             if plain[i].count(default) == len(plain[i]):
                 plain[i] = None
         return [self.kind, *plain, [_encoded(encode, column) for column in state.acc], _encoded(encode, state.last)]

@@ -158,15 +158,15 @@ def main(argv: list[str] | None = None) -> int:
             return run
 
         sides = (["native"] if query in S.NATIVE else []) + ["ours"]
-        beam_modes = [mode for mode in (BEAM_MODES[args.beam_mode] if args.beam_python and query in BEAM_QUERIES
-                                        else ()) if not (mode == "batch" and query in BEAM_STREAMING_ONLY)]
+        requested = BEAM_MODES[args.beam_mode] if args.beam_python and query in BEAM_QUERIES else ()
+        beam_modes = [mode for mode in requested if not (mode == "batch" and query in BEAM_STREAMING_ONLY)]
         sample = min(args.beam_sample, args.events)
+        per_batch = -(-args.events // args.files)  # the micro-batches' size on Spark: Beam's bundles'
         beam_last: dict[str, dict] = {}
         beam_correct: dict[str, bool] = {}
 
         def beam_case(mode: str) -> Callable[[], float]:
             def run() -> float:
-                per_batch = -(-args.events // args.files)  # the micro-batches' size on Spark: Beam's bundles'
                 done = run_beam(args.beam_python, events, sample, config, query, work, streaming=mode == "streaming",
                                 batches=-(-sample // per_batch))
                 beam_correct[mode] = beam_correct.get(mode, True) and done["correct"]
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{query:<6}{side:<8}{figure.text(0):>34}{versus:>22}{len(last[side].rows):>10,}"
                   f"{state_rows(last[side]):>12,}{f'{p50:.2f} / {p99:.2f}':>20}  "
                   f"{'yes' if correct[side] else 'NO'}", flush=True)
-        if args.beam_python and query in BEAM_STREAMING_ONLY and "batch" in BEAM_MODES[args.beam_mode]:
+        if "batch" in requested and "batch" not in beam_modes:
             print(f"{query:<6}{'beam':<8}{'not in batch mode (processing time)':>34}", flush=True)
         for mode in beam_modes:
             seconds = timings[f"beam {mode}"]
