@@ -57,6 +57,14 @@ LAYOUT_MIGRATIONS: set[tuple[str, str]] = {
     # the object path's windows, by key with allowed lateness, by window without (``window_log_migration``)
     ("per-key windows", "window log"),
     ("window log", "per-key windows"),
+    # session and window rows, by key or in row shards of columns (``row_shards``); the object path's
+    # windows are read as rows on the way (``columnar_records.RowsCodec``)
+    ("per-key session rows", "session rows in row shards"),
+    ("session rows in row shards", "per-key session rows"),
+    ("per-key windows", "session rows in row shards"),
+    ("per-key window rows", "window rows in row shards"),
+    ("window rows in row shards", "per-key window rows"),
+    ("per-key windows", "window rows in row shards"),
 }
 
 #: A per-key layout whose records are kept in key shards (``key_shards``): the same records, stored

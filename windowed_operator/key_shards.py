@@ -84,21 +84,22 @@ def key_json(key: Hashable) -> str:
     return _encode(_KEYS.value(key))
 
 
-def modelled_cost(shards: int, touched: float, held: int) -> float:
+def modelled_cost(shards: int, touched: float, held: int, record_us: float = RECORD_US) -> float:
     """Expected microseconds a batch coming back to ``touched`` keys (spread by hash) of ``held``
-    spends on ``shards`` shards: every shard it touches is read and written whole."""
+    spends on ``shards`` shards: every shard it touches is read and written whole, at ``record_us``
+    a key it holds."""
     if held <= 0 or touched <= 0:
         return 0.0
     hit = shards * -math.expm1(touched * math.log1p(-1.0 / shards)) if shards > 1 else 1.0
-    return hit * (ENTRY_US + RECORD_US * held / shards)
+    return hit * (ENTRY_US + record_us * held / shards)
 
 
-def target_shards(touched: float, held: int) -> int:
-    """The power of two of shards the model finds cheapest, at most about one per key (where it
-    costs what records of their own cost)."""
-    best, best_cost, shards = 1, modelled_cost(1, touched, held), 2
-    while shards <= 2 * max(held, 1):
-        cost = modelled_cost(shards, touched, held)
+def target_shards(touched: float, held: int, record_us: float = RECORD_US, keys_per_shard: float = 0.5) -> int:
+    """The power of two of shards the model finds cheapest, with at least about ``keys_per_shard``
+    keys each (by default about one per key, where shards cost what records of their own cost)."""
+    best, best_cost, shards = 1, modelled_cost(1, touched, held, record_us), 2
+    while shards <= max(held, 1) / keys_per_shard:
+        cost = modelled_cost(shards, touched, held, record_us)
         if cost < best_cost:
             best, best_cost = shards, cost
         shards *= 2

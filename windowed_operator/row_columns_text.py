@@ -48,8 +48,13 @@ def rows_text(table: RowTable, kind: str) -> str:
 
 def table_of(text: str, watermark: int) -> tuple[str, RowTable]:
     """The kind and the rows of a text written by ``rows_text``."""
+    return table_of_data(json.loads(text), watermark)
+
+
+def table_of_data(data: list, watermark: int) -> tuple[str, RowTable]:
+    """The kind and the rows of a parsed ``rows_text`` (a text nested in a larger one is parsed with it)."""
     read = _VALUES.read_value
-    kind, keys, lengths, *rest = json.loads(text)
+    kind, keys, lengths, *rest = data
     plain, (acc, last) = rest[:len(_ROW_COLUMNS)], rest[len(_ROW_COLUMNS):]
     columns = {name: np.asarray(values, dtype=dtype) for (name, dtype), values in zip(_ROW_COLUMNS.items(), plain)}
     key_column = np.repeat(object_array(_decoded(read, keys)), lengths)
@@ -57,4 +62,4 @@ def table_of(text: str, watermark: int) -> tuple[str, RowTable]:
                           last=object_array(_decoded(read, last)), watermark=watermark, **columns)
 
 
-__all__ = ["key_runs", "rows_text", "table_of"]
+__all__ = ["key_runs", "rows_text", "table_of", "table_of_data"]

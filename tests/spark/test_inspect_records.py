@@ -47,3 +47,30 @@ def test_window_rows_are_printed_with_their_trigger_state():
                      "1 element(s) counted, fires at processing time 1700",
                      "  window [20, 30) acc=[2] pending=2 panes fired=0 on_time_hold trigger before its ON_TIME pane, "
                      "2 element(s) counted"]
+
+
+def test_a_row_shard_is_printed_key_by_key():
+    """A row shard's text (many keys' rows as columns) prints each key's rows as its own record would."""
+    from windowed_operator.columnar_records import SessionRecords
+    from windowed_operator.columnar_sessions import ColumnarSessions
+    from windowed_operator.row_columns_text import rows_text
+    from windowed_operator.spark.inspect import describe_row_shard
+    from windowed_operator.windows.session_windows import SessionWindows
+    from accumulations import Sum
+    from triggers import TriggerOption
+
+    engine = ColumnarSessions(SessionWindows(10), Sum(), TriggerOption.default(), 0, label="op", column=None)
+    sessions = {"u1": KeySessions(starts=[0, 40], ends=[15, 52], acc=[[3, 9]], pending=[0, 2], hold=[False, True],
+                                  nonspeculative=[1, 0], index=[1, 0], last=[3, None], late=[True, False],
+                                  count=[0, 2], fire_at=[NOT_SET, NOT_SET], closed=[False, False]),
+                ("t", 2): KeySessions(starts=[5], ends=[9], acc=[[1]], pending=[1], hold=[True], nonspeculative=[0],
+                                      index=[0], last=[None], late=[False], count=[1], fire_at=[77], closed=[False])}
+    table = SessionRecords(engine).build(list(sessions), list(sessions.values()), 0)
+    text = json.dumps([15, 77, json.loads(rows_text(table, "sessions"))])
+    by_key = list(describe_row_shard(3, 0, text))
+    assert by_key[0] == "row shard 3: 2 key(s), due at watermark 15, processing time 77"
+    own = [line for k, s in sessions.items() for line in describe_record(
+        k, record(KeySessionsCodec(ColumnarForm("sum")).to_data(s)))]
+    assert [line.strip() for line in by_key[1:] if not line.startswith("  '") and not line.startswith("  (")] == \
+        [line.strip() for line in own if not line.startswith("'") and not line.startswith("(")]
+    assert list(describe_row_shard(3, 0, text, key="u1"))[1:] == ["  'u1':", *["  " + line for line in own[1:3]]]

@@ -29,8 +29,11 @@ def tumbling_lists(**kw):
                                  watermark=bounded_disorder(DELAY), allowed_lateness=4_000, **kw)
 
 
-def stored(spark, checkpoint):
-    """(keys in their own entries, keys in shard texts) of the checkpoint's latest batch."""
+def stored(spark, checkpoint, rows=False):
+    """(keys in their own entries, keys in key shards[, keys in row shards]) of the checkpoint's
+    latest batch."""
+    import json
+
     from windowed_operator.key_shards import parse_shard
     from windowed_operator.spark.group_store import DUE_STATE, KEYS_STATE
 
@@ -38,27 +41,62 @@ def stored(spark, checkpoint):
     parts = spark.read.format("statestore").option("stateVarName", DUE_STATE).load(str(checkpoint)).collect()
     in_shards = sum(len(parse_shard(r["user_map_value"]["entries"])) for r in parts
                     if r["user_map_key"]["domain"] == "keys")
-    return own, in_shards
+    in_rows = sum(len(json.loads(r["user_map_value"]["entries"])[2][1]) for r in parts
+                  if r["user_map_key"]["domain"] == "rows")
+    return (own, in_shards, in_rows) if rows else (own, in_shards)
+
+
+@pytest.fixture
+def row_shards_off(spark):
+    """Session and window rows in per-key records (so in key shards), for this test only."""
+    from windowed_operator.spark.runner import ROW_SHARDS_CONF
+
+    spark.conf.set(ROW_SHARDS_CONF, "false")
+    yield
+    spark.conf.unset(ROW_SHARDS_CONF)
 
 
 @pytest.mark.parametrize("make_op", [sessions_early, tumbling_lists], ids=["columnar sessions", "object windows"])
-def test_key_shards_give_the_local_runners_panes(spark, tmp_path, make_op):
+def test_key_shards_give_the_local_runners_panes(spark, tmp_path, make_op, row_shards_off):
     op = make_op()
     expected = local_panes(run_local_like_spark(op, BATCHES, DELAY))
     assert spark_panes(run_spark(spark, op, BATCHES, tmp_path / "ended")) == expected
 
-    write_batches(tmp_path / "open" / "in", BATCHES, flush=False)
-    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "open" / "in"))
-    checkpoint = tmp_path / "open" / "checkpoint"
-    query = (make_op().apply(df, end_of_input=END_COLUMN).writeStream.format("noop")
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination()
+    checkpoint = run_open(spark, tmp_path, make_op)
     own, in_shards = stored(spark, checkpoint)
     assert own == 0 and in_shards > 0
     from windowed_operator.spark.inspect import key_records
 
     assert sorted(r["key"] for r in key_records(spark, str(checkpoint)).collect()) == sorted(
         {r["user"] for batch in BATCHES for r in batch if r["ts"] >= BASE + 20_000})
+
+
+def run_open(spark, tmp_path, make_op):
+    """The batches without the end-of-input marker's effect (windows still open): the checkpoint."""
+    write_batches(tmp_path / "open" / "in", BATCHES, flush=False)
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "open" / "in"))
+    checkpoint = tmp_path / "open" / "checkpoint"
+    query = (make_op().apply(df, end_of_input=END_COLUMN).writeStream.format("noop")
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    return checkpoint
+
+
+def test_row_shards_give_the_local_runners_panes(spark, tmp_path):
+    """Session rows in row shards by default: the local runner's panes, no per-key record, and the
+    state command prints every key's rows."""
+    op = sessions_early()
+    expected = local_panes(run_local_like_spark(op, BATCHES, DELAY))
+    assert spark_panes(run_spark(spark, op, BATCHES, tmp_path / "ended")) == expected
+    checkpoint = run_open(spark, tmp_path, sessions_early)
+    own, in_shards, in_rows = stored(spark, checkpoint, rows=True)
+    assert own == 0 and in_shards == 0 and in_rows > 0
+    from windowed_operator.spark.inspect import describe_checkpoint
+
+    lines = list(describe_checkpoint(spark, str(checkpoint), limit=1000))
+    held = sorted({r["user"] for batch in BATCHES for r in batch if r["ts"] >= BASE + 20_000})
+    assert any(line.startswith("the row shards:") and f"{in_rows} key(s)" in line for line in lines)
+    assert sorted(line.strip()[:-1] for line in lines if line.startswith("  '")) == sorted(repr(k) for k in held)
 
 
 def test_inspection_reads_a_shards_keys_in_both_forms(spark):
@@ -116,14 +154,30 @@ def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_eve
     """Switching key shards moves every record either way; so does RocksDB's changelog checkpointing,
     which ``local_session`` turns on: a checkpoint written with it off (as before) continues with it
     on, and back (one restart test for both: each restart costs a query start)."""
-    from windowed_operator.spark.runner import KEY_SHARDS_CONF
+    from windowed_operator.spark.runner import KEY_SHARDS_CONF, ROW_SHARDS_CONF
 
     changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
     assert spark.conf.get(changelog) == "true"
     steps = [({KEY_SHARDS_CONF: "false", changelog: "false"}, 1), ({KEY_SHARDS_CONF: "true", changelog: "true"}, 3),
              ({KEY_SHARDS_CONF: "false", changelog: "false"}, None)]
+    for settings, _ in steps:
+        settings[ROW_SHARDS_CONF] = "false"
     checks = [lambda own, in_shards: own > 0 and in_shards == 0, lambda own, in_shards: own == 0 and in_shards > 0,
               lambda own, in_shards: in_shards == 0]
     for checkpoint, check in zip(run_restarts(spark, tmp_path, steps), checks):
         assert check(*stored(spark, checkpoint))
     assert any(checkpoint.glob("state/**/*.changelog"))  # (the middle run wrote its batches so)
+
+
+def test_a_restart_that_switches_row_shards_keeps_every_row(spark, tmp_path):
+    """Per-key records (in key shards) move into row shards on a restart that turns them on, and back
+    into records of their own on one that turns them off: the local runner's panes throughout."""
+    from windowed_operator.spark.runner import KEY_SHARDS_CONF, ROW_SHARDS_CONF
+
+    steps = [({ROW_SHARDS_CONF: "false"}, 1), ({ROW_SHARDS_CONF: "true"}, 3),
+             ({ROW_SHARDS_CONF: "false", KEY_SHARDS_CONF: "false"}, None)]
+    checks = [lambda own, keys, rows: own == 0 and keys > 0 and rows == 0,
+              lambda own, keys, rows: own == 0 and keys == 0 and rows > 0,
+              lambda own, keys, rows: keys == 0 and rows == 0]
+    for checkpoint, check in zip(run_restarts(spark, tmp_path, steps), checks):
+        assert check(*stored(spark, checkpoint, rows=True))

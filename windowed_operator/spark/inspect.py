@@ -1,6 +1,6 @@
 """Reading a checkpoint's state: every key's windows (what is pending, what fired, trigger state),
 or, under the default trigger with no allowed lateness, the pane log's rows of every pane and the
-window log's accumulators of every window.
+window log's accumulators of every window, or the session or window rows of every row shard.
 
 The state is data (``spark.group_store``), so Spark's own state data source reads it; these
 helpers give it columns with names and print it per key:
@@ -10,18 +10,20 @@ helpers give it columns with names and print it per key:
 or ``key_records(spark, checkpoint)`` for a DataFrame of ``key_group``, ``key`` and ``record`` (the
 key's JSON record) to query yourself; ``pane_log_parts(spark, checkpoint)`` for the pane log's
 ``key_group``, ``pane_start``, ``part`` and ``rows`` (JSON: the keys and accumulator columns);
-``window_log_parts(spark, checkpoint)`` for the window log's ``key_group``, ``due``, ``part`` and ``rows``.
+``window_log_parts(spark, checkpoint)`` for the window log's ``key_group``, ``due``, ``part`` and ``rows``;
+``row_shard_parts(spark, checkpoint)`` for the row shards' ``key_group``, ``shard``, ``part`` and ``rows``.
 """
 from __future__ import annotations
 
 import json
 from typing import Any, Iterator, Optional
 
-from ..columnar_records import PANES, stored_columns
+from ..columnar_records import _ROW_COLUMNS, PANES, stored_columns
 from ..columnar_triggers import NOT_SET
 from ..group_state import read_record
 from ..key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
+from ..row_shards import DOMAIN as ROW_SHARDS_DOMAIN
 from ..state_codec import KeyStateCodec
 from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
@@ -78,6 +80,12 @@ def window_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     return _log_parts(spark, checkpoint, operator_id, WINDOW_LOG_DOMAIN, "due")
 
 
+def row_shard_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
+    """The row shards' texts (``windowed_operator.row_shards``): each the session or window rows of
+    many keys, as columns."""
+    return _log_parts(spark, checkpoint, operator_id, ROW_SHARDS_DOMAIN, "shard")
+
+
 def describe_part(pane_start: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
     """Lines for one part of the pane log: its pane and each row (key, accumulator columns)."""
     data = json.loads(text)
@@ -130,6 +138,11 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
         for end, n in columns["late"]:
             yield f"  window ending {end}: {n} LATE pane(s) fired"
         return
+    yield from _describe_rows(columns, read)
+
+
+def _describe_rows(columns: dict, read: Any) -> Iterator[str]:
+    """One key's session or window rows, from named columns (``stored_columns``)."""
     name = "window" if columns["kind"] == "windows" else "session"
     for i, (start, end) in enumerate(zip(columns["starts"], columns["ends"])):
         fired = columns["index"][i]
@@ -142,6 +155,30 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
                f"pending={columns['pending'][i]} panes fired={fired}"
                + (f" last_output={read(columns['last'][i])!r}" if fired else "")
                + (" on_time_hold" if columns["hold"][i] else "") + trigger)
+
+
+def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
+    """Lines for one row shard (``windowed_operator.row_shards``): its due times, then each key's
+    session or window rows."""
+    event_due, processing_due, (kind, keys, lengths, *values) = json.loads(text)
+    read = KeyStateCodec().read_value
+    names = [*_ROW_COLUMNS, "acc", "last"]
+    stored = dict(zip(names, values))
+    shown = [(i, read(k)) for i, k in enumerate(keys) if key is None or str(read(k)) == key]
+    if shown:
+        yield (f"row shard {shard}: {len(keys)} key(s), due at watermark {event_due}"
+               + (f", processing time {processing_due}" if processing_due is not None else ""))
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    for i, k in shown:
+        lo, hi = bounds[i], bounds[i + 1]
+        columns = {name: stored[name][lo:hi] for name in _ROW_COLUMNS if stored[name] is not None}
+        columns.update(kind=kind, acc=[column[lo:hi] for column in stored["acc"]], last=stored["last"][lo:hi])
+        columns.setdefault("fire_at", [NOT_SET] * (hi - lo))
+        yield f"  {k!r}:"
+        for line in _describe_rows(columns, read):
+            yield "  " + line
 
 
 def _describe_windows(state: dict, read: Any) -> Iterator[str]:
@@ -173,9 +210,14 @@ def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, 
             ("pane log", pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they "
              "are summed when read"),
             ("window log", window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
-             "merged when read")):
+             "merged when read"),
+            ("row shards", row_shard_parts, "shard", describe_row_shard, "each holds the rows of the keys whose "
+             "hash falls in it")):
         found = parts(spark, checkpoint, operator_id).orderBy(bucket, "part", "key_group").collect()
-        if found:
+        if found and parts is row_shard_parts:
+            held = sum(len(json.loads(part["rows"])[2][1]) for part in found)
+            yield f"the {name}: {len(found)} shard(s), {held} key(s) ({note})"
+        elif found:
             yield f"the {name}: {len(found)} part(s) ({note})"
         for part in found:
             for line in describe(part[bucket], part["part"], part["rows"], key):

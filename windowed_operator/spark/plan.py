@@ -116,6 +116,9 @@ class SparkPlan:
     #: Keys' records live in shards of many keys each (``windowed_operator.key_shards``);
     #: ``spark.windowed_operator.keyShards=false`` keeps a record per key.
     key_shards: bool = True
+    #: Session and window rows live in shards of columns (``windowed_operator.row_shards``);
+    #: ``spark.windowed_operator.rowShards=false`` keeps them in per-key records.
+    row_shards: bool = True
     #: The session's time zone, converting packed timestamps as pyspark's row path would.
     timezone: Optional[str] = None
     #: The operator whose panes are the input (a chained stage: ``spark.chain``), or None for raw rows.

@@ -31,7 +31,7 @@ from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group
 from ..group_state import GroupState
 from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
-from ..columnar_records import columnar_engine, columnar_records, run_columnar_batch
+from ..columnar_records import RowRecords, columnar_engine, columnar_records, run_columnar_batch
 from ..columnar_panes import object_array
 from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
@@ -40,6 +40,8 @@ from ..part_log import held_buckets, run_part_log_batch
 from ..pane_log_migration import key_records_to_pane_log, pane_log_to_key_records, stored_layout
 from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize
+from ..row_shards import (LAYOUTS as ROW_SHARDS_LAYOUTS, META as ROW_SHARDS, RowShards, key_records_to_row_shards,
+                          row_shards_to_key_records, run_row_shards_batch)
 from ..state import KeyState
 from ..state_codec import KeyStateCodec
 from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
@@ -107,11 +109,16 @@ class WindowedStatefulProcessor(StatefulProcessor):
         #: ... and the object and array paths keep their windows' accumulators by window (``window_log``).
         self.window_log = WindowLog(self.core, self.codec) if self.columnar is None and self.plan.upstream is None \
             and supports_window_log(self.core) and self.plan.time_mode == "EventTime" and self.plan.pane_log else None
-        layout = PANE_LOG if self.pane_log is not None else self.records.layout if self.columnar is not None else \
+        #: Session and window rows are kept in row shards (``row_shards``), or per key.
+        self.row_shards = self.columnar is not None and self.pane_log is None and self.plan.row_shards \
+            and isinstance(self.records, RowRecords)
+        layout = PANE_LOG if self.pane_log is not None else ROW_SHARDS_LAYOUTS[self.records.codec.kind] \
+            if self.row_shards else self.records.layout if self.columnar is not None else \
             WINDOW_LOG if self.window_log is not None else PER_KEY_WINDOWS
         #: Per-key layouts keep their records in key shards (or not: a restart moves them); the logs
-        #: keep none after moving in, so their groups read records as stored.
-        self.key_shards: Optional[bool] = None if layout in (PANE_LOG, WINDOW_LOG) else self.plan.key_shards
+        #: and row shards keep none after moving in, so their groups read records as stored.
+        self.key_shards: Optional[bool] = None if layout in (PANE_LOG, WINDOW_LOG) or self.row_shards \
+            else self.plan.key_shards
         if self.key_shards:
             layout = in_key_shards(layout)
         self.fingerprint = state_fingerprint(
@@ -250,9 +257,14 @@ class WindowedStatefulProcessor(StatefulProcessor):
             keys = factorize(self._keys(frame))[1].tolist() if frame is not None and len(frame) else []
             if plan.key_column is not None:
                 keys = [k for k in keys if not is_null(k)]  # rows with a null key are rejected below
-            if stored_layout(group) == PANE_LOG:
-                keys += pane_log_to_key_records(group, self.records, PaneLog(self.columnar), self.store)
-            run_columnar_batch(self.records, group, keys, watermark, processing_time, run)
+            if self.row_shards:
+                self._row_shards_batch(group, keys, watermark, processing_time, run)
+            else:
+                if stored_layout(group) == PANE_LOG:
+                    keys += pane_log_to_key_records(group, self.records, PaneLog(self.columnar), self.store)
+                if ROW_SHARDS in meta:
+                    keys += row_shards_to_key_records(group, self.records, self._shards(group))
+                run_columnar_batch(self.records, group, keys, watermark, processing_time, run)
             self._schedule_group(group, spark_now, watermark)
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)
@@ -266,6 +278,18 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 # convert to Arrow much faster)
                 yield self._frame(plan.columnar_rows(made, side, phase), behind, typed=not plan.side_outputs)
         yield from self._counts(n_dropped, len(bad))
+
+    def _shards(self, group: GroupState) -> RowShards:
+        return RowShards(group, self.store, self.columnar, self.records.codec.kind)
+
+    def _row_shards_batch(self, group: GroupState, keys: list, watermark: int, processing_time: int,
+                          run: Any) -> None:
+        """The batch on row shards; a group stored per key (before row shards, or by a run with
+        ``rowShards=false``) moves its rows in first, with the batch."""
+        assert isinstance(self.records, RowRecords)
+        moved = key_records_to_row_shards(group, self.records) \
+            if group.meta and ROW_SHARDS not in group.meta else None
+        run_row_shards_batch(self._shards(group), keys, watermark, processing_time, run, moved)
 
     def _group(self, codec: Any) -> GroupState:
         """The group's per-key state; a checkpoint of the pickled layout (version 5 and before) is refused."""

@@ -247,6 +247,8 @@ def shown_timestamp(column: str) -> Column:
 PANE_LOG_CONF = "spark.windowed_operator.paneLog"
 #: ``false`` keeps each key's record in its own state entry instead of in key shards (``SparkPlan.key_shards``).
 KEY_SHARDS_CONF = "spark.windowed_operator.keyShards"
+#: ``false`` keeps session and window rows in per-key records instead of row shards (``SparkPlan.row_shards``).
+ROW_SHARDS_CONF = "spark.windowed_operator.rowShards"
 
 
 def conf_flag(df: DataFrame, name: str, default: bool = True) -> bool:
@@ -283,7 +285,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     packed = packed and not (plan.preaggregated or plan.preselected or plan.prefolded)
     plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone,
                                pane_log=conf_flag(projected, PANE_LOG_CONF),
-                               key_shards=conf_flag(projected, KEY_SHARDS_CONF))
+                               key_shards=conf_flag(projected, KEY_SHARDS_CONF),
+                               row_shards=conf_flag(projected, ROW_SHARDS_CONF))
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
         # (the group column keeps its type: pmod of xxhash64 is a bigint, the unkeyed group an int)
         group_type = LongType() if key_col is not None else IntegerType()

@@ -1,0 +1,287 @@
+"""A key group's session or window rows kept in *row shards*: each shard one JSON text of columns.
+
+On the per-key layout (``group_state``, ``columnar_records``) a batch reads each key it touches as a
+record of its own, decodes it into lists, builds the group's table from them, and after the engine
+ran splits the table back into a record per key, encodes and writes each.  Nexmark's q11 and q12
+come back to nearly every key of a group in every batch, and there that record layer cost about
+30 us a key against 3 us a key for the engine itself (``benchmarks/key_records.py``).  Here a shard
+holds the rows of many keys as columns (``row_columns_text``): it is parsed into arrays and written
+from them in one piece, without an object or a JSON text per key.
+
+- **Which shard:** a key's shard is its hash (``key_shards.key_hash`` of its tagged JSON: stable
+  across processes) modulo the group's shard count.  With one shard no key is hashed at all.
+- **How many shards:** ``key_shards``' cost model, at what a key costs inside a shard of columns
+  (``ROW_KEY_US``), and with at least ``MIN_KEYS_PER_SHARD`` keys a shard: a group whose batches
+  come back to most keys keeps one shard, one whose batches touch few keys of many keeps many
+  (so a batch reads about as many rows as it touches keys, times that floor).  When the current
+  count costs ``SLACK`` times the model's, the group's rows are rewritten at the new count.
+- **What is due:** the group's due indexes (``due_index``) hold shards, not keys: a shard is entered
+  under the earliest event time and processing time any of its rows has work at (the engine's
+  ``due_per_row`` and ``processing_due_per_row``: the rules of ``time_rules``), and its text records
+  the due times the index holds it under, so it is entered again only when they move (as a key's
+  record does).  A stale entry costs a read of a shard with nothing due: running the engine over
+  rows with nothing due changes nothing.
+- **What a batch does:** read the shards of its keys and the shards due, in one call; run the
+  engine on their rows as one table (``run``); write every shard read back (or remove it once
+  empty), in one call.
+
+Stored (``PartStore``, domain ``"rows"``): shard ``s`` at ``(s, 0)`` as ``[event due, processing
+due, <rows_text>]``.  The group's record holds ``{"shards", "held", "touched"}`` under ``"row_shards"``.
+A restart that chooses per-key records instead (``spark.windowed_operator.rowShards=false``), or
+that finds per-key records (a checkpoint written before row shards), moves every row once
+(``key_records_to_row_shards``, ``row_shards_to_key_records``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Hashable, Iterable, Optional
+
+import numpy as np
+
+from .columnar_records import RowRecords
+from .columnar_triggers import NOT_SET, RowTable
+from .group_state import EVENT, PROCESSING, SHARDS, GroupState
+from .key_shards import SLACK, UNKNOWN_TOUCHED, key_hash, key_json, modelled_cost, target_shards
+from .part_log import PartStore
+from .range_ops import factorize
+from .row_columns_text import key_runs, rows_text, table_of_data
+from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from .time_rules import is_timer_due
+
+DOMAIN = "rows"
+META = "row_shards"
+#: The layout's name in the fingerprint, by the rows' kind (``fingerprint.LAYOUT_MIGRATIONS``).
+LAYOUTS = {"sessions": "session rows in row shards", "windows": "window rows in row shards"}
+#: What a key costs in microseconds inside a shard read and written whole (parse, arrays, encode:
+#: 4.9 ms for a 2,500-key group in the prototype of 2026-11-27, against 74.7 ms as key records).
+ROW_KEY_US = 2.0
+#: The fewest keys a shard is sized for: a batch touching one key of many reads this many keys'
+#: rows (about 130 us) rather than one record, and a group of a million keys keeps 16K shards, not a
+#: million small texts, each costing an entry's round trip when a batch touches them all.
+MIN_KEYS_PER_SHARD = 64
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+@dataclass
+class _Shard:
+    """A shard read in this batch: its rows and its keys, the due times the index holds it under,
+    whether it has a text in the store, whether the batch's table took its rows."""
+
+    table: RowTable
+    keys: list = field(default_factory=list)
+    due: list[Optional[int]] = field(default_factory=lambda: [None, None])
+    stored: bool = False
+    ran: bool = False
+
+
+def joined(tables: list[RowTable], watermark: int) -> RowTable:
+    """Shards' tables as one, in the order given: each is grouped by key and no key is in two, so
+    the result is grouped by key (no sort)."""
+    tables = [t for t in tables if len(t)]
+    if not tables:
+        return RowTable(watermark=watermark)
+    if len(tables) == 1:
+        tables[0].watermark = watermark
+        return tables[0]
+    width = len(tables[0].acc)
+    return RowTable(**{f.name: [np.concatenate([t.acc[c] for t in tables]) for c in range(width)] if f.name == "acc"
+                       else np.concatenate([getattr(t, f.name) for t in tables])
+                       for f in fields(RowTable) if f.name != "watermark"}, watermark=watermark)
+
+
+def unique_keys(table: RowTable) -> list[Hashable]:
+    """A table's keys, once each, in its order (its rows are grouped by key)."""
+    return table.keys[key_runs(table.keys)[0]].tolist()
+
+
+class RowShards:
+    """One group's rows by shard, for one batch: ``load`` the shards it needs, ``write`` the table
+    the engine left (``run_row_shards_batch`` does both)."""
+
+    def __init__(self, group: GroupState, store: PartStore, engine: Any, kind: str, *,
+                 min_keys: float = MIN_KEYS_PER_SHARD, key_us: float = ROW_KEY_US) -> None:
+        record = group.meta.get(META) or {}
+        self.group, self.store, self.engine, self.kind = group, store, engine, kind
+        #: (the cost model's parameters; tests make many shards pay with a dear key)
+        self.min_keys, self.key_us = min_keys, key_us
+        self.count: int = record.get("shards", 1)
+        self.held: int = record.get("held", 0)
+        self.touched: Optional[float] = record.get("touched")
+        self.loaded: dict[int, _Shard] = {}
+
+    def to_record(self) -> dict[str, Any]:
+        return {"shards": self.count, "held": self.held, "touched": self.touched}
+
+    def shards_of(self, keys: list[Hashable]) -> list[int]:
+        if self.count == 1:
+            return [0] * len(keys)
+        return [key_hash(key_json(key)) % self.count for key in keys]
+
+    # -- reading ----------------------------------------------------------------------------------
+    def load(self, shards: Iterable[int], watermark: int) -> None:
+        """Read the shards not read yet, in one call, and parse them in one."""
+        missing = sorted({s for s in shards if s not in self.loaded})
+        if not missing:
+            return
+        texts = self.store.get_texts(DOMAIN, [(s, 0) for s in missing])
+        stored = [text for text in texts if text is not None]
+        parsed = iter(json.loads(f"[{','.join(stored)}]") if stored else ())
+        for shard, text in zip(missing, texts):
+            if text is None:
+                self.loaded[shard] = _Shard(RowTable(watermark=watermark))
+                continue
+            event_due, processing_due, rows = next(parsed)
+            kind, table = table_of_data(rows, watermark)
+            if kind != self.kind:
+                raise RuntimeError(f"row shard {shard} holds {kind} rows where this operator keeps {self.kind}")
+            self.loaded[shard] = _Shard(table, unique_keys(table), [event_due, processing_due], stored=True)
+
+    def load_due(self, watermark: int, processing_time: Optional[int], last_watermark: int) -> None:
+        """Read the shards the indexes hold as due; their entries are taken out (so ``write`` enters
+        them again while rows of theirs have work left)."""
+        indexes = self.group.indexes
+        taken = indexes[EVENT].take_due(watermark)
+        if processing_time is not None:
+            taken |= indexes[PROCESSING].take_due(processing_time)
+        self.load(taken, last_watermark)
+        for shard in taken:
+            due = self.loaded[shard].due
+            if due[0] is not None and is_timer_due(due[0], watermark):
+                due[0] = None
+            if processing_time is not None and due[1] is not None and is_timer_due(due[1], processing_time):
+                due[1] = None
+
+    def read_table(self, watermark: int) -> RowTable:
+        """The rows of every shard read, as the batch's table (at the group's last watermark)."""
+        for shard in self.loaded.values():
+            shard.ran = True
+        return joined([shard.table for _, shard in sorted(self.loaded.items())], watermark)
+
+    def addresses(self) -> dict[Hashable, int]:
+        """The shard of every key read."""
+        return {key: s for s, shard in self.loaded.items() for key in shard.keys}
+
+    # -- writing ----------------------------------------------------------------------------------
+    def write(self, table: RowTable, addresses: dict[Hashable, int], touched: int, came_back: int) -> None:
+        """Write the rows the engine left of every shard read (``addresses``: the shard of each key
+        of the table, unless there is one shard), remove the shards left empty, and enter the
+        shards' new due times; first rebuild at the model's count when it is ``SLACK`` times cheaper."""
+        keys = unique_keys(table)
+        self.held += len(keys) - sum(len(shard.keys) for shard in self.loaded.values() if shard.ran)
+        if came_back or self.touched is not None:
+            self.touched = float(touched) if self.touched is None else (self.touched + touched) / 2
+        estimate = self.touched if self.touched is not None else UNKNOWN_TOUCHED
+        target = target_shards(estimate, self.held, self.key_us, self.min_keys)
+        if target != self.count and modelled_cost(self.count, estimate, self.held, self.key_us) > \
+                SLACK * modelled_cost(target, estimate, self.held, self.key_us):
+            table = self._everything(table)
+            keys = unique_keys(table)
+            self.count = target
+            addresses = dict(zip(keys, self.shards_of(keys)))
+        if not len(table):
+            by_shard: list[tuple[int, Optional[np.ndarray]]] = []
+        elif self.count == 1:
+            by_shard = [(0, None)]
+        else:
+            _, lengths = key_runs(table.keys)
+            row_shard = np.repeat(np.array([addresses[k] for k in keys], dtype=np.int64), lengths)
+            order = np.argsort(row_shard, kind="stable")  # (keeps each shard's rows grouped by key)
+            shards, starts = np.unique(row_shard[order], return_index=True)
+            bounds = [*starts.tolist(), len(order)]
+            by_shard = [(s, order[lo:hi]) for s, lo, hi in zip(shards.tolist(), bounds, bounds[1:])]
+        self._put(table, by_shard)
+
+    def _put(self, table: RowTable, by_shard: list[tuple[int, Optional[np.ndarray]]]) -> None:
+        """Each shard's rows as its text (its due times entered where they moved); the shards read
+        that hold no rows now, removed."""
+        event_due = self.engine.due_per_row(table)
+        processing_due = self.engine.processing_due_per_row(table)
+        puts: list[tuple[int, int, str]] = []
+        for shard, rows in by_shard:
+            loaded = self.loaded.setdefault(shard, _Shard(RowTable(watermark=table.watermark)))
+            due = (event_due, processing_due) if rows is None else (event_due[rows], processing_due[rows])
+            for i, (domain, column) in enumerate(zip((EVENT, PROCESSING), due)):
+                earliest = int(column.min())
+                if earliest != NOT_SET and earliest != loaded.due[i]:
+                    self.group.indexes[domain].enter(shard, earliest)
+                    loaded.due[i] = earliest
+            text = rows_text(table if rows is None else table.take(rows), self.kind)
+            puts.append((shard, 0, f"[{_encode(loaded.due[0])},{_encode(loaded.due[1])},{text}]"))
+        written = {shard for shard, _ in by_shard}
+        removals = [(s, 0) for s, shard in sorted(self.loaded.items()) if shard.stored and s not in written]
+        if puts:
+            self.store.put_texts(DOMAIN, puts)
+        if removals:
+            self.store.remove_texts(DOMAIN, removals)
+        for s in written:
+            self.loaded[s].stored = True
+        for s, _ in removals:
+            self.loaded[s].stored = False
+
+    def _everything(self, table: RowTable) -> RowTable:
+        """The batch's table with the rows of every shard not read yet (they had nothing due: they
+        move as they are), every shard to be written anew (rebuilding at another count)."""
+        self.load(range(self.count), table.watermark)
+        rest = [shard.table for _, shard in sorted(self.loaded.items()) if not shard.ran]
+        for shard in self.loaded.values():
+            shard.ran, shard.due = True, [None, None]  # (new shard numbers: every due time entered anew)
+        return joined([table, *rest], table.watermark)
+
+    # -- the whole group ----------------------------------------------------------------------------
+    def take_all(self, watermark: int) -> RowTable:
+        """Every row, the shards' texts and index entries removed: the group goes back to key records."""
+        self.load(range(self.count), watermark)
+        table = joined([shard.table for _, shard in sorted(self.loaded.items())], watermark)
+        stored = [(s, 0) for s, shard in sorted(self.loaded.items()) if shard.stored]
+        if stored:
+            self.store.remove_texts(DOMAIN, stored)
+        for index in self.group.indexes.values():
+            index.take_due(MAX_TIMESTAMP)
+        self.loaded.clear()
+        self.count, self.held, self.touched = 1, 0, None
+        return table
+
+
+def run_row_shards_batch(shards: RowShards, batch_keys: Iterable[Hashable], watermark: int, processing_time: int,
+                         run: Callable[[RowTable], RowTable], moved: Optional[RowTable] = None) -> None:
+    """One batch of one group on row shards: read the shards of the batch's keys and the shards due,
+    ``run`` the engine on their rows as one table at the group's last watermark (with ``moved``: rows
+    moving in from key records), write them back.  ``save`` remains to do (``save_row_shards``)."""
+    group = shards.group
+    last = group.meta.get("wm", MIN_TIMESTAMP)
+    keys = list(dict.fromkeys(batch_keys))
+    addresses = dict(zip(keys, shards.shards_of(keys)))
+    shards.load(addresses.values(), last)
+    shards.load_due(watermark, processing_time, last)
+    held = shards.addresses() if shards.count > 1 or shards.touched is None else {}
+    came_back = sum(1 for key in keys if key in held) if shards.touched is None else 0
+    table = shards.read_table(last)
+    if moved is not None and len(moved):
+        moved_keys = unique_keys(moved)
+        addresses.update(zip(moved_keys, shards.shards_of(moved_keys)))
+        table = joined([table, moved], last)
+    shards.write(run(table), {**held, **addresses}, len(keys), came_back)
+    for index in group.indexes.values():
+        index.flush()
+    group.meta[META] = shards.to_record()
+
+
+def key_records_to_row_shards(group: GroupState, records: RowRecords) -> RowTable:
+    """Every key's rows out of its record (in key shards or its own entry; the records and the keys'
+    index entries removed), as one table for the batch to run and write in row shards."""
+    held = group.take_every_key()
+    table = records.build(held, [group.loaded[key].state for key in held], group.meta.get("wm", MIN_TIMESTAMP))
+    group.drop_keys(held)
+    group.records = group.store  # (key shards, if any, are empty now: their bookkeeping goes)
+    group.meta.pop(SHARDS, None)
+    return table
+
+
+def row_shards_to_key_records(group: GroupState, records: RowRecords, shards: RowShards) -> list[Hashable]:
+    """Every row moved to per-key records (loaded and marked changed: the batch's commit writes them
+    and enters their due times); returns the keys, which the batch must run with."""
+    table = shards.take_all(group.meta.get("wm", MIN_TIMESTAMP))
+    group.meta.pop(META, None)
+    keys = factorize(table.keys)[1].tolist() if len(table) else []
+    return group.adopt(records.split(table, keys))
