@@ -72,3 +72,31 @@ def test_each_key_is_written_once_with_its_row_count():
     assert rows_text(table, "windows").startswith('["windows",["a",["t",["b",1]]],[2,1],[0,10,0],[10,20,5],')
     firsts, lengths = key_runs(table.keys)
     assert firsts.tolist() == [0, 2] and lengths.tolist() == [2, 1]
+
+
+@given(st.lists(tables(), min_size=1, max_size=4), st.data())
+def test_pieces_of_a_table_come_back_as_the_table(pieces, data):
+    """A table cut into texts at key boundaries (``rows_texts``), read back from the parsed texts in
+    one pass (``table_of_parts``), is the table."""
+    import json
+
+    from windowed_operator.row_columns_text import rows_texts, table_of_parts
+    from windowed_operator.row_shards import joined
+
+    width = len(pieces[0].acc)
+    pieces = [p for p in pieces if len(p.acc) == width and p.acc and all(
+        a.dtype == b.dtype for a, b in zip(p.acc, pieces[0].acc))]
+    seen, kept = set(), []
+    for piece in pieces:  # (no key in two pieces)
+        keys = set(map(repr, piece.keys.tolist()))
+        if not keys & seen:
+            kept.append(piece)
+            seen |= keys
+    table = joined(kept, 0)
+    firsts, _ = key_runs(table.keys)
+    cuts = sorted(set(data.draw(st.lists(st.sampled_from([*firsts.tolist()[1:], len(table)]), max_size=3)))
+                  | {len(table)})
+    texts = rows_texts(table, "sessions", cuts) if len(table) else []
+    assert len(texts) == (len(cuts) if len(table) else 0)
+    back = table_of_parts([json.loads(text) for text in texts], 0) if texts else table
+    assert _columns(back) == _columns(table)

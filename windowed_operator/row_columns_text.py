@@ -38,12 +38,29 @@ def key_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def rows_text(table: RowTable, kind: str) -> str:
     """The table's rows (grouped by key) as one JSON text."""
+    return rows_texts(table, kind, [len(table)])[0] if len(table) else _encode_json(
+        [kind, [], [], *[[] for _ in _ROW_COLUMNS], [[] for _ in table.acc], []])
+
+
+def rows_texts(table: RowTable, kind: str, ends: list[int]) -> list[str]:
+    """The table's rows cut at ``ends`` (row positions, each at the end of a key's run, the last the
+    table's length) as one JSON text per piece: every column is made a list and tagged once for the
+    whole table, and each piece is slices of those lists (so a piece of one key costs a few
+    microseconds, not a pass over every column)."""
     encode = _VALUES.value
     firsts, lengths = key_runs(table.keys)
     keys = _encoded(encode, table.keys[firsts].tolist())
+    counts = lengths.tolist()
     plain = [getattr(table, name).tolist() for name in _ROW_COLUMNS]
-    return _encode_json([kind, keys, lengths.tolist(), *plain, [_encoded(encode, a.tolist()) for a in table.acc],
-                         _encoded(encode, table.last.tolist())])
+    acc = [_encoded(encode, a.tolist()) for a in table.acc]
+    last = _encoded(encode, table.last.tolist())
+    key_ends = np.searchsorted(firsts, ends).tolist()  # (the number of keys starting before each end)
+    texts, lo, key_lo = [], 0, 0
+    for hi, key_hi in zip(ends, key_ends):
+        texts.append(_encode_json([kind, keys[key_lo:key_hi], counts[key_lo:key_hi], *[c[lo:hi] for c in plain],
+                                   [a[lo:hi] for a in acc], last[lo:hi]]))
+        lo, key_lo = hi, key_hi
+    return texts
 
 
 def table_of(text: str, watermark: int) -> tuple[str, RowTable]:
@@ -53,13 +70,32 @@ def table_of(text: str, watermark: int) -> tuple[str, RowTable]:
 
 def table_of_data(data: list, watermark: int) -> tuple[str, RowTable]:
     """The kind and the rows of a parsed ``rows_text`` (a text nested in a larger one is parsed with it)."""
+    return data[0], table_of_parts([data], watermark)
+
+
+def decoded_keys(data: list) -> list:
+    """The keys of a parsed ``rows_text``, once each, in its order."""
+    return _decoded(_VALUES.read_value, data[1])
+
+
+def table_of_parts(parts: list[list], watermark: int, keys: list | None = None) -> RowTable:
+    """The rows of several parsed ``rows_text`` pieces (no key in two) as one table, each column
+    made an array once (``keys``: the pieces' keys already decoded, in order)."""
     read = _VALUES.read_value
-    kind, keys, lengths, *rest = data
-    plain, (acc, last) = rest[:len(_ROW_COLUMNS)], rest[len(_ROW_COLUMNS):]
-    columns = {name: np.asarray(values, dtype=dtype) for (name, dtype), values in zip(_ROW_COLUMNS.items(), plain)}
-    key_column = np.repeat(object_array(_decoded(read, keys)), lengths)
-    return kind, RowTable(keys=key_column, acc=[_column(_decoded(read, a)) for a in acc],
-                          last=object_array(_decoded(read, last)), watermark=watermark, **columns)
+    width = len(_ROW_COLUMNS)
+    if keys is None:
+        keys = [k for part in parts for k in decoded_keys(part)]
+    lengths = [n for part in parts for n in part[2]]
+
+    def joined(i: int) -> list:
+        return parts[0][i] if len(parts) == 1 else [v for part in parts for v in part[i]]
+
+    columns = {name: np.asarray(joined(3 + i), dtype=dtype) for i, (name, dtype) in enumerate(_ROW_COLUMNS.items())}
+    n_acc = max((len(part[3 + width]) for part in parts), default=0)
+    acc = [_column(_decoded(read, [v for part in parts if c < len(part[3 + width]) for v in part[3 + width][c]]))
+           for c in range(n_acc)]
+    return RowTable(keys=np.repeat(object_array(keys), lengths), acc=acc,
+                    last=object_array(_decoded(read, joined(4 + width))), watermark=watermark, **columns)
 
 
-__all__ = ["key_runs", "rows_text", "table_of", "table_of_data"]
+__all__ = ["decoded_keys", "key_runs", "rows_text", "rows_texts", "table_of", "table_of_data", "table_of_parts"]

@@ -11,9 +11,9 @@ from them in one piece, without an object or a JSON text per key.
 - **Which shard:** a key's shard is its hash (``key_shards.key_hash`` of its tagged JSON: stable
   across processes) modulo the group's shard count.  With one shard no key is hashed at all.
 - **How many shards:** ``key_shards``' cost model, at what a key costs inside a shard of columns
-  (``ROW_KEY_US``), and with at least ``MIN_KEYS_PER_SHARD`` keys a shard: a group whose batches
-  come back to most keys keeps one shard, one whose batches touch few keys of many keeps many
-  (so a batch reads about as many rows as it touches keys, times that floor).  When the current
+  (``ROW_KEY_US``), with at most about one shard per key: a group whose batches come back to most
+  keys keeps one shard, one whose batches touch few keys of many keeps about a key a shard (so a
+  batch reads about the rows of the keys it touches).  When the current
   count costs ``SLACK`` times the model's, the group's rows are rewritten at the new count.
 - **What is due:** the group's due indexes (``due_index``) hold shards, not keys: a shard is entered
   under the earliest event time and processing time any of its rows has work at (the engine's
@@ -45,7 +45,7 @@ from .group_state import EVENT, PROCESSING, SHARDS, GroupState
 from .key_shards import SLACK, UNKNOWN_TOUCHED, key_hash, key_json, modelled_cost, target_shards
 from .part_log import PartStore
 from .range_ops import factorize
-from .row_columns_text import key_runs, rows_text, table_of_data
+from .row_columns_text import decoded_keys, key_runs, rows_texts, table_of_parts
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from .time_rules import is_timer_due
 
@@ -56,19 +56,19 @@ LAYOUTS = {"sessions": "session rows in row shards", "windows": "window rows in 
 #: What a key costs in microseconds inside a shard read and written whole (parse, arrays, encode:
 #: 4.9 ms for a 2,500-key group in the prototype of 2026-11-27, against 74.7 ms as key records).
 ROW_KEY_US = 2.0
-#: The fewest keys a shard is sized for: a batch touching one key of many reads this many keys'
-#: rows (about 130 us) rather than one record, and a group of a million keys keeps 16K shards, not a
-#: million small texts, each costing an entry's round trip when a batch touches them all.
-MIN_KEYS_PER_SHARD = 64
+#: The fewest keys a shard is sized for: about one, where a batch touching few keys of many reads
+#: about what it touches (a shard's own cost in Python is a few microseconds: ``row_columns_text``
+#: cuts and joins many shards' columns in one pass).
+MIN_KEYS_PER_SHARD = 1
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 @dataclass
 class _Shard:
-    """A shard read in this batch: its rows and its keys, the due times the index holds it under,
+    """A shard read in this batch: its rows (as parsed) and its keys, the due times the index holds it under,
     whether it has a text in the store, whether the batch's table took its rows."""
 
-    table: RowTable
+    part: Optional[list] = None  # the parsed ``rows_text`` (None: no rows)
     keys: list = field(default_factory=list)
     due: list[Optional[int]] = field(default_factory=lambda: [None, None])
     stored: bool = False
@@ -129,13 +129,12 @@ class RowShards:
         parsed = iter(json.loads(f"[{','.join(stored)}]") if stored else ())
         for shard, text in zip(missing, texts):
             if text is None:
-                self.loaded[shard] = _Shard(RowTable(watermark=watermark))
+                self.loaded[shard] = _Shard()
                 continue
             event_due, processing_due, rows = next(parsed)
-            kind, table = table_of_data(rows, watermark)
-            if kind != self.kind:
-                raise RuntimeError(f"row shard {shard} holds {kind} rows where this operator keeps {self.kind}")
-            self.loaded[shard] = _Shard(table, unique_keys(table), [event_due, processing_due], stored=True)
+            if rows[0] != self.kind:
+                raise RuntimeError(f"row shard {shard} holds {rows[0]} rows where this operator keeps {self.kind}")
+            self.loaded[shard] = _Shard(rows, decoded_keys(rows), [event_due, processing_due], stored=True)
 
     def load_due(self, watermark: int, processing_time: Optional[int], last_watermark: int) -> None:
         """Read the shards the indexes hold as due; their entries are taken out (so ``write`` enters
@@ -156,7 +155,15 @@ class RowShards:
         """The rows of every shard read, as the batch's table (at the group's last watermark)."""
         for shard in self.loaded.values():
             shard.ran = True
-        return joined([shard.table for _, shard in sorted(self.loaded.items())], watermark)
+        return self._table([shard for _, shard in sorted(self.loaded.items())], watermark)
+
+    @staticmethod
+    def _table(shards: list[_Shard], watermark: int) -> RowTable:
+        """Shards' rows as one table, each column made an array once."""
+        held = [shard for shard in shards if shard.part is not None and shard.keys]
+        if not held:
+            return RowTable(watermark=watermark)
+        return table_of_parts([shard.part for shard in held], watermark, [k for shard in held for k in shard.keys])
 
     def addresses(self) -> dict[Hashable, int]:
         """The shard of every key read."""
@@ -180,35 +187,36 @@ class RowShards:
             self.count = target
             addresses = dict(zip(keys, self.shards_of(keys)))
         if not len(table):
-            by_shard: list[tuple[int, Optional[np.ndarray]]] = []
+            shards: list[int] = []
+            ends: list[int] = []
         elif self.count == 1:
-            by_shard = [(0, None)]
+            shards, ends = [0], [len(table)]
         else:
             _, lengths = key_runs(table.keys)
             row_shard = np.repeat(np.array([addresses[k] for k in keys], dtype=np.int64), lengths)
             order = np.argsort(row_shard, kind="stable")  # (keeps each shard's rows grouped by key)
-            shards, starts = np.unique(row_shard[order], return_index=True)
-            bounds = [*starts.tolist(), len(order)]
-            by_shard = [(s, order[lo:hi]) for s, lo, hi in zip(shards.tolist(), bounds, bounds[1:])]
-        self._put(table, by_shard)
+            table = table.take(order)
+            found, starts = np.unique(row_shard[order], return_index=True)
+            shards, ends = found.tolist(), [*starts.tolist()[1:], len(table)]
+        self._put(table, shards, ends)
 
-    def _put(self, table: RowTable, by_shard: list[tuple[int, Optional[np.ndarray]]]) -> None:
-        """Each shard's rows as its text (its due times entered where they moved); the shards read
-        that hold no rows now, removed."""
-        event_due = self.engine.due_per_row(table)
-        processing_due = self.engine.processing_due_per_row(table)
+    def _put(self, table: RowTable, shards: list[int], ends: list[int]) -> None:
+        """Each shard's rows (``table``'s rows up to its end, sorted by shard) as its text, its due
+        times entered where they moved; the shards read that hold no rows now, removed."""
         puts: list[tuple[int, int, str]] = []
-        for shard, rows in by_shard:
-            loaded = self.loaded.setdefault(shard, _Shard(RowTable(watermark=table.watermark)))
-            due = (event_due, processing_due) if rows is None else (event_due[rows], processing_due[rows])
-            for i, (domain, column) in enumerate(zip((EVENT, PROCESSING), due)):
-                earliest = int(column.min())
-                if earliest != NOT_SET and earliest != loaded.due[i]:
-                    self.group.indexes[domain].enter(shard, earliest)
-                    loaded.due[i] = earliest
-            text = rows_text(table if rows is None else table.take(rows), self.kind)
-            puts.append((shard, 0, f"[{_encode(loaded.due[0])},{_encode(loaded.due[1])},{text}]"))
-        written = {shard for shard, _ in by_shard}
+        if shards:
+            starts = [0, *ends[:-1]]
+            event_due = np.minimum.reduceat(self.engine.due_per_row(table), starts).tolist()
+            processing_due = np.minimum.reduceat(self.engine.processing_due_per_row(table), starts).tolist()
+            texts = rows_texts(table, self.kind, ends)
+            for shard, text, *earliest in zip(shards, texts, event_due, processing_due):
+                loaded = self.loaded.setdefault(shard, _Shard())
+                for i, domain in enumerate((EVENT, PROCESSING)):
+                    if earliest[i] != NOT_SET and earliest[i] != loaded.due[i]:
+                        self.group.indexes[domain].enter(shard, earliest[i])
+                        loaded.due[i] = earliest[i]
+                puts.append((shard, 0, f"[{_encode(loaded.due[0])},{_encode(loaded.due[1])},{text}]"))
+        written = set(shards)
         removals = [(s, 0) for s, shard in sorted(self.loaded.items()) if shard.stored and s not in written]
         if puts:
             self.store.put_texts(DOMAIN, puts)
@@ -223,16 +231,16 @@ class RowShards:
         """The batch's table with the rows of every shard not read yet (they had nothing due: they
         move as they are), every shard to be written anew (rebuilding at another count)."""
         self.load(range(self.count), table.watermark)
-        rest = [shard.table for _, shard in sorted(self.loaded.items()) if not shard.ran]
+        rest = self._table([shard for _, shard in sorted(self.loaded.items()) if not shard.ran], table.watermark)
         for shard in self.loaded.values():
             shard.ran, shard.due = True, [None, None]  # (new shard numbers: every due time entered anew)
-        return joined([table, *rest], table.watermark)
+        return joined([table, rest], table.watermark)
 
     # -- the whole group ----------------------------------------------------------------------------
     def take_all(self, watermark: int) -> RowTable:
         """Every row, the shards' texts and index entries removed: the group goes back to key records."""
         self.load(range(self.count), watermark)
-        table = joined([shard.table for _, shard in sorted(self.loaded.items())], watermark)
+        table = self._table([shard for _, shard in sorted(self.loaded.items())], watermark)
         stored = [(s, 0) for s, shard in sorted(self.loaded.items()) if shard.stored]
         if stored:
             self.store.remove_texts(DOMAIN, stored)
@@ -247,7 +255,7 @@ def run_row_shards_batch(shards: RowShards, batch_keys: Iterable[Hashable], wate
                          run: Callable[[RowTable], RowTable], moved: Optional[RowTable] = None) -> None:
     """One batch of one group on row shards: read the shards of the batch's keys and the shards due,
     ``run`` the engine on their rows as one table at the group's last watermark (with ``moved``: rows
-    moving in from key records), write them back.  ``save`` remains to do (``save_row_shards``)."""
+    moving in from key records), write them back.  The group's ``save`` remains to do."""
     group = shards.group
     last = group.meta.get("wm", MIN_TIMESTAMP)
     keys = list(dict.fromkeys(batch_keys))

@@ -12,7 +12,8 @@ no allowed lateness, the logs against per-key state: the pane log against per-ke
 ``windowed_operator.pane_log``, for q5 and q7; the window log against per-key windows,
 ``windowed_operator.window_log``, for q8) or ``keyShards`` (per-key records kept many keys to a
 text against each in its own state entry, ``windowed_operator.key_shards``: q11 and q5r's first
-stage) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
+stage) or ``rowShards`` (session and window rows kept as shards of columns against per-key records,
+``windowed_operator.row_shards``: q11 and q12) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
 transformWithState, ``windowed_operator.spark.native_stage``: q5 and q5r) or ``workerSite`` (not a
 flag: the site hook on the path of the Python processes Spark starts, ``spark.worker_site``, against
 Spark's own path: the Python environment a function carries, which Spark starts its processes
@@ -37,7 +38,7 @@ from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 
-SETTINGS = ("packInput", "paneLog", "keyShards", "nativeStages", "workerSite")
+SETTINGS = ("packInput", "paneLog", "keyShards", "rowShards", "nativeStages", "workerSite")
 
 
 def main(argv: list[str] | None = None) -> int:
