@@ -31,7 +31,7 @@ from key_records import TextStore  # noqa: E402
 
 from accumulations import Count  # noqa: E402
 from triggers import TriggerOption  # noqa: E402
-from windowed_operator import GlobalWindows, SessionWindows  # noqa: E402
+from windowed_operator import GlobalWindow, SessionWindows  # noqa: E402
 from windowed_operator.columnar import Panes  # noqa: E402
 from windowed_operator.columnar_records import columnar_engine, columnar_records, run_columnar_batch  # noqa: E402
 from windowed_operator.gc_pause import collector_paused  # noqa: E402
@@ -40,7 +40,7 @@ from windowed_operator.row_shards import RowShards, run_row_shards_batch  # noqa
 
 Q11 = (SessionWindows(10_000), TriggerOption.at_watermark().with_early_firings_at_every(count=5)
        .accumulating_and_retracting_fired_panes())
-Q12 = (GlobalWindows(), TriggerOption.at_watermark().with_early_firings_at_every(duration=10_000))
+Q12 = (GlobalWindow(), TriggerOption.at_watermark().with_early_firings_at_every(duration=10_000))
 CASES: dict[str, tuple[Any, Any, int, int]] = {  # window, trigger, keys held, keys a batch touches
     "q11 shape: 2,500 keys, 2,000 touched": (*Q11, 2_500, 2_000),
     "q12 shape: 2,500 keys, 2,500 touched": (*Q12, 2_500, 2_500),

@@ -53,9 +53,11 @@ DOMAIN = "rows"
 META = "row_shards"
 #: The layout's name in the fingerprint, by the rows' kind (``fingerprint.LAYOUT_MIGRATIONS``).
 LAYOUTS = {"sessions": "session rows in row shards", "windows": "window rows in row shards"}
-#: What a key costs in microseconds inside a shard read and written whole (parse, arrays, encode:
-#: 4.9 ms for a 2,500-key group in the prototype of 2026-11-27, against 74.7 ms as key records).
-ROW_KEY_US = 2.0
+#: What a key held in a shard a batch touches costs in microseconds: in Python about 3.5 (parsed,
+#: run through the engine with the batch, written: ``benchmarks/row_shards.py``, 344 ms a batch for
+#: a 100,000-key shard of one session each), and for the JVM its share of the text's bytes, about 145
+#: read and written, at the rate a key shard's records cost (``key_shards.RECORD_US`` for about 250).
+ROW_KEY_US = 7.0
 #: The fewest keys a shard is sized for: about one, where a batch touching few keys of many reads
 #: about what it touches (a shard's own cost in Python is a few microseconds: ``row_columns_text``
 #: cuts and joins many shards' columns in one pass).
