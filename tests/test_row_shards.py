@@ -103,8 +103,9 @@ def test_row_shards_give_the_panes_of_the_whole_table(name, model, steps):
 
 
 def test_a_batch_touching_one_key_of_many_reads_one_shard():
-    """With many keys held, a batch coming back to one key reads one shard of a key or two, not every
-    row: the calls and bytes follow the keys touched."""
+    """A new group starts in one shard; the first batch that comes back to one key of many reads it
+    once and spreads the rows at about a key a shard; from then on a batch coming back to one key
+    reads one shard of a key or two, not every row: the calls and bytes follow the keys touched."""
     window, acc, trigger, lateness = CASES["sessions sum, early every 5 ms, late every 2"]
     engine = columnar_engine(window, acc, trigger, lateness, label="op", column=None)
     records = columnar_records(engine)
@@ -112,11 +113,27 @@ def test_a_batch_touching_one_key_of_many_reads_one_shard():
     many = [(f"user{i}", 10, 1) for i in range(4096)]
     one_batch("rows", engine, records, store, many, 0, 0, Panes())
     meta = json.loads(store.meta)[META]
-    assert meta["held"] == 4096 and meta["shards"] == 4096
+    assert meta["held"] == 4096 and meta["shards"] == 1 and meta["touched"] is None
+    one_batch("rows", engine, records, store, [("user3", 11, 1)], 1, 1, Panes())
+    meta = json.loads(store.meta)[META]
+    assert meta["held"] == 4096 and meta["shards"] == 4096 and meta["touched"] == 1.0
     store.calls.clear()
-    got = Panes()
-    one_batch("rows", engine, records, store, [("user7", 11, 1)], 1, 1, got)
+    one_batch("rows", engine, records, store, [("user7", 11, 1)], 2, 2, Panes())
     assert store.calls["get_text"] == 1 and store.calls["put_text"] == 1
     shard = [text for (domain, _, _), text in store.parts.items() if domain == DOMAIN and '"user7"' in text]
     assert len(shard) == 1 and len(json.loads(shard[0])[2][1]) <= 4
-    assert json.loads(store.meta)[META]["touched"] == 1.0
+
+
+def test_a_shard_holds_at_most_its_share_of_keys(monkeypatch):
+    """However many keys a group holds, no shard is sized for more than ``MAX_KEYS_PER_SHARD``."""
+    import windowed_operator.row_shards as row_shards
+
+    monkeypatch.setattr(row_shards, "MAX_KEYS_PER_SHARD", 100)
+    window, acc, trigger, lateness = CASES["sessions count, early every 3 elements"]
+    engine = columnar_engine(window, acc, trigger, lateness, label="op", column=None)
+    records = columnar_records(engine)
+    store = MemoryStore()
+    one_batch("rows", engine, records, store, [(f"u{i}", 10, 1) for i in range(1000)], 0, 0, Panes(), counting=True)
+    assert json.loads(store.meta)[META]["shards"] == 16
+    texts = [json.loads(text) for (domain, _, _), text in store.parts.items() if domain == DOMAIN]
+    assert sum(len(t[2][1]) for t in texts) == 1000 and max(len(t[2][1]) for t in texts) < 100

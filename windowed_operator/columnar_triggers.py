@@ -182,8 +182,9 @@ class RowTable:
                            if f.name != "watermark"}, watermark=self.watermark)
 
     @staticmethod
-    def concat(tables: list["RowTable"], watermark: int) -> "RowTable":
-        """Tables of one group as one, sorted by key, start and end."""
+    def concat(tables: list["RowTable"], watermark: int, *, sort: bool = True) -> "RowTable":
+        """Tables of one group as one, sorted by key, start and end (``sort=False``: in the order given,
+        for tables that hold different keys each, grouped by key, as row shards do)."""
         tables = [t for t in tables if len(t)]
         if not tables:
             return RowTable(watermark=watermark)
@@ -194,6 +195,8 @@ class RowTable:
             [np.concatenate([t.acc[c] for t in tables]) for c in range(len(tables[0].acc))] if f.name == "acc"
             else np.concatenate([getattr(t, f.name) for t in tables])) for f in fields(RowTable)
             if f.name != "watermark"}, watermark=watermark)
+        if not sort:
+            return joined
         codes, _ = factorize(joined.keys)
         return joined.take(np.lexsort((joined.ends, joined.starts, codes)))
 

@@ -13,7 +13,8 @@ from them in one piece, without an object or a JSON text per key.
 - **How many shards:** ``key_shards``' cost model, at what a key costs inside a shard of columns
   (``ROW_KEY_US``), with at most about one shard per key: a group whose batches come back to most
   keys keeps one shard, one whose batches touch few keys of many keeps about a key a shard (so a
-  batch reads about the rows of the keys it touches).  When the current
+  batch reads about the rows of the keys it touches), and never more than ``MAX_KEYS_PER_SHARD``
+  keys a shard.  A new group starts in one shard (see ``RowShards.write``).  When the current
   count costs ``SLACK`` times the model's, the group's rows are rewritten at the new count.
 - **What is due:** the group's due indexes (``due_index``) hold shards, not keys: a shard is entered
   under the earliest event time and processing time any of its rows has work at (the engine's
@@ -34,7 +35,8 @@ that finds per-key records (a checkpoint written before row shards), moves every
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+import math
+from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Optional
 
 import numpy as np
@@ -42,7 +44,7 @@ import numpy as np
 from .columnar_records import RowRecords
 from .columnar_triggers import NOT_SET, RowTable
 from .group_state import EVENT, PROCESSING, SHARDS, GroupState
-from .key_shards import SLACK, UNKNOWN_TOUCHED, key_hash, key_json, modelled_cost, target_shards
+from .key_shards import SLACK, key_hash, key_json, modelled_cost, target_shards
 from .part_log import PartStore
 from .range_ops import factorize
 from .row_columns_text import decoded_keys, key_runs, rows_texts, table_of_parts
@@ -62,6 +64,9 @@ ROW_KEY_US = 7.0
 #: about what it touches (a shard's own cost in Python is a few microseconds: ``row_columns_text``
 #: cuts and joins many shards' columns in one pass).
 MIN_KEYS_PER_SHARD = 1
+#: The most keys a shard is sized for (about 7 MB of text at q12's 140 bytes a key): a state value
+#: stays of a size the store and the socket pass without trouble, however many keys a group holds.
+MAX_KEYS_PER_SHARD = 50_000
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
@@ -80,16 +85,7 @@ class _Shard:
 def joined(tables: list[RowTable], watermark: int) -> RowTable:
     """Shards' tables as one, in the order given: each is grouped by key and no key is in two, so
     the result is grouped by key (no sort)."""
-    tables = [t for t in tables if len(t)]
-    if not tables:
-        return RowTable(watermark=watermark)
-    if len(tables) == 1:
-        tables[0].watermark = watermark
-        return tables[0]
-    width = len(tables[0].acc)
-    return RowTable(**{f.name: [np.concatenate([t.acc[c] for t in tables]) for c in range(width)] if f.name == "acc"
-                       else np.concatenate([getattr(t, f.name) for t in tables])
-                       for f in fields(RowTable) if f.name != "watermark"}, watermark=watermark)
+    return RowTable.concat(tables, watermark, sort=False)
 
 
 def unique_keys(table: RowTable) -> list[Hashable]:
@@ -180,10 +176,17 @@ class RowShards:
         self.held += len(keys) - sum(len(shard.keys) for shard in self.loaded.values() if shard.ran)
         if came_back or self.touched is not None:
             self.touched = float(touched) if self.touched is None else (self.touched + touched) / 2
-        estimate = self.touched if self.touched is not None else UNKNOWN_TOUCHED
-        target = target_shards(estimate, self.held, self.key_us, self.min_keys)
-        if target != self.count and modelled_cost(self.count, estimate, self.held, self.key_us) > \
-                SLACK * modelled_cost(target, estimate, self.held, self.key_us):
+        # Until a batch has come back to a key, the model assumes batches come back to every key: a
+        # group starts in few shards.  Where later batches touch few keys of many, the first that
+        # comes back reads the group's few texts once (a key costs ``ROW_KEY_US`` there) and spreads
+        # them at the model's count; starting in many (as key shards do, where the wrong guess costs
+        # without bound) would cost an entry a key twice where batches come back to every key.
+        estimate = self.touched if self.touched is not None else float(self.held)
+        fewest = 1 << max(0, math.ceil(math.log2(max(self.held, 1) / MAX_KEYS_PER_SHARD)))
+        target = max(target_shards(estimate, self.held, self.key_us, self.min_keys), fewest)
+        if self.count < fewest or target != self.count and modelled_cost(
+                self.count, estimate, self.held, self.key_us) > SLACK * modelled_cost(
+                target, estimate, self.held, self.key_us):
             table = self._everything(table)
             keys = unique_keys(table)
             self.count = target
