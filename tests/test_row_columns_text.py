@@ -100,3 +100,16 @@ def test_pieces_of_a_table_come_back_as_the_table(pieces, data):
     assert len(texts) == (len(cuts) if len(table) else 0)
     back = table_of_parts([json.loads(text) for text in texts], 0) if texts else table
     assert _columns(back) == _columns(table)
+
+
+def test_a_column_every_row_shares_is_written_once():
+    """A global window's bounds and a trigger's shared phase are one value each, not a list of them."""
+    n = 3
+    table = RowTable(keys=object_array(["a", "b", "c"]), starts=np.full(n, MIN_TIMESTAMP), ends=np.full(n, MAX_TIMESTAMP),
+                     acc=[np.array([1, 2, 3])], pending=np.array([1, 0, 2]), hold=np.zeros(n, dtype=bool),
+                     nonspeculative=np.zeros(n, dtype=np.int64), index=np.zeros(n, dtype=np.int64),
+                     last=object_array([None, None, 4]), late=np.zeros(n, dtype=bool), count=np.array([1, 0, 2]),
+                     fire_at=np.array([5, NOT_SET, 7]), closed=np.zeros(n, dtype=bool))
+    text = rows_text(table, "windows")
+    assert text.startswith(f'["windows",["a","b","c"],[1,1,1],{MIN_TIMESTAMP},{MAX_TIMESTAMP},[1,0,2],false,0,0,false,')
+    assert _columns(table_of(text, 0)[1]) == _columns(table)

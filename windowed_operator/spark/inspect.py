@@ -23,6 +23,7 @@ from ..columnar_triggers import NOT_SET
 from ..group_state import read_record
 from ..key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
+from ..row_columns_text import column_values
 from ..row_shards import DOMAIN as ROW_SHARDS_DOMAIN
 from ..state_codec import KeyStateCodec
 from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN
@@ -173,9 +174,8 @@ def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = No
         bounds.append(bounds[-1] + n)
     for i, k in shown:
         lo, hi = bounds[i], bounds[i + 1]
-        columns = {name: stored[name][lo:hi] for name in _ROW_COLUMNS if stored[name] is not None}
+        columns = {name: column_values(stored[name], bounds[-1])[lo:hi] for name in _ROW_COLUMNS}
         columns.update(kind=kind, acc=[column[lo:hi] for column in stored["acc"]], last=stored["last"][lo:hi])
-        columns.setdefault("fire_at", [NOT_SET] * (hi - lo))
         yield f"  {k!r}:"
         for line in _describe_rows(columns, read):
             yield "  " + line
