@@ -5,14 +5,15 @@ comes back to nearly every key of a group (Nexmark q11 and q12) reads, decodes, 
 writes every one of them, about 30 us a key in Python against 3 us a key for the engine itself
 (``benchmarks/key_records.py``).  A group's rows kept as columns are read into arrays and written
 from them in one piece: one parse and one encoding per text, no object per key.  This module is that
-text; the layout that stores a group's rows in shards of such texts builds on it.
+text; ``row_shards`` stores a group's rows in shards of such texts.
 
 The text: ``[kind, keys, rows per key, starts, ends, pending, hold, nonspeculative, index, late,
 count, fire_at, closed, acc, last]``: ``kind`` is "sessions" or "windows", ``keys`` each key once
 (in the state codec's tagged form), in the table's order, with its count of rows; then one list per
 plain column (``columnar_records._ROW_COLUMNS``), or the one value every row holds (a global window's
-bounds, a trigger's phase: about 40% of a q12 text's bytes as lists), the accumulator columns and
-the last panes (values tagged where they are not plain JSON, as in a per-key record).
+bounds, a trigger's phase: a q12-shaped group's texts, read and written, went from 420 KB to 98 KB a
+batch, ``benchmarks/row_shards.py``), the accumulator columns and the last panes (values tagged
+where they are not plain JSON, as in a per-key record).
 """
 from __future__ import annotations
 
