@@ -15,7 +15,8 @@ With ``--beam-python``, Beam Python's own queries run on the first ``--beam-samp
 DirectRunner, in batch and in streaming mode (``--beam-mode``; ``beam_queries.py``), checked the same way,
 in the same rounds (native, ours, Beam batch, Beam streaming): Beam's median rate and spread, and
 ours / Beam round by round.
-q12 runs on processing time, so with a processing-time trigger, stopped when the input is done.
+q12 runs on processing time, so with Spark's default trigger, stopped once a batch has run at the
+watermark its end-of-input row brings (the batch that emits its last panes).
 """
 from __future__ import annotations
 
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
           f"query, native and ours interleaved, after a warm-up; native stages {args.native_stages}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="nexmark-"))
     events = generate(stream)
-    files = write_files(events, work / "events", -(-args.events // args.files), fmt="parquet", end_marker=True)
+    write_files(events, work / "events", -(-args.events // args.files), fmt="parquet", end_marker=True)
     spark = local_session(app_name="nexmark", shuffle_partitions=2, spark_log=str(work / "spark.log"),
                           extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000",
                                       "spark.windowed_operator.nativeStages": str(args.native_stages == "on").lower()})
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 df = S.source(spark, work / "events")
                 out = S.ours(query, config, df) if side == "ours" else S.native(query, config, df)
                 done = S.run_to_end(out, work / f"ckpt-{query}-{side}-{time.monotonic_ns()}",
-                                    files if side == "ours" and query in S.PROCESSING_TIME else 0)
+                                    S.end_watermark(query, config) if side == "ours" else None)
                 result = (Q.final_result(query, S.ours_panes(done.rows, query)) if side == "ours"
                           else S.native_result(query, done.rows))
                 correct[side] = correct.get(side, True) and result == (expected if side == "ours" else native_expected)

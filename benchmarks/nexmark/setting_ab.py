@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     name = f"spark.windowed_operator.{args.setting}"
     work = Path(tempfile.mkdtemp(prefix="setting-ab-"))
     events = generate(NexmarkConfig(events=args.events))
-    files = write_files(events, work / "events", -(-args.events // 10), fmt="parquet", end_marker=True)
+    write_files(events, work / "events", -(-args.events // 10), fmt="parquet", end_marker=True)
     spark = local_session(app_name="setting-ab", shuffle_partitions=2, spark_log=str(work / "spark.log"))
     config = Q.QueryConfig()
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         set_to(on)
         out = S.ours(query, config, S.source(spark, work / "events"))
         done = S.run_to_end(out, work / f"ckpt-{query}-{on}-{time.monotonic_ns()}",
-                            files if query in S.PROCESSING_TIME else 0)
+                            S.end_watermark(query, config))
         expected = Q.model(query, events.persons, events.auctions, events.bids, config)
         if Q.final_result(query, S.ours_panes(done.rows, query)) != expected:
             raise AssertionError(f"{query} with {name}={on}: the result differs from the model")

@@ -12,7 +12,7 @@ from typing import Any, Optional
 from pyspark import cloudpickle
 
 from . import queries
-from .generator import SPARK_SCHEMA
+from .generator import END_OF_INPUT, SPARK_SCHEMA
 from .queries import AUCTION_COLUMNS, BID_COLUMNS, PERSON_COLUMNS, Pane, QueryConfig, operator
 
 # the queries' callables run on Spark's Python workers, which cannot import this package
@@ -142,11 +142,20 @@ class Run:
     progress: list
 
 
-def run_to_end(out: Any, checkpoint: Path, files: int = 0, timeout: float = 600.0) -> Run:
+def end_watermark(query: str, config: QueryConfig) -> Optional[int]:
+    """For a query in processing-time mode, the watermark its end-of-input row brings (the row's
+    time less the watermark's delay): the batch that runs at it emits every remaining pane (each
+    window's end is reached) and is the last one with output.  None for the others, which
+    ``availableNow`` ends."""
+    return END_OF_INPUT - config.max_disorder_ms if query in PROCESSING_TIME else None
+
+
+def run_to_end(out: Any, checkpoint: Path, until_watermark: Optional[int] = None, timeout: float = 600.0) -> Run:
     """The query ``out`` to the end of its input, collecting its rows: ``availableNow``, or, given
-    ``files`` (a query in processing-time mode, where Spark always has timers pending and
-    availableNow would not end), a processing-time trigger stopped once the last of the ``files``
-    and two batches after it are done."""
+    ``until_watermark`` (``end_watermark``: a query in processing-time mode, where Spark always
+    has timers pending and availableNow would not end), Spark's default trigger (the next batch as
+    soon as one ends, as availableNow runs them) stopped once a batch run at that watermark is
+    done."""
     rows: list = []
 
     def collect(batch_df: Any, batch_id: int) -> None:
@@ -157,15 +166,13 @@ def run_to_end(out: Any, checkpoint: Path, files: int = 0, timeout: float = 600.
 
     writer = out.writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
     start = time.perf_counter()
-    if not files:
+    if until_watermark is None:
         query = writer.trigger(availableNow=True).start()
         query.awaitTermination()
     else:
-        query = writer.trigger(processingTime="100 milliseconds").start()
+        query = writer.start()
         try:
-            _wait(lambda: _files_read(query) >= files - 1, timeout)
-            done = query.lastProgress["batchId"]
-            _wait(lambda: query.lastProgress["batchId"] >= done + 2, timeout)
+            _wait(lambda: _ran_at(query, until_watermark), timeout)
         finally:
             query.stop()
     seconds = time.perf_counter() - start
@@ -173,11 +180,24 @@ def run_to_end(out: Any, checkpoint: Path, files: int = 0, timeout: float = 600.
     return Run(seconds, rows, progress)
 
 
-def _files_read(query: Any) -> int:
-    """The index of the last file the query has read (-1 before any)."""
-    progress = query.lastProgress
-    end = progress and progress["sources"] and progress["sources"][0]["endOffset"]
-    return json.loads(end if isinstance(end, str) else json.dumps(end))["logOffset"] if end else -1
+def _ran_at(query: Any, watermark: int) -> bool:
+    """Whether a batch run at ``watermark`` or later is done (every completed batch's progress is
+    looked at: several may complete between two polls)."""
+    if query.exception() is not None:
+        raise RuntimeError(f"the Spark query failed: {query.exception()}")
+    for progress in query.recentProgress:
+        seen = (progress.get("eventTime") or {}).get("watermark") if isinstance(progress, dict) else \
+            (json.loads(progress.json).get("eventTime") or {}).get("watermark")
+        if seen is not None and _epoch_ms(seen) >= watermark:
+            return True
+    return False
+
+
+def _epoch_ms(iso: str) -> int:
+    """Spark's progress time (``2015-07-15T00:00:18.972Z``) as epoch milliseconds."""
+    from datetime import datetime
+
+    return round(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 def _wait(condition: Any, timeout: float) -> None:
