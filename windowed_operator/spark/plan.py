@@ -133,6 +133,19 @@ class SparkPlan:
     #: Rows carry heartbeats (``heartbeat``): each group learns of every batch with input (idle timeouts).
     heartbeats: bool = False
 
+    def columns_read(self, gap_column: Optional[str]) -> Optional[tuple[str, ...]]:
+        """The only input columns the processor reads, where it reads only some: the columnar engine
+        reads the key, the event time, the value column and a session gap column (``gap_column``),
+        and with no late-data or dead-letter output no row leaves whole (a bad row's error shows the
+        columns read).  None where whole rows are read (other paths, side outputs): every column
+        then goes to Python.  Shipping only these is what Spark's column pruning does for its own
+        aggregations; Nexmark q11 (sessions counting bids, given all five bid columns) ran 1.15x
+        faster by median of 4 alternating runs."""
+        if not self.columnar or self.side_outputs or self.value_column == WHOLE_ROWS:
+            return None
+        read = (self.key_column, self.time_column, self.value_column, gap_column)
+        return tuple(dict.fromkeys(name for name in read if name))
+
     @property
     def end_of_input_watermark(self) -> int:
         """The Spark watermark from which the input has ended: exactly ``END_OF_INPUT - delay`` under

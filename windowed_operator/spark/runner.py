@@ -489,6 +489,12 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         columns = [f.name for f in schema.fields]
         plan = dataclasses.replace(plan, prefolded=True)
         projected_schema = schema
+    if not (plan.preaggregated or plan.preselected or plan.prefolded):  # (a fold selects its own columns)
+        gap = element_gap(core_op.window)
+        read = plan.columns_read(gap if isinstance(gap, str) else None) if not callable(gap) else None
+        if read is not None and len(read) < len(columns):
+            columns = [name for name in columns if name in read]
+            projected = projected.select(*columns)
     if idle_timeout_of(core_op) is not None:
         if projected_schema is None:
             projected_schema = _plain_schema(projected, declared, shape, ts_col, columns)
