@@ -19,7 +19,7 @@ from pyspark.sql.streaming.stateful_processor_api_client import StatefulProcesso
 from pyspark.sql.types import LongType, StringType, StructField, StructType  # noqa: E402
 import pyspark.sql.streaming.proto.StateMessage_pb2 as messages  # noqa: E402
 
-from windowed_operator.spark.pipelined_map import PipelinedMap  # noqa: E402
+from windowed_operator.spark.pipelined_map import WRITE_CHUNK, PendingWrites, PipelinedMap  # noqa: E402
 
 VALUE_SCHEMA = StructType([StructField("record", StringType())])
 
@@ -66,6 +66,9 @@ class FakeStateServer(threading.Thread):
         self.data: dict[bytes, tuple] = {}
         self.requests: list[bytes] = []
         self.fail_with: str = ""
+        #: Value state updates (name, row) and timer changes ("register"/"delete", ms), in order.
+        self.values: list[tuple[str, tuple]] = []
+        self.timers: list[tuple[str, int]] = []
 
     def run(self) -> None:
         reader = self.sock.makefile("rb")
@@ -79,9 +82,20 @@ class FakeStateServer(threading.Thread):
             self.requests.append(raw)
             request = messages.StateRequest()
             request.ParseFromString(raw)
+            response = messages.StateResponse(statusCode=0)
+            if request.WhichOneof("method") == "statefulProcessorCall":
+                timer = request.statefulProcessorCall.timerStateCall
+                kind = timer.WhichOneof("method")
+                self.timers.append((kind, getattr(timer, kind).expiryTimestampMs))
+                self._answer(response)
+                continue
+            if request.stateVariableRequest.WhichOneof("method") == "valueStateCall":
+                value_call = request.stateVariableRequest.valueStateCall
+                self.values.append((value_call.stateName, pickle.loads(value_call.valueStateUpdate.value)))
+                self._answer(response)
+                continue
             call = request.stateVariableRequest.mapStateCall
             assert call.stateName == "wo_keys"
-            response = messages.StateResponse(statusCode=0)
             kind = call.WhichOneof("method")
             if self.fail_with:
                 response.statusCode = 1
@@ -97,11 +111,16 @@ class FakeStateServer(threading.Thread):
             else:
                 response.statusCode = 1
                 response.errorMessage = f"unexpected {kind}"
-            body = response.SerializeToString()
-            try:
-                self.sock.sendall(struct.pack("!i", len(body)) + body)
-            except (BrokenPipeError, ConnectionResetError):
-                return  # the client stopped reading (a test that expects it to fail): the server ends
+            if not self._answer(response):
+                return
+
+    def _answer(self, response: Any) -> bool:
+        body = response.SerializeToString()
+        try:
+            self.sock.sendall(struct.pack("!i", len(body)) + body)
+        except (BrokenPipeError, ConnectionResetError):
+            return False  # the client stopped reading (a test that expects it to fail): the server ends
+        return True
 
 
 class _FakeMapState:
@@ -156,3 +175,57 @@ def test_server_errors_are_raised_not_skipped() -> None:
     server.fail_with = "disk full"
     with pytest.raises(Exception, match="pipelined map state write: disk full"):
         store.put_many([(("a",), ("x",)), (("b",), ("y",))])
+
+
+class _FakeValueState:
+    """What PendingWrites reads of pyspark's ValueState: its client (schema, api) and its name."""
+
+    def __init__(self, api: Any) -> None:
+        self._stateName = "wo_group"
+        self._valueStateClient = type("Client", (), {})()
+        self._valueStateClient._stateful_processor_api_client = api
+        self._valueStateClient.schema = StructType([StructField("meta", StringType())])
+
+
+def _held(store: PipelinedMap) -> PendingWrites:
+    pending = PendingWrites(store._api, store._messages)
+    assert store.hold_writes(pending)
+    return pending
+
+
+def test_held_writes_go_with_the_next_read_in_order() -> None:
+    store, server = _client_and_server(StructType([StructField("key", StringType())]))
+    pending = _held(store)
+    store.put_many([(("a",), ("1",)), (("b",), ("2",))])
+    pending.update_value(_FakeValueState(store._api), ('{"wm": 5}',))
+    pending.change_timer(False, 1_000)
+    pending.change_timer(True, 2_000)
+    store.remove_many([("a",)])
+    assert server.requests == [] and len(pending.requests) == 6  # nothing sent yet
+    assert store.get_many([("a",), ("b",)]) == [None, ("2",)]  # the read sees the writes sent before it
+    assert len(server.requests) == 8 and pending.requests == []
+    assert server.values == [("wo_group", ('{"wm": 5}',))]
+    assert server.timers == [("delete", 1_000), ("register", 2_000)]
+    store.put_many([(("c",), ("3",))])
+    pending.flush()
+    assert len(server.requests) == 9 and server.data and pending.requests == []
+    pending.flush()  # (nothing waiting: no round trip)
+    assert len(server.requests) == 9
+
+
+def test_at_most_a_chunk_of_writes_waits() -> None:
+    store, server = _client_and_server(StructType([StructField("key", LongType())]))
+    pending = _held(store)
+    store.put_many([((k,), (str(k),)) for k in range(WRITE_CHUNK * 2 + 5)])
+    assert len(server.requests) == WRITE_CHUNK * 2 and len(pending.requests) == 5
+    pending.flush()
+    assert store.get_many([(0,), (WRITE_CHUNK * 2 + 4,)]) == [("0",), (str(WRITE_CHUNK * 2 + 4),)]
+
+
+def test_a_held_write_the_server_refuses_fails_the_round_trip_that_carries_it() -> None:
+    store, server = _client_and_server(StructType([StructField("key", StringType())]))
+    pending = _held(store)
+    store.put_many([(("a",), ("x",))])
+    server.fail_with = "disk full"
+    with pytest.raises(Exception, match="pipelined map state write: disk full"):
+        pending.flush()

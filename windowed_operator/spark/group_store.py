@@ -13,8 +13,10 @@ Three state variables per key group (the grouping key of transformWithStateInPan
   the keys' records, many keys' to a text, in place of ``wo_keys``.
 All of it is data: ``spark.read.format("statestore").option("stateVarName", "wo_keys")`` on a
 checkpoint shows every key's windows, and ``windowed_operator.spark.inspect`` prints them.
-The group's record is one call to the JVM (a socket round trip); the keys' records, the index's
-parts and the pane log's parts are read and written many per round trip (``pipelined_map``).
+The group's record is read in one call to the JVM (a socket round trip); the keys' records, the
+index's parts and the pane log's parts are read and written many per round trip (``pipelined_map``).
+Writes (records, parts, the group's record, timer changes) wait for the next read or the end of
+the group's call (``flush``): a group's end is one round trip.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Any, Hashable, Optional
 
 from ..due_index import Entry
 from ..state_codec import KeyStateCodec
-from .pipelined_map import PipelinedMap
+from .pipelined_map import PendingWrites, PipelinedMap
 from .state_schemas import DUE_STATE, KEYS_STATE, META_STATE, DeclaredState
 
 #: The map key of a non-keyed operator's one state (its key is None).
@@ -36,23 +38,59 @@ def _plain(key: Any) -> Any:
 
 
 class SparkGroupStore:
-    def __init__(self, state: DeclaredState, key_type: Optional[str]) -> None:
+    def __init__(self, state: DeclaredState, key_type: Optional[str], handle: Any = None) -> None:
         self.keyed = key_type is not None
         self.meta, self.keys, self.parts = state.meta, state.keys, state.parts
+        self.handle = handle
         self.codec = KeyStateCodec()
         self.pipelined = PipelinedMap(self.keys)
         self.pipelined_parts = PipelinedMap(self.parts)
+        #: Where writes wait (None where this pyspark's client is not the expected one: one call each).
+        self.pending: Optional[PendingWrites] = None
+        if self.pipelined.direct_capable and self.pipelined_parts.direct_capable:
+            self.pending = PendingWrites(self.pipelined._api, self.pipelined._messages)
+            self.pipelined.hold_writes(self.pending)
+            self.pipelined_parts.hold_writes(self.pending)
+
+    def discard(self) -> None:
+        """Drop the writes still waiting: the group's call failed, so the task fails and none of
+        its writes may reach the server with a later request."""
+        if self.pending is not None:
+            self.pending.take()
+
+    def flush(self) -> None:
+        """Send the writes still waiting: at the end of every call for a group (pyspark moves to
+        another group, or ends the task, after it)."""
+        if self.pending is not None:
+            self.pending.flush()
 
     def _map_key(self, key: Hashable) -> tuple:
         return (_plain(key),) if self.keyed else (_NO_KEY,)
 
     # -- the group's record -----------------------------------------------------------------------
     def get_meta(self) -> Optional[str]:
+        self.flush()  # (pyspark's own call: writes waiting must reach the server before it)
         value = self.meta.get()
         return value[0] if value is not None else None
 
     def put_meta(self, text: str) -> None:
-        self.meta.update((text,))
+        if self.pending is not None:
+            self.pending.update_value(self.meta, (text,))
+        else:
+            self.meta.update((text,))
+
+    # -- the group's Spark timer ------------------------------------------------------------------
+    def register_timer(self, expiry_ms: int) -> None:
+        if self.pending is not None:
+            self.pending.change_timer(True, expiry_ms)
+        else:
+            self.handle.registerTimer(expiry_ms)
+
+    def delete_timer(self, expiry_ms: int) -> None:
+        if self.pending is not None:
+            self.pending.change_timer(False, expiry_ms)
+        else:
+            self.handle.deleteTimer(expiry_ms)
 
     # -- keys (pipelined: many per round trip) ----------------------------------------------------
     def get_keys(self, keys: list[Hashable]) -> list[Optional[str]]:
@@ -68,6 +106,7 @@ class SparkGroupStore:
     def all_keys(self) -> list[Hashable]:
         """Every key with a record of its own (one iteration of the map: a group moving its records
         into key shards)."""
+        self.flush()
         return [row[0] if self.keyed else None for row in self.keys.keys()]
 
     # -- the due index ----------------------------------------------------------------------------

@@ -15,6 +15,13 @@ Per message, pyspark builds a protobuf object and converts each row through its 
 rows this library keeps (a key of a primitive type, a JSON string) the bytes are a fixed frame
 around the pickled values, written here directly.  The frames are checked against pyspark's own
 encoding once per map: if they differ (another pyspark), pyspark's encoder is used.
+
+Writes need no answer before the group goes on, so they can wait (``PendingWrites``): a key
+group's map writes and removals, its record's update and its timer changes are sent together with
+the next read, or all at once when the group's call ends, instead of a round trip per kind of
+write.  The state server takes requests in the order it reads them, so a read sent after pending
+writes sees them.  Every round trip trades on a busy machine: on Nexmark q11 (2 cores, both
+workers busy) one took 1.5-2.3 ms of the worker's time, not the 0.1-0.2 ms of an idle one.
 """
 from __future__ import annotations
 
@@ -146,9 +153,82 @@ _PROBES = {"StringType": "probe-é", "LongType": 1 << 40, "IntegerType": -7, "Do
            "BooleanType": True, "ShortType": 3, "ByteType": 1, "FloatType": 0.5}
 
 
+def _exchange(api: Any, messages: Any, requests: Sequence[bytes], whats: Sequence[str]) -> list[tuple[int, bytes]]:
+    """Send the requests (each after the message version 0 and its length, as pyspark writes them),
+    flush once, read their answers in order: (status, value); ``whats`` names each request in an error."""
+    from pyspark.errors import PySparkRuntimeError
+
+    sockfile = api.sockfile
+    pack = _INT.pack
+    sockfile.write(b"".join(pack(0) + pack(len(request)) + request for request in requests))
+    sockfile.flush()
+    read = sockfile.read
+    response = messages.StateResponse()
+    answers = []
+    for what in whats:
+        head = read(4)
+        if len(head) < 4:
+            raise EOFError("the state server closed the connection")
+        response.ParseFromString(read(_INT.unpack(head)[0]))
+        status = response.statusCode
+        if status not in (0, 2):
+            raise PySparkRuntimeError(f"Error in pipelined {what}: {response.errorMessage}")
+        answers.append((status, response.value))
+    return answers
+
+
+class PendingWrites:
+    """Requests that need no answer before the group goes on, held until the next round trip on
+    the task's state socket (a read takes them along) or ``flush``.  At most ``WRITE_CHUNK`` wait:
+    more are sent at once, so that the answers the server writes while the worker is still
+    writing stay far below the socket's buffer."""
+
+    def __init__(self, api: Any, messages: Any) -> None:
+        self.api, self.messages = api, messages
+        self.requests: list[bytes] = []
+        self.whats: list[str] = []
+
+    def add(self, requests: Sequence[bytes], what: str) -> None:
+        self.requests.extend(requests)
+        self.whats.extend([what] * len(requests))
+        while len(self.requests) >= WRITE_CHUNK:
+            held, whats = self.requests[:WRITE_CHUNK], self.whats[:WRITE_CHUNK]
+            del self.requests[:WRITE_CHUNK], self.whats[:WRITE_CHUNK]
+            _exchange(self.api, self.messages, held, whats)
+
+    def take(self) -> tuple[list[bytes], list[str]]:
+        held, whats = self.requests, self.whats
+        self.requests, self.whats = [], []
+        return held, whats
+
+    def flush(self) -> None:
+        if self.requests:
+            _exchange(self.api, self.messages, *self.take())
+
+    # -- requests of other state variables (pyspark's protobuf classes build them) ------------------
+    def update_value(self, value_state: Any, row: tuple) -> None:
+        """``value_state.update(row)``, held."""
+        m = self.messages
+        client = value_state._valueStateClient
+        data = client._stateful_processor_api_client._serialize_to_bytes(client.schema, row)
+        call = m.ValueStateCall(stateName=value_state._stateName, valueStateUpdate=m.ValueStateUpdate(value=data))
+        self.add([m.StateRequest(stateVariableRequest=m.StateVariableRequest(valueStateCall=call))
+                  .SerializeToString()], "value state update")
+
+    def change_timer(self, register: bool, expiry_ms: int) -> None:
+        """``handle.registerTimer(expiry_ms)`` (or ``deleteTimer``), held."""
+        m = self.messages
+        command = m.TimerStateCallCommand(register=m.RegisterTimer(expiryTimestampMs=expiry_ms)) if register \
+            else m.TimerStateCallCommand(delete=m.DeleteTimer(expiryTimestampMs=expiry_ms))
+        self.add([m.StateRequest(statefulProcessorCall=m.StatefulProcessorCall(timerStateCall=command))
+                  .SerializeToString()], "timer " + ("registration" if register else "deletion"))
+
+
 class PipelinedMap:
     def __init__(self, map_state: Any) -> None:
         self.state = map_state
+        #: Where writes wait for the next round trip (``hold_writes``), or None: each write is sent.
+        self.pending: Optional[PendingWrites] = None
         try:
             self._client = map_state._mapStateClient
             self._name = map_state._stateName
@@ -195,28 +275,25 @@ class PipelinedMap:
         return all(getattr(direct, op)(*args) == getattr(reference, op)(*args)
                    for op, args in (("get", (key,)), ("update", (key, value)), ("remove", (key,))))
 
-    def _round_trip(self, requests: Sequence[bytes], what: str) -> list[tuple[int, bytes]]:
-        """Send the requests (each after the message version 0 and its length, as pyspark writes
-        them), flush once, read their answers in order: (status, value)."""
-        from pyspark.errors import PySparkRuntimeError
+    @property
+    def direct_capable(self) -> bool:
+        """Whether requests are written here (this pyspark's client is the expected one)."""
+        return self._messages is not None
 
-        sockfile = self._api.sockfile
-        pack = _INT.pack
-        sockfile.write(b"".join(pack(0) + pack(len(request)) + request for request in requests))
-        sockfile.flush()
-        read = sockfile.read
-        response = self._messages.StateResponse()
-        answers = []
-        for _ in requests:
-            head = read(4)
-            if len(head) < 4:
-                raise EOFError("the state server closed the connection")
-            response.ParseFromString(read(_INT.unpack(head)[0]))
-            status = response.statusCode
-            if status not in (0, 2):
-                raise PySparkRuntimeError(f"Error in pipelined map state {what}: {response.errorMessage}")
-            answers.append((status, response.value))
-        return answers
+    def hold_writes(self, pending: PendingWrites) -> bool:
+        """Hold this map's writes in ``pending`` (shared by the task's state variables); False where
+        this pyspark's client is not the expected one (its writes then go one call each)."""
+        if self._messages is None:
+            return False
+        self.pending = pending
+        return True
+
+    def _round_trip(self, requests: Sequence[bytes], what: str) -> list[tuple[int, bytes]]:
+        """The requests' answers, after any pending writes' (sent first, in the same flush)."""
+        held, whats = self.pending.take() if self.pending is not None else ([], [])
+        answers = _exchange(self._api, self._messages, [*held, *requests],
+                            [*whats, *[f"map state {what}"] * len(requests)])
+        return answers[len(held):]
 
     # -- operations -------------------------------------------------------------------------------
     def get_many(self, keys: Sequence[tuple]) -> list[Optional[tuple]]:
@@ -235,6 +312,9 @@ class PipelinedMap:
                 self.state.updateValue(key, value)
             return
         requests = [self._frames.update(self._key_row(key), self._value_row(value)) for key, value in items]
+        if self.pending is not None:
+            self.pending.add(requests, "map state write")
+            return
         for lo in range(0, len(requests), WRITE_CHUNK):
             self._round_trip(requests[lo:lo + WRITE_CHUNK], "write")
 
@@ -244,5 +324,8 @@ class PipelinedMap:
                 self.state.removeKey(key)
             return
         requests = [self._frames.remove(self._key_row(k)) for k in keys]
+        if self.pending is not None:
+            self.pending.add(requests, "map state removal")
+            return
         for lo in range(0, len(requests), WRITE_CHUNK):
             self._round_trip(requests[lo:lo + WRITE_CHUNK], "removal")

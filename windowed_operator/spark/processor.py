@@ -127,7 +127,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             state_version=STATE_VERSION, key_column=self.plan.state_key)
         # (the pickled value of earlier versions is declared only to detect it)
         self.value_state = state.old_value
-        self.store = SparkGroupStore(state, self.plan.key_type)
+        self.store = SparkGroupStore(state, self.plan.key_type, handle)
 
     # -- Spark callbacks ------------------------------------------------------------------------
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
@@ -140,17 +140,28 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if names and list(frame.columns) != names and len(frame.columns) == len(names):
             frame.columns = names  # struct columns in the input make pyspark name columns _0, _1, ...
         with collector_paused():  # (see gc_pause: the batch's many small objects hold no cycles)
-            out = list(self._run(frame, timerValues, None))
+            out = self._outputs(self._run(frame, timerValues, None))
         yield from out
 
     def handleExpiredTimer(self, key: Any, timerValues: TimerValues,
                            expiredTimerInfo: ExpiredTimerInfo) -> Iterator[pd.DataFrame]:
         with collector_paused():
-            out = list(self._run(None, timerValues, expiredTimerInfo.getExpiryTimeInMs()))
+            out = self._outputs(self._run(None, timerValues, expiredTimerInfo.getExpiryTimeInMs()))
         yield from out
 
     def close(self) -> None:
         pass
+
+    def _outputs(self, frames: Iterator[pd.DataFrame]) -> list[pd.DataFrame]:
+        """A group's output frames, with its writes sent: the store holds them until then
+        (``pipelined_map.PendingWrites``), and drops them if the call fails."""
+        try:
+            out = list(frames)
+        except BaseException:
+            self.store.discard()
+            raise
+        self.store.flush()
+        return out
 
     # -- one key group --------------------------------------------------------------------------
     def _run(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
@@ -606,9 +617,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if wanted == current:
             return
         if current is not None:
-            self.handle.deleteTimer(current)
+            self.store.delete_timer(current)
         if wanted is not None:
-            self.handle.registerTimer(wanted)
+            self.store.register_timer(wanted)
         meta["timer"] = wanted
 
 
