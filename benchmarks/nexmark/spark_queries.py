@@ -176,8 +176,7 @@ def run_to_end(out: Any, checkpoint: Path, until_watermark: Optional[int] = None
         finally:
             query.stop()
     seconds = time.perf_counter() - start
-    progress = [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
-    return Run(seconds, rows, progress)
+    return Run(seconds, rows, _progress(query))
 
 
 def _ran_at(query: Any, watermark: int) -> bool:
@@ -185,12 +184,16 @@ def _ran_at(query: Any, watermark: int) -> bool:
     looked at: several may complete between two polls)."""
     if query.exception() is not None:
         raise RuntimeError(f"the Spark query failed: {query.exception()}")
-    for progress in query.recentProgress:
-        seen = (progress.get("eventTime") or {}).get("watermark") if isinstance(progress, dict) else \
-            (json.loads(progress.json).get("eventTime") or {}).get("watermark")
+    for progress in _progress(query):
+        seen = (progress.get("eventTime") or {}).get("watermark")
         if seen is not None and _epoch_ms(seen) >= watermark:
             return True
     return False
+
+
+def _progress(query: Any) -> list[dict]:
+    """The query's recent batches' progress, each as a dict (pyspark gives objects or dicts)."""
+    return [p if isinstance(p, dict) else json.loads(p.json) for p in query.recentProgress]
 
 
 def _epoch_ms(iso: str) -> int:
