@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Generic, Optional, TypeVar
 
+import numpy as np
+
 from .base import Accumulation, ParameterModel
 
 I1 = TypeVar("I1")
@@ -50,6 +52,32 @@ class MergeAccumulation(ParameterModel, Generic[I1, I2, A, O]):
         """The output's DDL type given each side's input type, or None when it cannot be known."""
         return None
 
+    def folds_sided_arrays(self) -> bool:
+        """Whether ``fold_sided_segments`` is implemented (the array path of a merge uses it)."""
+        return False
+
+    def fold_sided_segments(self, values: "SidedValues", starts: np.ndarray) -> list:
+        """The accumulated value of each segment ``values[starts[i]:starts[i + 1]]``, equal to folding
+        its inputs one by one (``accumulate1`` or ``accumulate2`` by side) from the default."""
+        raise NotImplementedError(f"{type(self).__name__} has no vectorized form")
+
+
+class SidedValues:
+    """A batch of a merge's inputs as arrays: ``left`` marks the left input's, ``values`` holds each
+    input's value.  Indexing keeps the two aligned, as the array path slices its values."""
+
+    __slots__ = ("left", "values")
+
+    def __init__(self, left: np.ndarray, values: np.ndarray) -> None:
+        self.left = np.asarray(left, dtype=bool)
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: Any) -> "SidedValues":
+        return SidedValues(self.left[index], self.values[index])
+
 
 class _BothSides(MergeAccumulation[Any, Any, tuple, Any]):
     """Keeps every input of both sides (in arrival order): joins need all of them to re-pair."""
@@ -67,6 +95,22 @@ class _BothSides(MergeAccumulation[Any, Any, tuple, Any]):
 
     def merge(self, a1: tuple, a2: tuple) -> tuple:
         return (a1[0] + a2[0], a1[1] + a2[1])
+
+    def folds_sided_arrays(self) -> bool:
+        # a subclass that changes how inputs are kept folds them its own way
+        return all(getattr(type(self), name) is getattr(_BothSides, name)
+                   for name in ("default_accumulated_value", "accumulate1", "accumulate2", "merge"))
+
+    def fold_sided_segments(self, values: SidedValues, starts: np.ndarray) -> list:
+        """Each segment's left and right inputs, each side in the segment's order: list slices of
+        the two sides' values, so a segment costs two slices, not a call per input."""
+        lefts_at, rights_at = np.flatnonzero(values.left), np.flatnonzero(~values.left)
+        lefts, rights = values.values[lefts_at].tolist(), values.values[rights_at].tolist()
+        bounds = np.append(starts, len(values))
+        left_bounds = np.searchsorted(lefts_at, bounds).tolist()
+        right_bounds = np.searchsorted(rights_at, bounds).tolist()
+        return [(lefts[left_bounds[i]:left_bounds[i + 1]], rights[right_bounds[i]:right_bounds[i + 1]])
+                for i in range(len(starts))]
 
 
 class _PairJoin(_BothSides):
@@ -146,6 +190,15 @@ class SidedAccumulation(Accumulation[tuple, Any, Any]):
 
     def merge(self, a1: Any, a2: Any) -> Any:
         return self.inner.merge(a1, a2)
+
+    def supports_fold_array(self) -> bool:
+        return self.inner.folds_sided_arrays()
+
+    def fold_array(self, values: SidedValues) -> Any:
+        return self.inner.fold_sided_segments(values, np.zeros(1, dtype=np.int64))[0]
+
+    def fold_segments(self, values: SidedValues, starts: Any) -> list:
+        return self.inner.fold_sided_segments(values, np.asarray(starts, dtype=np.int64))
 
     def get_output(self, accumulated: Any) -> Any:
         return self.inner.get_output(accumulated)

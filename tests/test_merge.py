@@ -3,6 +3,8 @@ idleness, retractions from late elements of either side, sessions across sides, 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from accumulations import Count, Sum
@@ -186,3 +188,47 @@ def test_a_bad_element_of_one_side_changes_nothing():
     with pytest.raises(ValueError, match="missing_key"):
         runner.add_elements_from_both([TV(("a", 1), 1)], [TV("no key", 2)])
     assert runner.states == {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(inputs=st.lists(st.tuples(st.booleans(), st.integers(-5, 5)), max_size=12),
+       cuts=st.lists(st.integers(0, 12), max_size=4),
+       join=st.sampled_from([InnerJoin(), LeftOuterJoin(), FullOuterJoin(), Cogroup()]))
+def test_a_join_folds_segments_of_sided_arrays_as_it_accumulates_inputs_one_by_one(inputs, cuts, join):
+    """The array path's fold of a merge: each segment's inputs kept per side in order, as
+    ``accumulate1``/``accumulate2`` keep them; a segment may have inputs of one side or none."""
+    import numpy as np
+
+    from accumulations.merge import SidedAccumulation, SidedValues
+
+    sided = SidedAccumulation(inner=join)
+    assert sided.supports_fold_array()
+    payloads = np.empty(len(inputs), dtype=object)
+    payloads[:] = [{"v": v} for _, v in inputs]
+    values = SidedValues(np.array([left for left, _ in inputs], dtype=bool), payloads)
+    starts = np.array(sorted({0, *(c for c in cuts if c < len(inputs))}), dtype=np.int64)
+    bounds = [*starts.tolist(), len(inputs)]
+    expected = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        acc = sided.default_accumulated_value()
+        for left, v in inputs[lo:hi]:
+            acc = sided.accumulate(acc, ("left" if left else "right", {"v": v}))
+        expected.append(acc)
+    assert sided.fold_segments(values, starts) == expected
+    whole = sided.default_accumulated_value()
+    for segment in expected:
+        whole = sided.merge(whole, segment)
+    assert sided.fold_array(values) == whole
+
+
+def test_a_join_that_keeps_its_inputs_its_own_way_has_no_array_form():
+    from accumulations.merge import SidedAccumulation
+
+    class Deduplicated(InnerJoin):
+        def accumulate1(self, accumulated, left):
+            if left not in accumulated[0]:
+                accumulated[0].append(left)
+            return accumulated
+
+    assert not SidedAccumulation(inner=Deduplicated()).supports_fold_array()
+    assert SidedAccumulation(inner=InnerJoin()).supports_fold_array()

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accumulations import Count, InnerJoin, Mean, Sum, ToList
-from accumulations.merge import SidedAccumulation
+from accumulations.merge import SidedAccumulation, SidedValues
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, TimeWindows
 from windowed_operator.core import WindowedCore
@@ -19,7 +19,9 @@ from windowed_operator.state_codec import KeyStateCodec
 from windowed_operator.time import MAX_TIMESTAMP
 from windowed_operator.vectorized import process_batch_arrays
 from windowed_operator.windows.base import Window
-from windowed_operator.window_log import DOMAIN, META, Partial, WindowLog, run_window_log_batch, supports_window_log
+from windowed_operator.range_ops import factorize
+from windowed_operator.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog, run_window_log_batch,
+                                          supports_window_log)
 
 from helpers import MemoryStore, near_boundaries
 
@@ -65,6 +67,22 @@ def array_work(core, rows):
     return work
 
 
+def batch_arrays(core, rows):
+    """The same elements as one batch of arrays for every key (``WindowLog.add_arrays``)."""
+    keys = np.empty(len(rows), dtype=object)
+    keys[:] = [k for k, _, _ in rows]
+    codes, uniques = factorize(keys)
+    ts = np.array([t for _, t, _ in rows], dtype=np.int64)
+    read = [value_of(core.accumulation, v) for _, _, v in rows]
+    if isinstance(core.accumulation, SidedAccumulation):
+        payloads = np.empty(len(rows), dtype=object)
+        payloads[:] = [p for _, p in read]
+        values = SidedValues(np.array([side == "left" for side, _ in read], dtype=bool), payloads)
+    else:
+        values = np.array(read, dtype=np.int64)
+    return ArrayElements(uniques.tolist(), codes, ts, values, lambda i: read[i])
+
+
 def at(work, watermark):
     return [(key, lambda k, state, run=run: run(k, state, watermark)) for key, run in work]
 
@@ -87,14 +105,16 @@ def cores(window, accumulation, trigger, combiner):
 @pytest.mark.parametrize("accumulation", sorted(ACCUMULATIONS))
 @settings(max_examples=40, deadline=None)
 @given(steps=batches, trigger=st.sampled_from(sorted(TRIGGERS)), combiner=st.sampled_from(list(TimestampCombiner)),
-       arrays=st.booleans(), compact_parts=st.sampled_from([1, 2, 32]))
-def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulation, steps, trigger, combiner, arrays,
+       form=st.sampled_from(["elements", "arrays", "batch"]), compact_parts=st.sampled_from([1, 2, 32]))
+def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulation, steps, trigger, combiner, form,
                                                                compact_parts):
-    """Batches with watermarks at and around window boundaries, elements on the element or the array
-    path, buckets folded after 1, 2 or 32 parts: each batch gives the per-key layout's panes and
-    drops, and the store is empty once input ends."""
+    """Batches with watermarks at and around window boundaries, elements on the element path, the
+    array path key by key, or as one batch of arrays (against the element path), buckets folded
+    after 1, 2 or 32 parts: each batch gives the per-key layout's panes and drops, and the store is
+    empty once input ends."""
     reference, core = cores(window, accumulation, trigger, combiner)
-    arrays = arrays and accumulation in ("sum", "mean")
+    arrays = form == "arrays" and accumulation in ("sum", "mean")
+    batch = form == "batch" and accumulation in ("sum", "mean", "join")
     log, store, meta = WindowLog(core), MemoryStore(), {}
     keyed = MemoryStore()
     watermark = -3
@@ -106,8 +126,12 @@ def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulati
             expected = run_group_steps(reference, group, GroupBatch(work=at(work, watermark)), watermark, 0)
             group.commit(next_due(reference))
             group.save(wm=watermark)
-            work = (array_work if arrays else element_work)(core, rows)
-            fired, added, due = run_window_log_batch(log, store, meta, at(work, watermark), watermark, 0)
+            if batch:
+                fired, added, due = run_window_log_batch(log, store, meta, [], watermark, 0,
+                                                         batch_arrays(core, rows))
+            else:
+                work = (array_work if arrays else element_work)(core, rows)
+                fired, added, due = run_window_log_batch(log, store, meta, at(work, watermark), watermark, 0)
             meta["wm"] = watermark
             assert panes(fired.outputs + added.outputs) == panes(expected.merged().outputs)
             assert drops(fired.dropped + added.dropped) == drops(expected.merged().dropped)

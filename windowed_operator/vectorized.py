@@ -55,11 +55,7 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     starts, ends, index = starts[order], ends[order], index[order]
     first = np.concatenate(([0], np.flatnonzero((np.diff(starts) != 0) | (np.diff(ends) != 0)) + 1))
     counts = np.diff(np.append(first, len(index))).tolist()
-    # Only elements at or after the watermark hold a pane's EARLIEST/LATEST output timestamp.
-    pair_ts = timestamps[index]
-    held = time_rules.holds_output_timestamp(pair_ts, watermark)
-    earliest = _held_extremes(np.minimum, np.where(held, pair_ts, _NO_HOLD_MIN), first, _NO_HOLD_MIN)
-    latest = _held_extremes(np.maximum, np.where(held, pair_ts, _NO_HOLD_MAX), first, _NO_HOLD_MAX)
+    earliest, latest = segment_holds(timestamps[index], first, watermark)
     window_starts, window_ends = starts[first].tolist(), ends[first].tolist()
     acc = core.accumulation
     windows = state.windows
@@ -139,6 +135,14 @@ _NO_HOLD_MAX = np.iinfo(np.int64).min
 def _held_extremes(ufunc: np.ufunc, stamps: np.ndarray, first: np.ndarray, none: int) -> list[Optional[int]]:
     """Per segment, the extreme held timestamp, or None where no element of it holds one."""
     return [None if v == none else v for v in ufunc.reduceat(stamps, first).tolist()]
+
+
+def segment_holds(stamps: np.ndarray, first: np.ndarray, watermark: int) -> tuple[list, list]:
+    """Per segment of ``stamps`` (starting at ``first``), the earliest and latest timestamp at or
+    after the watermark, which hold a pane's EARLIEST/LATEST output timestamp (None if none)."""
+    held = time_rules.holds_output_timestamp(stamps, watermark)
+    return (_held_extremes(np.minimum, np.where(held, stamps, _NO_HOLD_MIN), first, _NO_HOLD_MIN),
+            _held_extremes(np.maximum, np.where(held, stamps, _NO_HOLD_MAX), first, _NO_HOLD_MAX))
 
 
 def process_batch_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState, timestamps: np.ndarray,

@@ -24,17 +24,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Optional
+from typing import Any, Callable, Hashable, Optional
+
+import numpy as np
 
 from .columnar_records import _decoded, _encoded
 from .core import Emission, WindowedCore
 from .group_batch import Work
-from .panes import TimestampCombiner
+from .panes import DropReason, DroppedElement, TimestampCombiner
 from .part_log import PartStore, run_part_log_batch
 from .state import KeyState, WindowState
 from .state_codec import KeyStateCodec
 from .time import MIN_TIMESTAMP
 from .time_rules import is_timer_due
+from .vectorized import segment_holds
 from .windows.base import Window
 
 LAYOUT = "window log"
@@ -78,6 +81,25 @@ class WindowRows:
 
     def __len__(self) -> int:
         return len(self.partials)
+
+
+@dataclass
+class ArrayElements:
+    """A batch's elements of every key as arrays, for the window log's batch step in one pass.
+
+    ``codes[i]`` indexes element i's key in ``keys``, codes numbered in order of the keys' first
+    arrival (as ``range_ops.factorize`` numbers them); ``values`` is what the accumulation's
+    ``fold_segments`` folds (None for an accumulation reading nothing, such as Count);
+    ``element_of(i)`` rebuilds element i, only for a dropped one."""
+
+    keys: list
+    codes: np.ndarray
+    timestamps: np.ndarray
+    values: Any
+    element_of: Callable[[int], Any]
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
 
 
 class WindowLog:
@@ -134,6 +156,56 @@ class WindowLog:
             for window, ws in state.windows.items():
                 if ws.pending:
                     self.fold(rows, key, window, Partial.of(ws))
+        return emission
+
+    def add_arrays(self, rows: WindowRows, elements: ArrayElements, watermark: int) -> Emission:
+        """``add`` for every key's elements at once, as arrays: what the core does per key on empty
+        states (``vectorized.process_arrays``), in one sort and one fold for the whole batch, since a
+        key's state here never holds anything the elements could meet.
+
+        Each (key, window) folds its elements in time order (ties in arrival order), as each key's
+        elements reach the core; an element whose windows have all expired is dropped, reported
+        key by key in order of first arrival and in time order within a key."""
+        emission = Emission()
+        n = len(elements)
+        if n == 0:
+            return emission
+        core = self.core
+        timestamps, element_codes = elements.timestamps, elements.codes
+        starts, ends, index = core.window_option.assign_array(timestamps)
+        order = np.lexsort((index, timestamps[index], ends, starts, element_codes[index]))
+        starts, ends, index = starts[order], ends[order], index[order]
+        codes = element_codes[index]
+        changes = (np.diff(codes) != 0) | (np.diff(starts) != 0) | (np.diff(ends) != 0)
+        first = np.concatenate(([0], np.flatnonzero(changes) + 1))
+        counts = np.diff(np.append(first, len(index)))
+        segment_windows = [Window(start, end) for start, end in zip(starts[first].tolist(), ends[first].tolist())]
+        expired = {window: core.is_expired(window, watermark) for window in set(segment_windows)}
+        live = np.fromiter((not expired[window] for window in segment_windows), dtype=bool,
+                           count=len(segment_windows))
+        live_pairs = np.repeat(live, counts)
+        accepted = np.zeros(n, dtype=bool)
+        accepted[index[live_pairs]] = True
+        dropped = np.flatnonzero(~accepted)
+        if len(dropped):
+            dropped = dropped[np.lexsort((dropped, timestamps[dropped], element_codes[dropped]))]
+            for i in dropped.tolist():
+                emission.dropped.append(DroppedElement(DropReason.EXPIRED, elements.element_of(i),
+                                                       elements.keys[int(element_codes[i])], int(timestamps[i]),
+                                                       watermark))
+        if not live.any():
+            return emission
+        index = index[live_pairs]
+        counts = counts[live]
+        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        earliest, latest = segment_holds(timestamps[index], first, watermark)
+        values = elements.values[index] if elements.values is not None else index
+        partials = self.accumulation.fold_segments(values, first)
+        keys = elements.keys
+        segment_keys = element_codes[index[first]].tolist()
+        live_windows = [window for window, alive in zip(segment_windows, live.tolist()) if alive]
+        for j, (code, window, count) in enumerate(zip(segment_keys, live_windows, counts.tolist())):
+            self.fold(rows, keys[code], window, Partial(partials[j], count, earliest[j], latest[j]))
         return emission
 
     def key_states(self, rows: WindowRows, processing_time: int) -> dict[Hashable, KeyState]:
@@ -197,15 +269,19 @@ def _extreme(pick: Any, a: Optional[int], b: Optional[int]) -> Optional[int]:
 
 
 def run_window_log_batch(log: WindowLog, store: PartStore, meta: dict, work: Work, watermark: int,
-                         processing_time: int) -> tuple[Emission, Emission, Optional[int]]:
+                         processing_time: int, arrays: Optional[ArrayElements] = None
+                         ) -> tuple[Emission, Emission, Optional[int]]:
     """One batch of one group: the panes of the windows the watermark expires (read from their
-    buckets), then the batch's elements appended; returns those panes, the elements' drops, and when
-    the group next has work.  Updates ``meta`` (the caller saves it)."""
+    buckets), then the batch's elements appended (``arrays`` first, then ``work``); returns those
+    panes, the elements' drops, and when the group next has work.  Updates ``meta`` (the caller
+    saves it)."""
     fired, added = Emission(), Emission()
 
     def run(rows: WindowRows) -> WindowRows:
         left, panes = log.fire(rows, watermark, processing_time)
         fired.extend(panes)
+        if arrays is not None:
+            added.extend(log.add_arrays(left, arrays, watermark))
         added.extend(log.add(left, work))
         return left
 
