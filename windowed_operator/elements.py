@@ -132,6 +132,13 @@ def _extract(extractor: Union[str, Callable[[Any], Any]], payload: Any, element:
     return read
 
 
+def readable_field(value: Any, name: str) -> Any:
+    """The field ``name`` of ``value``, or None where ``_value_field`` would reject the element (the
+    array paths leave such rows to the element path, which does)."""
+    read = _field(value, name)
+    return None if read is _MISSING or is_null(read) else read
+
+
 def _value_field(element: Any, value: Any, name: str) -> Any:
     """The field ``name`` of ``value``: present and not null, or the element is bad."""
     read = _field(value, name)

@@ -120,3 +120,30 @@ def test_merge_errors_name_the_input_and_column(spark, tmp_path):
         op.model_copy(update={"idle_timeout": 5000, "watermark": UpstreamWatermark()}).apply(left, right)
     with pytest.raises(SparkOperatorError, match="cannot map the output of InnerJoin"):
         merge_op(TimeWindows(10_000), InnerJoin(lambda a, b: a), TriggerOption.default()).apply(left, right)
+
+
+def test_a_join_on_the_array_path_reports_late_rows_and_dead_letters_as_the_local_runner(spark, tmp_path):
+    """The window log's batch of arrays (tumbling, the default trigger, no allowed lateness): rows
+    with a null value field are dead letters (the element path's rule), rows whose window expired
+    are late data carrying ``(side, value)``, and the panes equal the local runner's."""
+    import json
+
+    op = merge_op(TimeWindows(10_000), InnerJoin(), TriggerOption.default(), lateness=0).model_copy(
+        update={"late_data_output": True, "on_bad_element": "dead_letter"})
+    left, right = make_sides(31, n_batches=6)
+    left[2][0]["amount"] = None
+    right[3][1]["page"] = None
+    for batch in (4, 5):  # the first window expired by then (the watermark is past BASE + 10 s)
+        left[batch].append({"user": "a", "amount": 3, "ts": BASE + 500 + batch})
+        right[batch].append({"user": "b", "page": "home", "ts": BASE + 9_999})
+    runner = run_local_merge_like_spark(op, left, right, DELAY)
+    store = run_spark_merge(spark, op, left, right, tmp_path)
+    rows = [r for batch in store.values() for r in batch]
+    panes = Counter((r["key"], r["ws"], r["we"], normalize(r["value"]), r["timing"], r["pane_index"], r["is_first"],
+                     r["is_last"], r["is_retraction"], r["ts_ms"]) for r in rows if r["record_type"] == "pane")
+    assert panes == local_rows(runner)
+    late = Counter(tuple(json.loads(r["element"])) for r in rows if r["record_type"] == "late")
+    assert late == Counter(tuple(d.element) for d in runner.late_data)
+    assert sum(late.values()) >= 3, "the data has late rows"
+    dead = sorted(r["reason"] for r in rows if r["record_type"] == "dead_letter")
+    assert dead == sorted(d.reason.value for d in runner.dead_letters) == ["invalid_value", "invalid_value"]

@@ -21,11 +21,12 @@ from pyspark.sql import functions as F
 from accumulations.merge import LEFT, RIGHT, SIDES
 
 from ..merge_operator import MergeOperatorBase
+from ..vectorized import supports_vectorized
 from ..watermarks import BoundedDisorderWatermark
 from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .chain import feed_of
-from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SparkPlan
+from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
 from .heartbeat import Heartbeats, with_beat_column
 from .runner import (_WATERMARK_HELPER, GAP_COLUMN, SparkOperatorError, _event_time_ms, check_state_encoding,
                      choose_time_mode, drop_end_of_input, end_of_input_marker, idle_timeout_of, refuse_derived_panes,
@@ -42,6 +43,14 @@ def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
                                      f"(columns: {df.columns})")
         return df.schema[value].dataType.simpleString()
     return df.schema.simpleString()
+
+
+def _folds_sided_arrays(op: MergeOperatorBase) -> bool:
+    """Whether the merge's rows take the array path: windows assigned by timestamp, an accumulation
+    that keeps each input as it is (joins, cogroups: ``folds_sided_arrays``), and each input's value
+    its whole row or one field of it (a callable extractor runs per element, on the element path)."""
+    return supports_vectorized(op.build_core()) and all(
+        isinstance(op.side_extractor(side, "value"), (str, type(None))) for side in SIDES)
 
 
 def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str], timestamp: Optional[str],
@@ -125,11 +134,13 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         raise SparkOperatorError(
             f"cannot map the output of {type(op.accumulation).__name__} over inputs {types[LEFT]} and "
             f"{types[RIGHT]} to a Spark type; pass value_type='<DDL type>' to apply()")
+    arrays = _folds_sided_arrays(op)
     plan = SparkPlan(
         operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
-        time_column=MERGE_TIME_COLUMN, key_groups=resolve_key_groups(key_groups),
+        time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, vectorized=arrays,
+        key_groups=resolve_key_groups(key_groups),
         drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
         state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None)
     assert set(PAYLOAD_COLUMNS) == set(SIDES)

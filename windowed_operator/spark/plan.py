@@ -39,6 +39,9 @@ SIDE_COLUMN = "__wo_side"
 MERGE_KEY_COLUMN = "__wo_key"
 MERGE_TIME_COLUMN = "__wo_ts"
 PAYLOAD_COLUMNS = {"left": "__wo_left", "right": "__wo_right"}
+#: ``SparkPlan.value_column`` of a merge on the array path: each row's input payload, marked by side
+#: (``accumulations.merge.SidedValues``), as joins and cogroups keep them.
+SIDED_VALUES = "<sided>"
 #: ``SparkPlan.value_column`` when the accumulation folds whole rows on the array path
 #: (``Accumulation.folds_rows``: AllMax, TopN), not one column of them.
 WHOLE_ROWS = "*"

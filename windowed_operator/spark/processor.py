@@ -21,11 +21,11 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, StatefulProcessor, StatefulProcessorHandle,
                                                       TimerValues)
 
-from accumulations.merge import SIDES
+from accumulations.merge import LEFT, RIGHT, SIDES, SidedValues
 from accumulations.rows import Rows
 
 from ..core import CoreElement, Emission
-from ..elements import BadElementError, is_null, rejected_row_error
+from ..elements import BadElementError, is_null, readable_field, rejected_row_error
 from ..fingerprint import IncompatibleRestartError, in_key_shards, state_fingerprint
 from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
 from ..group_state import GroupState
@@ -47,14 +47,15 @@ from ..state_codec import KeyStateCodec
 from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
                     latest_event_time)
 from ..vectorized import process_batch_arrays
-from ..window_log import LAYOUT as WINDOW_LOG, WindowLog, run_window_log_batch, supports_window_log
+from ..window_log import LAYOUT as WINDOW_LOG, ArrayElements, WindowLog, run_window_log_batch, supports_window_log
 from ..window_log_migration import key_windows_to_window_log, window_log_to_key_windows
 from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
 from ..windows.session_windows import element_gap, read_gaps
 from .heartbeat import max_known, split_beats
 from .group_store import SparkGroupStore
 from .packed_input import PACKED_POSITION, unpack_rows
-from .plan import EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PHASE_COLUMN, SIDE_COLUMN, WHOLE_ROWS, SparkPlan
+from .plan import (EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, PHASE_COLUMN, SIDE_COLUMN, SIDED_VALUES,
+                   WHOLE_ROWS, SparkPlan)
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 from .preselect import WEIGHT_COLUMN
 from .state_schemas import DeclaredState
@@ -181,16 +182,19 @@ class WindowedStatefulProcessor(StatefulProcessor):
         behind = meta.get("wm", watermark)  # the previous batch's watermark (a new group: this one's)
         bad: list[DroppedElement] = []
         batch = GroupBatch()
+        arrays: Optional[ArrayElements] = None
         if frame is not None and len(frame):
             if self.plan.upstream is not None:
                 self._upstream_work(frame, meta, watermark, processing_time, batch, bad)
             else:
-                if self.plan.vectorized:
+                if self.plan.vectorized and self.window_log is not None and not self._weighted():
+                    frame, arrays = self._array_elements(frame)
+                elif self.plan.vectorized:
                     frame = self._vectorized_work(frame, watermark, processing_time, batch.work)
                 if len(frame):
                     self._record_work(frame, watermark, processing_time, batch.work, bad)
         if self.window_log is not None:
-            phased = self._window_log_steps(group, batch, watermark, processing_time, spark_now)
+            phased = self._window_log_steps(group, batch, watermark, processing_time, spark_now, arrays)
         else:
             if stored_layout(group) == WINDOW_LOG:
                 batch.keys += window_log_to_key_windows(group, WindowLog(self.core, self.codec), self.store,
@@ -212,16 +216,17 @@ class WindowedStatefulProcessor(StatefulProcessor):
         yield from self._counts(n_dropped, len(bad))
 
     def _window_log_steps(self, group: GroupState, batch: GroupBatch, watermark: int, processing_time: int,
-                          spark_now: int) -> PhasedEmission:
-        """The batch on the window log: the windows due fire from their buckets, the elements run on
-        empty key states and are appended (``window_log``); a group stored per key moves first."""
+                          spark_now: int, arrays: Optional[ArrayElements]) -> PhasedEmission:
+        """The batch on the window log: the windows due fire from their buckets, the elements (as
+        arrays of every key, then as work) run on empty key states and are appended
+        (``window_log``); a group stored per key moves first."""
         assert self.window_log is not None
         released = Emission()
         if stored_layout(group) not in (None, WINDOW_LOG):
             released.extend(key_windows_to_window_log(group, self.window_log, self.store, watermark,
                                                       processing_time))
         fired, added, due = run_window_log_batch(self.window_log, self.store, group.meta, batch.work, watermark,
-                                                 processing_time)
+                                                 processing_time, arrays)
         released.extend(fired)
         self._schedule_group(group, spark_now, watermark, due=due,
                              has_due=bool(held_buckets(self.window_log, group.meta)))
@@ -370,8 +375,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
         """Rows the array paths take: a key, a time in range and a value (the rest go to the reader).
         Times are checked against the batch's own time (``now``), as the watermark helper column is."""
         plan = self.plan
-        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column) if c not in (None, WHOLE_ROWS)]
+        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column)
+                  if c not in (None, WHOLE_ROWS, SIDED_VALUES)]
         clean = frame[needed].notna().all(axis=1).to_numpy()
+        if plan.value_column == SIDED_VALUES:
+            clean &= pd.notna(self._sided_values(frame).values)
         times = frame[plan.time_column].to_numpy()
         latest = latest_event_time(self.now, plan.operator.max_future_skew)
         clean[clean] = event_time_in_range(times[clean].astype(np.int64), latest)
@@ -390,13 +398,12 @@ class WindowedStatefulProcessor(StatefulProcessor):
         """Rows with a key, a timestamp and a value go through the array path, key by key; the
         others are returned for the element path (which raises or dead-letters them)."""
         plan = self.plan
-        clean = self._clean(frame)
-        rest = frame[~clean]
-        frame = frame[clean]
+        frame, rest = self._split_clean(frame)
         if not len(frame):
             return rest
         ts_all = frame[plan.time_column].to_numpy(dtype=np.int64)
         values_all = self._array_values(frame)
+        element_at = self._element_at(frame, values_all)
         if plan.key_column is not None:
             codes, uniques = factorize(self._keys(frame))
             keys: list[Hashable] = uniques.tolist()
@@ -412,11 +419,10 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
             def element_of(j: int, rows: np.ndarray = rows) -> Any:
                 # (called once per dropped element: a pre-selected row counts the rows it stands for)
-                record = frame.iloc[int(rows[j])].to_dict()
-                record.pop(GROUP_COLUMN, None)
+                element = element_at(int(rows[j]))
                 if weights is not None:
-                    self.unseen_drops += int(record.pop(WEIGHT_COLUMN)) - 1
-                return record
+                    self.unseen_drops += int(element.pop(WEIGHT_COLUMN)) - 1
+                return element
 
             def run(k: Any, state: KeyState, rows: np.ndarray = rows, values: Any = values,
                     element_of: Any = element_of) -> Emission:
@@ -427,10 +433,58 @@ class WindowedStatefulProcessor(StatefulProcessor):
             work.append((key, run))
         return rest
 
+    def _weighted(self) -> bool:
+        """Rows stand for many elements (pre-selected or pre-folded before the shuffle)."""
+        return self.plan.preselected or self.plan.prefolded
+
+    def _split_clean(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The rows the array paths take, and the rest (for the element path, which raises or
+        dead-letters them)."""
+        clean = self._clean(frame)
+        return frame[clean], frame[~clean]
+
+    def _array_elements(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, ArrayElements]:
+        """The clean rows of every key as one batch of arrays (the window log adds them in one pass:
+        ``WindowLog.add_arrays``); the other rows are returned for the element path."""
+        frame, rest = self._split_clean(frame)
+        codes, uniques = factorize(self._keys(frame))
+        values = self._array_values(frame)
+        return rest, ArrayElements(uniques.tolist(), codes, frame[self.plan.time_column].to_numpy(dtype=np.int64),
+                                   values, self._element_at(frame, values))
+
+    def _element_at(self, frame: pd.DataFrame, values: Any) -> Any:
+        """Element i of the array path's rows as the element path reports a dropped one: a merge's
+        ``(side, value)``, another operator's row."""
+        if isinstance(values, SidedValues):
+            return lambda i: (LEFT if values.left[i] else RIGHT, values.values[i])
+
+        def row(i: int) -> dict:
+            record = frame.iloc[i].to_dict()
+            record.pop(GROUP_COLUMN, None)
+            return record
+
+        return row
+
+    def _sided_values(self, frame: pd.DataFrame) -> SidedValues:
+        """A merge's rows as the array path folds them: each row's value (its input's whole row, or the
+        field its input's value extractor names), marked by side; None where the element path would
+        reject the row (a missing payload, a missing or null field)."""
+        left = frame[SIDE_COLUMN].to_numpy() == LEFT
+        values = np.where(left, frame[PAYLOAD_COLUMNS[LEFT]].to_numpy(), frame[PAYLOAD_COLUMNS[RIGHT]].to_numpy())
+        for side, rows in ((LEFT, left), (RIGHT, ~left)):
+            field = self.plan.operator.side_extractor(side, "value")
+            if field is not None:
+                for i in np.flatnonzero(rows).tolist():
+                    payload = values[i]
+                    values[i] = None if payload is None else readable_field(payload, field)
+        return SidedValues(left, values)
+
     def _array_values(self, frame: pd.DataFrame) -> Any:
         """What the array path folds: one column, the whole rows (as the element path reads them: every
-        input column but the processor's own) or nothing (Count)."""
+        input column but the processor's own), a merge's payloads by side, or nothing (Count)."""
         column = self.plan.value_column
+        if column == SIDED_VALUES:
+            return self._sided_values(frame)
         if column == WHOLE_ROWS:
             own = (GROUP_COLUMN, ROUTE_COLUMN, WEIGHT_COLUMN)
             return Rows.of_frame(frame, [c for c in frame.columns if c not in own])
