@@ -33,7 +33,13 @@ class StateEncodingError(TypeError):
     """A value in the state that data-only encoding cannot hold."""
 
 
+#: Types that are their own tagged form (exact types: a subclass, such as an IntEnum, is converted).
+_SELF_ENCODED = frozenset({str, int, bool, type(None)})
+
+
 def _encoder(allow_pickle: bool) -> Callable[[Any], Any]:
+    plain = _SELF_ENCODED
+
     def encode(value: Any) -> Any:
         if value is None or isinstance(value, (bool, str)):
             return value
@@ -43,12 +49,15 @@ def _encoder(allow_pickle: bool) -> Callable[[Any], Any]:
             return value if math.isfinite(value) else ["f", repr(value)]
         if isinstance(value, np.generic):
             return encode(value.item())
+        # (members that are their own form are kept without a call: the rows a join or a list keeps
+        # are dicts and lists of them, encoded member by member)
         if isinstance(value, list):
-            return ["l", [encode(v) for v in value]]
+            return ["l", [v if type(v) in plain else encode(v) for v in value]]
         if isinstance(value, tuple):
-            return ["t", [encode(v) for v in value]]
+            return ["t", [v if type(v) in plain else encode(v) for v in value]]
         if isinstance(value, dict):
-            return ["d", [[encode(k), encode(v)] for k, v in value.items()]]
+            return ["d", [[k if type(k) in plain else encode(k), v if type(v) in plain else encode(v)]
+                          for k, v in value.items()]]
         if isinstance(value, (set, frozenset)):
             return ["s", [encode(v) for v in value]]
         if isinstance(value, (bytes, bytearray)):
@@ -77,12 +86,14 @@ def _decoder(allow_pickle: bool) -> Callable[[Any], Any]:
         if not isinstance(value, list):
             return value
         tag, payload = value
+        # (only a list is a tagged form: other members are their own value, kept without a call)
         if tag == "l":
-            return [decode(v) for v in payload]
+            return [decode(v) if type(v) is list else v for v in payload]
         if tag == "t":
-            return tuple(decode(v) for v in payload)
+            return tuple([decode(v) if type(v) is list else v for v in payload])
         if tag == "d":
-            return {_hashable(decode(k)): decode(v) for k, v in payload}
+            return {_hashable(decode(k)) if type(k) is list else k: decode(v) if type(v) is list else v
+                    for k, v in payload}
         if tag == "s":
             return {decode(v) for v in payload}
         if tag == "f":
