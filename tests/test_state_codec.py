@@ -92,3 +92,16 @@ def test_a_value_of_another_type_is_refused_naming_it_unless_pickle_is_allowed()
     with pytest.raises(StateEncodingError, match="reading it runs code"):
         KeyStateCodec().read_value(pickled)
     assert isinstance(KeyStateCodec(allow_pickle=True).read_value(pickled)[0], Opaque)
+
+
+def test_a_record_is_a_json_object_and_the_older_pair_list_form_still_reads():
+    """A dict whose keys are all strings (a row a join keeps) is stored as a JSON object; other dicts
+    as key-value pairs; checkpoints written before records had their tag hold the pair form."""
+    codec = KeyStateCodec()
+    row = {"id": 7, "name": "Ann", "bids": [1, 2.5], "at": None}
+    assert codec.value(row) == ["r", {"id": 7, "name": "Ann", "bids": ["l", [1, 2.5]], "at": None}]
+    assert codec.value({1: "a", "b": 2}) == ["d", [[1, "a"], ["b", 2]]]
+    older = ["d", [["id", 7], ["name", "Ann"], ["bids", ["l", [1, 2.5]]], ["at", None]]]
+    for stored in (codec.value(row), older):
+        read = codec.read_value(json.loads(json.dumps(stored)))
+        assert read == row and list(read) == list(row)

@@ -6,7 +6,8 @@ data source.  So a key's state is encoded as JSON: window bookkeeping in named f
 value the state holds (accumulators, trigger state, last outputs, element buffers) in a tagged form
 that keeps Python's types exact: a primitive (None, bool, int, finite float, str) stands for itself;
 anything else is a two-element list ``[tag, payload]``: ``["l", [...]]`` a list, ``["t", [...]]`` a
-tuple, ``["d", [[k, v], ...]]`` a dict, ``["s", [...]]`` a set, ``["f", "nan"]`` a special float,
+tuple, ``["r", {k: v, ...}]`` a dict whose keys are all strings (a record: a row of a join, say),
+``["d", [[k, v], ...]]`` any other dict, ``["s", [...]]`` a set, ``["f", "nan"]`` a special float,
 ``["b", base64]`` bytes, ``["dt", iso]`` / ``["date", iso]`` / ``["dec", text]`` times and decimals.
 
 A user-defined accumulator of another type cannot be stored as data: encoding it fails naming the
@@ -56,6 +57,8 @@ def _encoder(allow_pickle: bool) -> Callable[[Any], Any]:
         if isinstance(value, tuple):
             return ["t", [v if type(v) in plain else encode(v) for v in value]]
         if isinstance(value, dict):
+            if all(type(k) is str for k in value):
+                return ["r", {k: v if type(v) in plain else encode(v) for k, v in value.items()}]
             return ["d", [[k if type(k) in plain else encode(k), v if type(v) in plain else encode(v)]
                           for k, v in value.items()]]
         if isinstance(value, (set, frozenset)):
@@ -91,6 +94,8 @@ def _decoder(allow_pickle: bool) -> Callable[[Any], Any]:
             return [decode(v) if type(v) is list else v for v in payload]
         if tag == "t":
             return tuple([decode(v) if type(v) is list else v for v in payload])
+        if tag == "r":
+            return {k: decode(v) if type(v) is list else v for k, v in payload.items()}
         if tag == "d":
             return {_hashable(decode(k)) if type(k) is list else k: decode(v) if type(v) is list else v
                     for k, v in payload}
