@@ -351,16 +351,10 @@ class WindowedStatefulProcessor(StatefulProcessor):
             self._reject(record, watermark, bad)
         frame = frame[clean]
         values = frame[plan.value_column].to_numpy() if plan.value_column is not None else None
-
-        def element_of(i: int) -> Any:
-            record = frame.iloc[i].to_dict()
-            record.pop(GROUP_COLUMN, None)
-            return record
-
         extra = {"gaps": gaps[clean]} if gaps is not None else {}
         return self.columnar.process(table, self._keys(frame), frame[plan.time_column].to_numpy(dtype=np.int64),
-                                     values, watermark, panes, dropped, element_of, processing_time=processing_time,
-                                     **extra)
+                                     values, watermark, panes, dropped, self._element_at(frame, values),
+                                     processing_time=processing_time, **extra)
 
     def _run_partials(self, table: PaneTable, frame: pd.DataFrame, watermark: int, processing_time: int,
                       panes: Panes) -> tuple[PaneTable, int]:
@@ -371,15 +365,16 @@ class WindowedStatefulProcessor(StatefulProcessor):
                                               frame[COUNT_COLUMN].to_numpy(dtype=np.int64), aggregates, watermark,
                                               panes, processing_time=processing_time)
 
-    def _clean(self, frame: pd.DataFrame) -> np.ndarray:
-        """Rows the array paths take: a key, a time in range and a value (the rest go to the reader).
-        Times are checked against the batch's own time (``now``), as the watermark helper column is."""
+    def _clean(self, frame: pd.DataFrame, sided: Optional[SidedValues] = None) -> np.ndarray:
+        """Rows the array paths take: a key, a time in range and a value (the rest go to the reader;
+        a merge's values are ``sided``).  Times are checked against the batch's own time (``now``), as
+        the watermark helper column is."""
         plan = self.plan
         needed = [c for c in (plan.key_column, plan.time_column, plan.value_column)
                   if c not in (None, WHOLE_ROWS, SIDED_VALUES)]
         clean = frame[needed].notna().all(axis=1).to_numpy()
-        if plan.value_column == SIDED_VALUES:
-            clean &= pd.notna(self._sided_values(frame).values)
+        if sided is not None:
+            clean &= pd.notna(sided.values)
         times = frame[plan.time_column].to_numpy()
         latest = latest_event_time(self.now, plan.operator.max_future_skew)
         clean[clean] = event_time_in_range(times[clean].astype(np.int64), latest)
@@ -398,11 +393,10 @@ class WindowedStatefulProcessor(StatefulProcessor):
         """Rows with a key, a timestamp and a value go through the array path, key by key; the
         others are returned for the element path (which raises or dead-letters them)."""
         plan = self.plan
-        frame, rest = self._split_clean(frame)
+        frame, rest, values_all = self._split_clean(frame)
         if not len(frame):
             return rest
         ts_all = frame[plan.time_column].to_numpy(dtype=np.int64)
-        values_all = self._array_values(frame)
         element_at = self._element_at(frame, values_all)
         if plan.key_column is not None:
             codes, uniques = factorize(self._keys(frame))
@@ -437,18 +431,20 @@ class WindowedStatefulProcessor(StatefulProcessor):
         """Rows stand for many elements (pre-selected or pre-folded before the shuffle)."""
         return self.plan.preselected or self.plan.prefolded
 
-    def _split_clean(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The rows the array paths take, and the rest (for the element path, which raises or
-        dead-letters them)."""
-        clean = self._clean(frame)
-        return frame[clean], frame[~clean]
+    def _split_clean(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+        """The rows the array paths take, the rest (for the element path, which raises or
+        dead-letters them), and what the array path folds of the rows it takes (``_array_values``;
+        a merge's values are read once, to judge the rows and to fold them)."""
+        sided = self._sided_values(frame) if self.plan.value_column == SIDED_VALUES else None
+        clean = self._clean(frame, sided)
+        kept = frame[clean]
+        return kept, frame[~clean], sided[clean] if sided is not None else self._array_values(kept)
 
     def _array_elements(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, ArrayElements]:
         """The clean rows of every key as one batch of arrays (the window log adds them in one pass:
         ``WindowLog.add_arrays``); the other rows are returned for the element path."""
-        frame, rest = self._split_clean(frame)
+        frame, rest, values = self._split_clean(frame)
         codes, uniques = factorize(self._keys(frame))
-        values = self._array_values(frame)
         return rest, ArrayElements(uniques.tolist(), codes, frame[self.plan.time_column].to_numpy(dtype=np.int64),
                                    values, self._element_at(frame, values))
 
@@ -481,10 +477,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _array_values(self, frame: pd.DataFrame) -> Any:
         """What the array path folds: one column, the whole rows (as the element path reads them: every
-        input column but the processor's own), a merge's payloads by side, or nothing (Count)."""
+        input column but the processor's own) or nothing (Count); a merge's values are read by
+        ``_sided_values``."""
         column = self.plan.value_column
-        if column == SIDED_VALUES:
-            return self._sided_values(frame)
         if column == WHOLE_ROWS:
             own = (GROUP_COLUMN, ROUTE_COLUMN, WEIGHT_COLUMN)
             return Rows.of_frame(frame, [c for c in frame.columns if c not in own])
