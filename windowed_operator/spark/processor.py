@@ -53,6 +53,7 @@ from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_in
 from ..windows.session_windows import element_gap, read_gaps
 from .heartbeat import max_known, split_beats
 from .group_store import SparkGroupStore
+from .output_frame import output_frame
 from .packed_input import PACKED_POSITION, unpack_rows
 from .plan import (EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, PHASE_COLUMN, SIDE_COLUMN, SIDED_VALUES,
                    WHOLE_ROWS, SparkPlan)
@@ -209,11 +210,12 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self._note_input(meta, beats, processing_time)
         group.save(wm=watermark, **({"pt": processing_time} if self.plan.upstream is not None else {}))
         late = self.plan.side_outputs and self.plan.operator.late_data_output
+        parts = []
         for phase, emission in zip(Phase, phased.by_phase):
             rejected = bad if phase is Phase.ELEMENTS and self.plan.side_outputs else []
             if emission.outputs or rejected or (late and emission.dropped):
-                yield self._frame(self.plan.rows(emission, rejected, phase), behind, typed=False)
-        yield from self._counts(n_dropped, len(bad))
+                parts.append(self.plan.rows(emission, rejected, phase))
+        yield from self._frame(parts, behind, n_dropped, len(bad))
 
     def _window_log_steps(self, group: GroupState, batch: GroupBatch, watermark: int, processing_time: int,
                           spark_now: int, arrays: Optional[ArrayElements]) -> PhasedEmission:
@@ -287,13 +289,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self._note_input(meta, beats, processing_time)
         group.save(wm=watermark)
         late = dropped if plan.operator.late_data_output else []
-        for phase, made, side in ((Phase.WATERMARK, released, []), (Phase.PROCESSING_TIME, timed, []),
-                                  (Phase.ELEMENTS, panes, [*late, *bad])):
-            if len(made) or (plan.side_outputs and side):
-                # (columns mixing values and nulls keep Python objects; else typed columns, which
-                # convert to Arrow much faster)
-                yield self._frame(plan.columnar_rows(made, side, phase), behind, typed=not plan.side_outputs)
-        yield from self._counts(n_dropped, len(bad))
+        parts = [plan.columnar_rows(made, side, phase)
+                 for phase, made, side in ((Phase.WATERMARK, released, []), (Phase.PROCESSING_TIME, timed, []),
+                                           (Phase.ELEMENTS, panes, [*late, *bad]))
+                 if len(made) or (plan.side_outputs and side)]
+        yield from self._frame(parts, behind, n_dropped, len(bad))
 
     def _shards(self, group: GroupState) -> RowShards:
         return RowShards(group, self.store, self.columnar, self.records.codec.kind)
@@ -317,18 +317,18 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 "a new checkpoint")
         return group
 
-    def _frame(self, columns: dict[str, Any], behind: int, typed: bool) -> pd.DataFrame:
-        """One output frame; with the event-time output, each pane's time for Spark's watermark
-        (``SparkPlan.event_times``: ``behind`` is the previous batch's watermark)."""
-        frame = pd.DataFrame(columns) if typed else \
-            pd.DataFrame({name: pd.Series(values, dtype=object) for name, values in columns.items()})
-        if self.plan.event_time_output:
-            frame[EVENT_TIME_COLUMN] = self.plan.event_times(frame["timestamp"].to_numpy(), behind)
-        return frame
-
-    def _counts(self, late: int, bad: int) -> Iterator[pd.DataFrame]:
+    def _frame(self, parts: list[dict[str, Any]], behind: int, late: int, bad: int) -> Iterator[pd.DataFrame]:
+        """The call's one output frame (``output_frame``): its phases' rows, then the row of its
+        counts of late and bad rows where it has any; with the event-time output, each pane's time
+        for Spark's watermark (``SparkPlan.event_times``: ``behind`` is the previous batch's
+        watermark; the count row's is null)."""
+        plan = self.plan
         if late or bad:
-            yield self._frame(self.plan.count_row(late, bad), MAX_TIMESTAMP, typed=False)
+            parts = [*parts, plan.count_row(late, bad)]
+        frame = output_frame(plan.processor_fields(), parts, EVENT_TIME_COLUMN if plan.event_time_output else None,
+                             lambda timestamps: plan.event_times(timestamps, behind))
+        if frame is not None:
+            yield frame
 
     def _keys(self, frame: pd.DataFrame) -> np.ndarray:
         if self.plan.key_column is None:
