@@ -43,7 +43,7 @@ from accumulations.numeric import Count, Max, Mean, Min, Sum
 from triggers.option import TriggerOption
 
 from .panes import DropReason, DroppedElement, Timing, WindowOverflowError
-from .range_ops import expand_ends, factorize, lex_searchsorted, range_reduce, range_sums, run_starts
+from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_reduce, range_sums, run_starts
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from .time_rules import (end_of_window_due, expiry_due, is_end_reached, is_expired, latest_max_timestamp_expired,
                          latest_max_timestamp_reached)
@@ -302,7 +302,7 @@ class ColumnarCore:
             return table
         codes, uniques = factorize(np.concatenate([table.keys, keys]))
         row_codes = codes[len(table):]
-        order = np.lexsort((panes, row_codes))
+        order = lexsort_ints((panes, row_codes))
         row_codes, panes = row_codes[order], panes[order]
         first = run_starts(row_codes, panes)
         partial = self.form.reduce_segments([c[order] for c in columns], first)
@@ -315,7 +315,7 @@ class ColumnarCore:
         """Fold a bundle's partials (one per (key, pane), sorted) into the table; fire LATE panes."""
         all_codes = np.concatenate([table_codes, bundle_codes])
         all_starts = np.concatenate([table.starts, bundle_starts])
-        order = np.lexsort((all_starts, all_codes))
+        order = lexsort_ints((all_starts, all_codes))
         all_codes, all_starts = all_codes[order], all_starts[order]
         first = run_starts(all_codes, all_starts)
         acc = self.form.reduce_segments([np.concatenate([a, b])[order] for a, b in zip(table.acc, bundle_acc)]

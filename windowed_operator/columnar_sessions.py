@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import numpy as np
-import pandas as pd
 
 from accumulations.base import Accumulation
 from triggers.option import TriggerOption
@@ -38,7 +37,7 @@ from triggers.option import TriggerOption
 from .columnar import Panes
 from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
-from .range_ops import factorize
+from .range_ops import factorize, lexsort_ints, running_max_by_run
 from .time_rules import is_end_reached, is_expired
 from .windows.session_windows import SessionWindows
 
@@ -106,9 +105,9 @@ class ColumnarSessions(TriggeredRows):
         member = np.concatenate([np.arange(n_rows), -1 - np.arange(n_elements)])
         starts = np.concatenate([table.starts, timestamps])
         ends = np.concatenate([table.ends, proto_ends])
-        order = np.lexsort((ends, starts, codes))
+        order = lexsort_ints((ends, starts, codes))
         codes, starts, ends, member = codes[order], starts[order], ends[order], member[order]
-        reach = pd.Series(ends).groupby(codes).cummax().to_numpy()  # the running end within each key
+        reach = running_max_by_run(codes, ends)  # the running end within each key
         new = np.ones(len(order), dtype=bool)
         new[1:] = (codes[1:] != codes[:-1]) | (starts[1:] >= reach[:-1])
         other = new.copy()  # a member whose bounds differ from the one before it in its group
@@ -201,7 +200,7 @@ def _matches(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, q_codes: n
         return np.zeros(len(q_codes), dtype=bool)
     tag = np.concatenate([np.zeros(len(q_codes), dtype=np.int64), np.ones(len(codes), dtype=np.int64)])
     c, s, e = (np.concatenate([q, r]) for q, r in ((q_codes, codes), (q_starts, starts), (q_ends, ends)))
-    order = np.lexsort((tag, e, s, c))
+    order = lexsort_ints((tag, e, s, c))
     c, s, e, tag = c[order], s[order], e[order], tag[order]
     hit = np.zeros(len(order), dtype=bool)
     hit[:-1] = (tag[:-1] == 0) & (tag[1:] == 1) & (c[:-1] == c[1:]) & (s[:-1] == s[1:]) & (e[:-1] == e[1:])

@@ -37,7 +37,7 @@ from triggers.option import Firing, TriggerOption
 
 from .columnar import ColumnarForm, Panes, columnar_form
 from .columnar_panes import ColumnarEmitter, object_array
-from .range_ops import factorize
+from .range_ops import factorize, lexsort_ints
 from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from .time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
 
@@ -198,7 +198,7 @@ class RowTable:
         if not sort:
             return joined
         codes, _ = factorize(joined.keys)
-        return joined.take(np.lexsort((joined.ends, joined.starts, codes)))
+        return joined.take(lexsort_ints((joined.ends, joined.starts, codes)))
 
 
 def _select(column: Any, rows: np.ndarray) -> Any:
@@ -251,7 +251,7 @@ class TriggeredRows:
             fire = due | collected
             if fire.any():
                 rows = np.flatnonzero(fire)
-                rows = rows[np.lexsort((table.starts[rows], table.ends[rows]))]  # in event-time order
+                rows = rows[lexsort_ints((table.starts[rows], table.ends[rows]))]  # in event-time order
                 finished = expired[rows] | collected[rows]
                 on_time = due[rows]
                 finished[on_time] |= self.trigger.on_fire(table.ends, table.late, table.count, table.fire_at,

@@ -34,7 +34,7 @@ from triggers.option import TriggerOption
 from .columnar import Panes
 from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
-from .range_ops import expand_ends, factorize, lex_searchsorted, range_sums, run_starts
+from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_sums, run_starts
 from .time_rules import is_end_reached, is_expired, latest_max_timestamp_expired
 from .windows.base import WindowOption
 
@@ -114,7 +114,7 @@ class ColumnarWindows(TriggeredRows):
         if not accepted.any():
             return table, accepted, live
         codes, panes, lo, hi = codes[accepted], panes[accepted], lo[accepted], hi[accepted]
-        order = np.lexsort((panes, codes))
+        order = lexsort_ints((panes, codes))
         codes, panes = codes[order], panes[order]
         first = run_starts(codes, panes)
         pane_acc = self.form.reduce_segments([c[accepted][order] for c in partials], first)
@@ -137,7 +137,7 @@ class ColumnarWindows(TriggeredRows):
         if not len(finished):
             return np.zeros(len(codes), dtype=bool)
         f_codes, f_ends = row_codes[finished], table.ends[finished]
-        order = np.lexsort((f_ends, f_codes))
+        order = lexsort_ints((f_ends, f_codes))
         f_codes, f_ends = f_codes[order], f_ends[order]
         n_finished = lex_searchsorted(f_codes, f_ends, codes, hi + 1) - lex_searchsorted(f_codes, f_ends, codes, lo)
         n_live = np.where(lo <= hi, (hi - lo) // self.layout.step + 1, 0)
@@ -155,7 +155,7 @@ class ColumnarWindows(TriggeredRows):
         all_codes = np.concatenate([row_codes, w_codes])
         all_starts = np.concatenate([table.starts, w_starts])
         all_ends = np.concatenate([table.ends, w_ends])
-        order = np.lexsort((all_ends, all_starts, all_codes))
+        order = lexsort_ints((all_ends, all_starts, all_codes))
         all_codes, all_starts, all_ends, member = all_codes[order], all_starts[order], all_ends[order], member[order]
         is_row = member >= 0
         rows, windows = np.where(is_row, member, 0), np.where(is_row, 0, -1 - member)

@@ -28,7 +28,7 @@ import numpy as np
 from .columnar import ColumnarCore, PaneTable
 from .columnar_panes import object_array
 from .columnar_records import _column, _decoded, _encoded
-from .range_ops import factorize, run_starts
+from .range_ops import factorize, lexsort_ints, run_starts
 from .state_codec import KeyStateCodec
 from .time_rules import is_timer_due
 
@@ -93,7 +93,7 @@ class PaneLog:
         width = self.core.form.width
         acc = [_column([v for part in data for v in _decoded(read, part["acc"][c])]) for c in range(width)]
         codes, uniques = factorize(keys)
-        order = np.lexsort((starts, codes))
+        order = lexsort_ints((starts, codes))
         codes, starts = codes[order], starts[order]
         first = run_starts(codes, starts)
         folded = self.core.form.reduce_segments([c[order] for c in acc], first)

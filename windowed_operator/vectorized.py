@@ -17,6 +17,7 @@ import numpy as np
 from . import time_rules
 from .core import Emission, WindowedCore
 from .panes import DropReason, DroppedElement
+from .range_ops import lexsort_ints
 from .state import KeyState
 from .windows.base import Window
 
@@ -51,7 +52,7 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
         starts, ends, index = windows[0], windows[1], np.arange(n, dtype=np.int64)
     else:
         starts, ends, index = core.window_option.assign_array(timestamps)
-    order = np.lexsort((index, ends, starts))  # each window's elements in input order (what keeps rows keeps it)
+    order = lexsort_ints((index, ends, starts))  # each window's elements in input order (what keeps rows keeps it)
     starts, ends, index = starts[order], ends[order], index[order]
     first = np.concatenate(([0], np.flatnonzero((np.diff(starts) != 0) | (np.diff(ends) != 0)) + 1))
     counts = np.diff(np.append(first, len(index))).tolist()

@@ -33,6 +33,7 @@ from .core import Emission, WindowedCore
 from .group_batch import Work
 from .panes import DropReason, DroppedElement, TimestampCombiner
 from .part_log import PartStore, run_part_log_batch
+from .range_ops import lexsort_ints
 from .state import KeyState, WindowState
 from .state_codec import KeyStateCodec
 from .time import MIN_TIMESTAMP
@@ -173,7 +174,7 @@ class WindowLog:
         core = self.core
         timestamps, element_codes = elements.timestamps, elements.codes
         starts, ends, index = core.window_option.assign_array(timestamps)
-        order = np.lexsort((index, timestamps[index], ends, starts, element_codes[index]))
+        order = lexsort_ints((index, timestamps[index], ends, starts, element_codes[index]))
         starts, ends, index = starts[order], ends[order], index[order]
         codes = element_codes[index]
         changes = (np.diff(codes) != 0) | (np.diff(starts) != 0) | (np.diff(ends) != 0)
@@ -188,7 +189,7 @@ class WindowLog:
         accepted[index[live_pairs]] = True
         dropped = np.flatnonzero(~accepted)
         if len(dropped):
-            dropped = dropped[np.lexsort((dropped, timestamps[dropped], element_codes[dropped]))]
+            dropped = dropped[lexsort_ints((dropped, timestamps[dropped], element_codes[dropped]))]
             for i in dropped.tolist():
                 emission.dropped.append(DroppedElement(DropReason.EXPIRED, elements.element_of(i),
                                                        elements.keys[int(element_codes[i])], int(timestamps[i]),

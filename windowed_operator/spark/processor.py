@@ -39,7 +39,7 @@ from ..pane_log import LAYOUT as PANE_LOG, PaneLog, supports_pane_log
 from ..part_log import held_buckets, run_part_log_batch
 from ..pane_log_migration import key_records_to_pane_log, pane_log_to_key_records, stored_layout
 from ..panes import DroppedElement, RetractedValue
-from ..range_ops import factorize
+from ..range_ops import factorize, lexsort_ints
 from ..row_shards import (LAYOUTS as ROW_SHARDS_LAYOUTS, META as ROW_SHARDS, RowShards, key_records_to_row_shards,
                           row_shards_to_key_records, run_row_shards_batch)
 from ..state import KeyState
@@ -401,7 +401,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if plan.key_column is not None:
             codes, uniques = factorize(self._keys(frame))
             keys: list[Hashable] = uniques.tolist()
-            order = np.lexsort((ts_all, codes))  # by key, then time (the element path's order: _record_work)
+            order = lexsort_ints((ts_all, codes))  # by key, then time (the element path's order: _record_work)
             bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [len(order)]))
         else:
             keys, order, bounds = [None], np.argsort(ts_all, kind="stable"), np.array([0, len(frame)])
@@ -522,7 +522,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         n = len(read.timestamps)
         has_retractions = bool(read.retracted.any())
         codes, uniques = factorize(read.keys)
-        order = np.lexsort((read.timestamps, codes))  # by key, then time (the element path's order: _record_work)
+        order = lexsort_ints((read.timestamps, codes))  # by key, then time (the element path's order: _record_work)
         bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [n]))
         stamps, values, windows, retracted = read.timestamps, read.values, read.windows, read.retracted
         for i, key in enumerate(uniques.tolist()):
