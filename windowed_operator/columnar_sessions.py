@@ -89,15 +89,66 @@ class ColumnarSessions(TriggeredRows):
                                           watermark))
         return table
 
+    def process_chains(self, table: SessionTable, keys: np.ndarray, firsts: np.ndarray, lasts: np.ndarray,
+                       counts: np.ndarray, aggregates: list[np.ndarray], watermark: int, out: Panes,
+                       elements_of: Callable[[int], tuple[np.ndarray, Optional[np.ndarray]]], *,
+                       processing_time: int) -> tuple[SessionTable, int]:
+        """One batch of a key group folded upstream into chains (``session_chains``: chain ``i`` of key
+        ``keys[i]`` has ``counts[i]`` elements from ``firsts[i]`` to ``lasts[i]``, with the form's
+        ``partial_aggregates``); ``elements_of(i)``: its elements' times and values, sorted by time,
+        asked only of a chain whose first element expired, whose live elements then go one by one.
+        Returns the table and how many elements were dropped (expired or in a closed session)."""
+        table = self.on_processing_time(self.on_watermark(table, watermark, out), processing_time, out)
+        if not len(firsts):
+            return table, 0
+        assert self.gap is not None, "chains are built under a fixed gap"
+        firsts = np.asarray(firsts, dtype=np.int64)
+        lasts = np.asarray(lasts, dtype=np.int64)
+        counts = np.asarray(counts, dtype=np.int64)
+        whole = ~is_expired(firsts + self.gap - 1, self.lateness, watermark)
+        partials = self.form.from_partials(counts, aggregates)
+        member_keys, member_firsts, member_ends = [keys[whole]], [firsts[whole]], [lasts[whole] + self.gap]
+        member_counts, member_merged = [counts[whole]], [lasts[whole] > firsts[whole]]
+        member_partials = [[column[whole]] for column in partials]
+        n_dropped = 0
+        for i in np.flatnonzero(~whole).tolist():  # (rare: a chain reaching back past the lateness)
+            times, values = elements_of(i)
+            live = ~is_expired(times + self.gap - 1, self.lateness, watermark)
+            n_dropped += int(len(times) - live.sum())
+            n = int(live.sum())
+            member_keys.append(np.full(n, keys[i], dtype=object if keys.dtype == object else keys.dtype))
+            member_firsts.append(times[live])
+            member_ends.append(times[live] + self.gap)
+            member_counts.append(np.ones(n, dtype=np.int64))
+            member_merged.append(np.zeros(n, dtype=bool))
+            for column, partial in zip(member_partials,
+                                       self.form.from_partials(np.ones(n, dtype=np.int64),
+                                                               [values[live]] * len(self.form.partial_aggregates)
+                                                               if values is not None else [])):
+                column.append(partial)
+        weights = np.concatenate(member_counts)
+        if not len(weights):
+            return table, n_dropped
+        table, closed = self._merge_bundle(table, np.concatenate(member_keys), np.concatenate(member_firsts),
+                                           np.concatenate(member_ends), [np.concatenate(c) for c in member_partials],
+                                           watermark, processing_time, out, weights=weights,
+                                           merged_members=np.concatenate(member_merged))
+        return table, n_dropped + int(weights[closed].sum())
+
     def _merge_bundle(self, table: SessionTable, keys: np.ndarray, timestamps: np.ndarray, proto_ends: np.ndarray,
-                      partials: list, watermark: int, processing_time: int,
-                      out: Panes) -> tuple[SessionTable, np.ndarray]:
+                      partials: list, watermark: int, processing_time: int, out: Panes,
+                      weights: Optional[np.ndarray] = None,
+                      merged_members: Optional[np.ndarray] = None) -> tuple[SessionTable, np.ndarray]:
         """Beam's bundle-level merge of the bundle's proto-sessions with the key's active sessions
         (``WindowedCore._add_to_sessions``); returns the table and which elements were dropped as
-        arriving in a closed session."""
+        arriving in a closed session.  A proto-session may stand for a chain of elements
+        (``process_chains``): ``weights`` its element count, ``merged_members`` whether it is itself a
+        merge (its elements' times differ)."""
         closed = table.take(table.closed)
         table = table.take(~table.closed)  # (finished sessions merge with nothing)
         n_rows, n_elements = len(table), len(timestamps)
+        if weights is None:
+            weights = np.ones(n_elements, dtype=np.int64)
         codes, uniques = factorize(np.concatenate([table.keys, keys, closed.keys]))
         closed_codes = codes[n_rows + n_elements:]
         codes = codes[:n_rows + n_elements]
@@ -125,6 +176,8 @@ class ColumnarSessions(TriggeredRows):
         kept = (g_rows == 1) & (table.starts[row_of_group] == starts[first]) & \
             (table.ends[row_of_group] == g_ends) if n_rows else np.zeros(n_groups, dtype=bool)
         single = (g_rows == 0) & (np.add.reduceat(other.astype(np.int64), first) == 1)
+        if merged_members is not None:  # (a chain of elements at several times is a merge of its own)
+            single &= ~np.logical_or.reduceat(~is_row & merged_members[np.where(is_row, 0, -1 - member)], first)
         # A group with the bounds of a finished session merges nothing: its sessions stay as they are
         # and its elements are dropped as arriving in a closed window (as Beam Java does).
         blocked = ~kept & _matches(closed_codes, closed.starts, closed.ends, codes[first], starts[first], g_ends)
@@ -146,18 +199,19 @@ class ColumnarSessions(TriggeredRows):
         if not n_groups:
             return RowTable.concat([table.take(unchanged), closed], table.watermark), dropped
         g_codes, g_starts = codes[first], starts[first]
-        g_elements = np.add.reduceat((~is_row).astype(np.int64), first)
+        # Accumulators, elements since the last pane, holds and counts fold over each group's members.
+        rows = np.where(is_row, member, 0)
+        elements = np.where(is_row, 0, -1 - member)
+        arrived = np.where(is_row, 0, weights[elements])  # (each member's elements: 0 for a session)
+        g_elements = np.add.reduceat(arrived, first)
         merged = ~kept & ~single
         if self.emitter.retracting and n_rows:
             absorbed = member[is_row & merged[group_of]]
             self.emitter.retract_absorbed(table, absorbed[table.index[absorbed] > 0], watermark, out)
-        # Accumulators, elements since the last pane, holds and counts fold over each group's members.
-        rows = np.where(is_row, member, 0)
-        elements = np.where(is_row, 0, -1 - member)
         reached = is_end_reached(g_ends - 1, watermark)
         if n_rows:
             columns = [np.where(is_row, table.acc[c][rows], partial[elements]) for c, partial in enumerate(partials)]
-            pending = np.where(is_row, table.pending[rows], 1)
+            pending = np.where(is_row, table.pending[rows], arrived)
             held = is_row & table.hold[rows]
             row_late = is_row & table.late[rows]
             # ``AfterWatermark.on_merge``: late only if every merged session was and the end is reached;
@@ -169,7 +223,7 @@ class ColumnarSessions(TriggeredRows):
             fire_at = np.minimum.reduceat(np.where(in_phase, table.fire_at[rows], NOT_SET), first)
         else:
             columns = [partial[elements] for partial in partials]
-            pending, held = np.ones(len(member), dtype=np.int64), np.zeros(len(member), dtype=bool)
+            pending, held = arrived, np.zeros(len(member), dtype=bool)
             late_now, count = merged & reached, np.zeros(n_groups, dtype=np.int64)
             fire_at = np.full(n_groups, NOT_SET, dtype=np.int64)
         touched = g_elements > 0
