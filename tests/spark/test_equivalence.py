@@ -285,3 +285,40 @@ def test_windows_before_1970_fire_and_hold_back_no_other_key(spark, tmp_path):
     expected = local_panes(run_local_like_spark(op, batches, DELAY))
     assert ("old", -20_000, -10_000, 1, "ON_TIME", 0, True, True, False, -10_001) in expected
     assert spark_panes(run_spark(spark, op, batches, tmp_path, key_groups=8)) == expected
+
+
+@pytest.mark.parametrize("acc,mode", [("sum", "accumulating"), ("count", "early-late-retracting"),
+                                      ("mean", "discarding"), ("max", "accumulating"),
+                                      ("count", "early-count-discarding")])
+def test_prechained_sessions_equal_the_plain_path(spark, tmp_path, acc, mode):
+    """Pre-chaining (a batch's session elements folded per key into chains in the scan stage,
+    ``prechain.py``) against the element-by-element path on the same batches: same panes, late ones
+    and retractions of merged sessions included, and the same late elements dropped, among them the
+    expired first element of a chain whose later element is live (the chain is split)."""
+    from accumulations import Count, Max, Mean
+
+    accumulation = {"sum": Sum("amount"), "mean": Mean("amount"), "max": Max("amount"), "count": Count()}[acc]
+    trigger = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes(),
+               "early-late-retracting": EARLY_LATE_COUNTS.accumulating_and_retracting_fired_panes(),
+               "early-count-discarding": TriggerOption.at_watermark().with_early_firings_at_every(count=3)
+               .discarding_fired_panes()}[mode]
+    op = operator(SessionWindows(4_000), trigger, lateness=4_000, acc=accumulation)
+    batches = make_batches(12, n_batches=5, per_batch=14)
+    batches[3].append({"user": "a", "amount": 100, "ts": BASE - 30_000})  # beyond lateness: dropped
+    # the watermark reaches BASE + 97 s; then a's elements at 87.5 s (its session [87.5, 91.5) s has
+    # expired: dropped) and 90 s (live) are one chain
+    batches += [[{"user": "c", "amount": 1, "ts": BASE + 100_000}],
+                [{"user": "a", "amount": 5, "ts": BASE + 87_500}, {"user": "a", "amount": 6, "ts": BASE + 90_000},
+                 {"user": "b", "amount": 7, "ts": BASE + 96_000}, {"user": "b", "amount": 8, "ts": BASE + 98_000}]]
+    pre_drops, plain_drops = spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0)
+    fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=4, drop_counter=pre_drops)
+    plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False,
+                      drop_counter=plain_drops)
+    rows = lambda store: Counter(tuple(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
+    assert rows(fast) == rows(plain)
+    assert any(r["timing"] == "LATE" for b in fast.values() for r in b)
+    assert pre_drops.value == plain_drops.value >= 2
+    (tmp_path / "plan").mkdir()
+    stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
+    assert "MapInArrow PreChaining" in op.apply(stream)._jdf.queryExecution().logical().toString()
+    assert "MapInArrow PreChaining" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()

@@ -96,6 +96,10 @@ class SparkPlan:
     preselected: bool = False
     #: Rows arrive as one sketch per (key, pane), each weighted by the rows it stands for (``prefold``).
     prefolded: bool = False
+    #: Rows arrive as one chain of a key's session elements each (``prechain.PreChaining``).
+    prechained: bool = False
+    #: How a chain's element values travel (``prechain.value_dtype``; None: no values).
+    chain_values: Optional[str] = None
     #: The partials' aggregate columns, in ``ColumnarForm.partial_aggregates`` order.
     partial_columns: tuple[str, ...] = ()
     #: Keys are hashed into this many groups; each group is one state value and one timer.

@@ -82,17 +82,13 @@ class PreAggregation:
         return [c for c in (self.key_column, self.time_column, self.value_column) if c is not None]
 
     def aggregate_columns(self) -> list[str]:
-        return [f"{AGGREGATE_PREFIX}{i}" for i in range(len(self.form.partial_aggregates))]
+        return [name for name, _ in aggregate_fields(self.form, self.value_type)]
 
     def fields(self) -> list[tuple[str, str]]:
         """The partials' columns and Spark types: [key,] pane start, element count, the form's aggregates."""
         cols = [(self.key_column, str(self.key_type))] if self.key_column else []
-        cols += [(PANE_COLUMN, "bigint"), (COUNT_COLUMN, "bigint")]
-        for name, agg in zip(self.aggregate_columns(), self.form.partial_aggregates):
-            widened = ("double" if self.value_type in ("float", "double") else "bigint") if agg == "sum" \
-                else str(self.value_type)
-            cols.append((name, widened))
-        return cols
+        return cols + [(PANE_COLUMN, "bigint"), (COUNT_COLUMN, "bigint"),
+                       *aggregate_fields(self.form, self.value_type)]
 
     def schema(self) -> str:
         """``fields`` as DDL (names quoted: the key keeps the user's column name)."""
@@ -104,13 +100,7 @@ class PreAggregation:
 
     def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).select(self.input_columns).combine_chunks()
-        for name in self.input_columns:
-            if table.column(name).null_count:
-                self._raise_for_rejected(table, None)
-        ts = table.column(self.time_column).to_numpy()
-        in_range = event_time_in_range(ts)
-        if not in_range.all():
-            self._raise_for_rejected(table, pa.array(~in_range))
+        ts = checked_times(table, self.input_columns, self.time_column, self.reader, self.value_column)
         panes = pa.array(self.layout.pane_start(ts.astype(np.int64, copy=False)))
         keys = [table.column(self.key_column)] if self.key_column else []
         values = table.column(self.value_column) if self.value_column else None
@@ -123,9 +113,7 @@ class PreAggregation:
                                        names=[name for name, _ in fields])
         else:
             out = self._fold_with_arrow(keys, panes, values, fields)
-        declared = pa.schema([pa.field(name, _ARROW_TYPES.get(type_name, out.schema.field(name).type))
-                              for name, type_name in fields])  # Arrow's sum of int32 is int64, and so on
-        yield from out.cast(declared).to_batches()
+        yield from out.cast(declared_arrow_schema(fields, out)).to_batches()
 
     def _fold_with_arrow(self, keys: list, panes: pa.Array, values: Optional[pa.ChunkedArray],
                          fields: list[tuple[str, str]]) -> pa.Table:
@@ -143,11 +131,45 @@ class PreAggregation:
                                     + [folded.column(f"{column}_{agg}") for column, agg in aggregates],
                                     names=[name for name, _ in fields])
 
-    def _raise_for_rejected(self, table: pa.Table, out_of_range: Optional[pa.Array]) -> None:
-        """Pre-aggregation runs only where bad elements raise: raise the reader's error for the first."""
-        bad = out_of_range if out_of_range is not None else pc.is_null(table.column(self.input_columns[0]))
-        for name in self.input_columns:
-            bad = pc.or_(bad, pc.is_null(table.column(name)))
-        row = table.filter(bad).slice(0, 1).to_pylist()[0]
-        raise rejected_row_error(self.reader, self.value_column, row)
 
+def aggregate_fields(form: ColumnarForm, value_type: Optional[str]) -> list[tuple[str, str]]:
+    """The partial aggregates' columns and Spark types (a sum widened to bigint or double, a min or
+    max of the value's type)."""
+    return [(f"{AGGREGATE_PREFIX}{i}", ("double" if value_type in ("float", "double") else "bigint") if agg == "sum"
+             else str(value_type)) for i, agg in enumerate(form.partial_aggregates)]
+
+
+def declared_arrow_schema(fields: list[tuple[str, str]], out: pa.Table) -> pa.Schema:
+    """``fields`` as an Arrow schema (a numeric Spark type as its Arrow type, others as ``out`` has
+    them): the fold's output is cast to it (Arrow's sum of int32 is int64, and so on)."""
+    return pa.schema([pa.field(name, _ARROW_TYPES.get(type_name, out.schema.field(name).type))
+                      for name, type_name in fields])
+
+
+def checked_times(table: pa.Table, columns: list[str], time_column: str, reader: Any,
+                  value_column: Optional[str]) -> np.ndarray:
+    """The event times (epoch ms) of rows a scan-stage fold takes: a fold runs only where bad elements
+    raise, so a row with a null in ``columns``, a NaN value (pandas' null, which the processor's rows
+    reject) or a time out of range raises the reader's error."""
+    for name in columns:
+        if table.column(name).null_count:
+            _raise_for_rejected(table, columns, reader, value_column, None)
+    if value_column is not None and pa.types.is_floating(table.column(value_column).type):
+        nan = pc.is_nan(table.column(value_column))
+        if pc.any(nan).as_py():
+            _raise_for_rejected(table, columns, reader, value_column, nan)
+    ts = table.column(time_column).to_numpy()
+    in_range = event_time_in_range(ts)
+    if not in_range.all():
+        _raise_for_rejected(table, columns, reader, value_column, pa.array(~in_range))
+    return ts
+
+
+def _raise_for_rejected(table: pa.Table, columns: list[str], reader: Any, value_column: Optional[str],
+                        also_bad: Any) -> None:
+    """The reader's error for the first bad row (one with a null, or marked in ``also_bad``)."""
+    bad = also_bad if also_bad is not None else pc.is_null(table.column(columns[0]))
+    for name in columns:
+        bad = pc.or_(bad, pc.is_null(table.column(name)))
+    row = table.filter(bad).slice(0, 1).to_pylist()[0]
+    raise rejected_row_error(reader, value_column, row)

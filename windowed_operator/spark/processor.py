@@ -32,6 +32,7 @@ from ..group_state import GroupState
 from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
 from ..columnar_records import RowRecords, columnar_engine, columnar_records, run_columnar_batch
+from ..columnar_sessions import ColumnarSessions
 from ..columnar_panes import object_array
 from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
@@ -58,6 +59,7 @@ from .packed_input import PACKED_POSITION, unpack_rows
 from .plan import (EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, PHASE_COLUMN, SIDE_COLUMN, SIDED_VALUES,
                    WHOLE_ROWS, SparkPlan)
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
+from .prechain import FIRST_COLUMN, LAST_COLUMN, TIMES_COLUMN, VALUES_COLUMN, chain_elements
 from .preselect import WEIGHT_COLUMN
 from .state_schemas import DeclaredState
 
@@ -262,6 +264,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
             if plan.preaggregated:
                 table, n_dropped = self._run_partials(table, frame, watermark, processing_time, panes)
                 return table
+            if plan.prechained:
+                table, n_dropped = self._run_chains(table, frame, watermark, processing_time, panes)
+                return table
             table = self._run_rows(table, frame, watermark, processing_time, panes, dropped, bad)
             n_dropped = len(dropped)
             return table
@@ -364,6 +369,23 @@ class WindowedStatefulProcessor(StatefulProcessor):
         return self.columnar.process_partials(table, self._keys(frame), frame[PANE_COLUMN].to_numpy(dtype=np.int64),
                                               frame[COUNT_COLUMN].to_numpy(dtype=np.int64), aggregates, watermark,
                                               panes, processing_time=processing_time)
+
+    def _run_chains(self, table: PaneTable, frame: pd.DataFrame, watermark: int, processing_time: int,
+                    panes: Panes) -> tuple[PaneTable, int]:
+        """Session elements chained upstream (``prechain``): never null, never kept."""
+        plan = self.plan
+        assert isinstance(self.columnar, ColumnarSessions)
+        times = frame[TIMES_COLUMN].to_numpy()
+        values = frame[VALUES_COLUMN].to_numpy() if plan.chain_values is not None else None
+
+        def elements_of(i: int) -> tuple[np.ndarray, Optional[np.ndarray]]:
+            return chain_elements(times[i], values[i] if values is not None else None, plan.chain_values)
+
+        return self.columnar.process_chains(
+            table, self._keys(frame), frame[FIRST_COLUMN].to_numpy(dtype=np.int64),
+            frame[LAST_COLUMN].to_numpy(dtype=np.int64), frame[COUNT_COLUMN].to_numpy(dtype=np.int64),
+            [frame[name].to_numpy() for name in plan.partial_columns], watermark, panes, elements_of,
+            processing_time=processing_time)
 
     def _clean(self, frame: pd.DataFrame, sided: Optional[SidedValues] = None) -> np.ndarray:
         """Rows the array paths take: a key, a time in range and a value (the rest go to the reader;

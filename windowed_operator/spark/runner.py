@@ -15,7 +15,7 @@ from ..columnar_triggers import row_trigger
 from ..operator import OperatorBase, WindowingOptions
 from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, event_time_in_range, latest_event_time
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
-from ..windows.session_windows import element_gap
+from ..windows.session_windows import SessionWindows, element_gap
 from .clock import FileClock, SparkBatchClock
 from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
 from .errors import SparkOperatorError
@@ -23,6 +23,7 @@ from .connect_compat import is_connect, map_in_arrow, parse_ddl_schema, transfor
 from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COLUMN, LATE_COUNT_COLUMN,
                    PHASE_COLUMN, WHOLE_ROWS, SparkPlan, array_values, vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
+from .prechain import PreChaining, value_dtype
 from .heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
 from .packed_input import PACKED_COLUMN, PackRows, packing_conf
 from .prefold import PreFolding, prefoldable
@@ -282,7 +283,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     # A scan-stage fold already hands few rows (partials, pre-selected rows): packing them is one more
     # Python pass for little (Nexmark, 2 runs interleaved: q7 0.92x with it, q5 1.01x; where no fold
     # runs, benchmarks/nexmark/results-2026-11-24d-packed.txt: q11 1.09x, q5r 1.13x).
-    packed = packed and not (plan.preaggregated or plan.preselected or plan.prefolded)
+    packed = packed and not (plan.preaggregated or plan.prechained or plan.preselected or plan.prefolded)
     plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone,
                                pane_log=conf_flag(projected, PANE_LOG_CONF),
                                key_shards=conf_flag(projected, KEY_SHARDS_CONF),
@@ -469,6 +470,15 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         projected = map_in_arrow(projected, folding, projected_schema, list(folding.input_columns))
         columns = [name for name, _ in folding.fields()]
         plan = dataclasses.replace(plan, preaggregated=True, partial_columns=tuple(folding.aggregate_columns()))
+    elif preaggregate and plan.columnar and _prechains(core_op, plan.key_type, value_spark_type):
+        chaining = PreChaining(gap=int(core_op.window.min_gap), form=columnar_form(core_op.core_accumulation()),
+                               key_column=key_col, time_column=ts_col, value_column=value_column,
+                               key_type=plan.key_type, value_type=value_spark_type, reader=plan.record_reader())
+        projected_schema = parse_ddl_schema(chaining.schema())
+        projected = map_in_arrow(projected, chaining, projected_schema, list(chaining.input_columns))
+        columns = [name for name, _ in chaining.fields()]
+        plan = dataclasses.replace(plan, prechained=True, partial_columns=tuple(chaining.aggregate_columns()),
+                                   chain_values=value_dtype(value_spark_type if value_column else None))
     elif preaggregate and plan.vectorized and plan.value_column == WHOLE_ROWS and _preselects(core_op, shape):
         selection = PreSelection(layout=core_op.window.pane_layout(), accumulation=core_op.core_accumulation(),
                                  key_column=key_col, time_column=ts_col, reader=plan.record_reader())
@@ -489,7 +499,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         columns = [f.name for f in schema.fields]
         plan = dataclasses.replace(plan, prefolded=True)
         projected_schema = schema
-    if not (plan.preaggregated or plan.preselected or plan.prefolded):  # (a fold selects its own columns)
+    if not (plan.preaggregated or plan.prechained or plan.preselected or plan.prefolded):  # (a fold selects its own columns)
         gap = element_gap(core_op.window)
         read = plan.columns_read(gap if isinstance(gap, str) else None) if not callable(gap) else None
         if read is not None and len(read) < len(columns):
@@ -560,15 +570,29 @@ def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
 
 
 def folds_before_shuffle(op: WindowingOptions, *, counts_carried: bool = False) -> bool:
-    """What every scan-stage fold (pre-aggregation, pre-selection, pre-folding) needs: Beam's default
-    trigger (it does not count elements) or, where the folded rows carry their element counts to
-    the trigger (``counts_carried``: the columnar paths), ``AfterWatermark`` firing by count or by
+    """What every scan-stage fold by pane (pre-aggregation, pre-selection, pre-folding) needs: Beam's
+    default trigger (it does not count elements) or, where the folded rows carry their element counts
+    to the trigger (``counts_carried``: the columnar paths), ``AfterWatermark`` firing by count or by
     processing time (all of a batch's elements arrive at its processing time); windows that are unions
-    of panes, no element kept aside (no late-data or dead-letter output: a bad row raises the
-    processor's error there) and no skew check (the scan stage has no batch time)."""
+    of panes, and what every scan-stage fold needs (``_scan_stage_may_fold``)."""
     trigger = op.trigger.kind == "default" or (counts_carried and row_trigger(op.trigger) is not None)
-    return (trigger and op.window.pane_layout() is not None and not op.late_data_output
-            and op.on_bad_element == "raise" and op.max_future_skew is None)
+    return trigger and op.window.pane_layout() is not None and _scan_stage_may_fold(op)
+
+
+def _scan_stage_may_fold(op: WindowingOptions) -> bool:
+    """No element kept aside (no late-data or dead-letter output: a bad row raises the processor's
+    error in the scan stage) and no skew check (the scan stage has no batch time)."""
+    return not op.late_data_output and op.on_bad_element == "raise" and op.max_future_skew is None
+
+
+def _prechains(op: WindowingOptions, key_type: Optional[str], value_type: Optional[str]) -> bool:
+    """Whether a batch's session elements can be chained before the shuffle (``prechain``): sessions
+    with a fixed gap on the columnar path (whose triggers take a chain's element count), keys and
+    values Arrow reads as the processor does, and what every scan-stage fold needs."""
+    window = op.window
+    return (isinstance(window, SessionWindows) and not window.dynamic and window.min_gap is not None
+            and row_trigger(op.trigger) is not None and _scan_stage_may_fold(op)
+            and preaggregable(key_type, value_type))
 
 
 def _prefolds(op: WindowingOptions, value_column: Optional[str], value_type: Optional[str]) -> bool:
