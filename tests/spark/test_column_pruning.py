@@ -1,6 +1,7 @@
 """Only the columns the processor reads go to Python: the columnar engine reads the key, the event
 time, the value column and a session gap column; with a late-data or dead-letter output rows leave
-whole, so every column goes."""
+whole, so every column goes.  Sessions are chained in the scan stage where nothing is kept aside
+(``prechain``): the fold takes the same columns, and the row path (``preaggregate=False``) too."""
 import re
 import warnings
 
@@ -34,12 +35,15 @@ def _batches() -> list[list[dict]]:
             [{"user": "b", "amount": 5, "ts": BASE + 20_000}, {"user": "a", "amount": 6, "ts": BASE + 14_000}]]
 
 
-def _processor_inputs(spark, tmp_path, op) -> list[str]:
-    """The columns the plan hands to Python: PackRows' arguments, or the stateful UDF's."""
+def _processor_inputs(spark, tmp_path, op, preaggregate=True) -> list[str]:
+    """The columns the plan hands to Python: the session fold's arguments (``PreChaining``), or
+    PackRows', or the stateful UDF's."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     df = spark.readStream.schema(MARKED_SCHEMA).json(str(tmp_path))
-    text = op.apply(df, end_of_input="end_of_input")._jdf.queryExecution().analyzed().toString()
-    found = re.search(r"PackRows\(([^)]*)\)", text) or re.search(r"transformWithStateUDF\(([^)]*)\)", text)
+    text = op.apply(df, end_of_input="end_of_input", preaggregate=preaggregate)._jdf.queryExecution().analyzed() \
+        .toString()
+    found = (re.search(r"PreChaining\(([^)]*)\)", text) or re.search(r"PackRows\(([^)]*)\)", text)
+             or re.search(r"transformWithStateUDF\(([^)]*)\)", text))
     assert found, text
     return [re.sub(r"#\d+L?$", "", arg.strip()) for arg in found.group(1).split(",")]
 
@@ -48,8 +52,9 @@ def _processor_inputs(spark, tmp_path, op) -> list[str]:
 def test_a_count_ships_the_key_and_time_only_and_its_panes_are_the_local_runners(spark, tmp_path, packed):
     spark.conf.set(PACK_CONF, packed)
     try:
-        assert _processor_inputs(spark, tmp_path / "plan", _sessions(Count())) == ["user", "ts", "__wo_group"]
-        out = run_spark(spark, _sessions(Count()), _batches(), tmp_path / "run")
+        assert _processor_inputs(spark, tmp_path / "plan", _sessions(Count()), preaggregate=False) == \
+            ["user", "ts", "__wo_group"]
+        out = run_spark(spark, _sessions(Count()), _batches(), tmp_path / "run", preaggregate=False)
     finally:
         spark.conf.unset(PACK_CONF)
     expected = local_panes(run_local_like_spark(_sessions(Count()), _batches(), DELAY))
@@ -57,10 +62,20 @@ def test_a_count_ships_the_key_and_time_only_and_its_panes_are_the_local_runners
 
 
 def test_a_sum_ships_its_value_column_too(spark, tmp_path):
-    assert _processor_inputs(spark, tmp_path / "plan", _sessions(Sum("amount"))) == \
+    assert _processor_inputs(spark, tmp_path / "plan", _sessions(Sum("amount")), preaggregate=False) == \
         ["user", "amount", "ts", "__wo_group"]
-    out = run_spark(spark, _sessions(Sum("amount")), _batches(), tmp_path / "run")
+    out = run_spark(spark, _sessions(Sum("amount")), _batches(), tmp_path / "run", preaggregate=False)
     assert spark_panes(out) == local_panes(run_local_like_spark(_sessions(Sum("amount")), _batches(), DELAY))
+
+
+@pytest.mark.parametrize("accumulation,read", [(Count(), ["user", "ts"]), (Sum("amount"), ["user", "ts", "amount"])],
+                         ids=["count", "sum"])
+def test_the_session_fold_reads_the_key_time_and_value_only(spark, tmp_path, accumulation, read):
+    """Chaining sessions in the scan stage takes the columns the row path would ship, no more; its
+    panes are the local runner's."""
+    assert _processor_inputs(spark, tmp_path / "plan", _sessions(accumulation)) == read
+    out = run_spark(spark, _sessions(accumulation), _batches(), tmp_path / "run")
+    assert spark_panes(out) == local_panes(run_local_like_spark(_sessions(accumulation), _batches(), DELAY))
 
 
 def test_with_dead_letters_whole_rows_go_and_a_dead_letter_carries_every_column(spark, tmp_path):
