@@ -116,7 +116,7 @@ class ColumnarSessions(TriggeredRows):
             live = ~is_expired(times + self.gap - 1, self.lateness, watermark)
             n_dropped += int(len(times) - live.sum())
             n = int(live.sum())
-            member_keys.append(np.full(n, keys[i], dtype=object if keys.dtype == object else keys.dtype))
+            member_keys.append(np.repeat(keys[i:i + 1], n))
             member_firsts.append(times[live])
             member_ends.append(times[live] + self.gap)
             member_counts.append(np.ones(n, dtype=np.int64))

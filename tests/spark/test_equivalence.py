@@ -237,18 +237,7 @@ def test_preaggregated_partials_equal_the_plain_path(spark, tmp_path, window, ac
     batches = make_batches(9, n_batches=5, per_batch=14)
     batches[3].append({"user": "a", "amount": 100, "ts": BASE - 30_000})  # beyond lateness: dropped
     batches[4].append({"user": "b", "amount": 50, "ts": BASE + 17_500})  # within lateness for some windows
-    pre_drops, plain_drops = spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0)
-    fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=4, drop_counter=pre_drops)
-    plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False,
-                      drop_counter=plain_drops)
-    rows = lambda store: Counter(tuple(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
-    assert rows(fast) == rows(plain)
-    assert any(r["timing"] == "LATE" for b in fast.values() for r in b)
-    assert pre_drops.value == plain_drops.value >= 1
-    (tmp_path / "plan").mkdir()
-    stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
-    assert "MapInArrow PreAggregation" in op.apply(stream)._jdf.queryExecution().logical().toString()
-    assert "MapInArrow PreAggregation" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+    _check_fold_against_the_plain_path(spark, tmp_path, op, batches, "PreAggregation", min_drops=1)
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "non-keyed"])
@@ -261,18 +250,7 @@ def test_preselected_rows_equal_the_plain_path(spark, tmp_path, keyed):
     batches = make_batches(11, n_batches=5, per_batch=14)
     batches[3] += [{"user": "a", "amount": 100, "ts": BASE - 30_000}, {"user": "a", "amount": 7, "ts": BASE - 29_999}]
     batches[4].append({"user": "b", "amount": 50, "ts": BASE + 17_500})  # within lateness for some windows
-    pre_drops, plain_drops = spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0)
-    fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=4, drop_counter=pre_drops)
-    plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False,
-                      drop_counter=plain_drops)
-    rows = lambda store: sorted(repr(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
-    assert rows(fast) == rows(plain)
-    assert any(r["timing"] == "LATE" for b in fast.values() for r in b)
-    assert pre_drops.value == plain_drops.value >= 2
-    (tmp_path / "plan").mkdir()
-    stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
-    assert "MapInArrow PreSelection" in op.apply(stream)._jdf.queryExecution().logical().toString()
-    assert "MapInArrow PreSelection" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+    _check_fold_against_the_plain_path(spark, tmp_path, op, batches, "PreSelection", min_drops=2)
 
 
 def test_windows_before_1970_fire_and_hold_back_no_other_key(spark, tmp_path):
@@ -310,15 +288,22 @@ def test_prechained_sessions_equal_the_plain_path(spark, tmp_path, acc, mode):
     batches += [[{"user": "c", "amount": 1, "ts": BASE + 100_000}],
                 [{"user": "a", "amount": 5, "ts": BASE + 87_500}, {"user": "a", "amount": 6, "ts": BASE + 90_000},
                  {"user": "b", "amount": 7, "ts": BASE + 96_000}, {"user": "b", "amount": 8, "ts": BASE + 98_000}]]
+    _check_fold_against_the_plain_path(spark, tmp_path, op, batches, "PreChaining", min_drops=2)
+
+
+def _check_fold_against_the_plain_path(spark, tmp_path, op, batches, fold, min_drops):
+    """A scan-stage fold (``fold``: the ``mapInArrow`` function's class) against the element path on
+    the same batches: the same panes, late ones among them, and the same late elements dropped (at
+    least ``min_drops``); the fold is in the plan, and ``preaggregate=False`` takes it out."""
     pre_drops, plain_drops = spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0)
     fast = run_spark(spark, op, batches, tmp_path / "fast", key_groups=4, drop_counter=pre_drops)
     plain = run_spark(spark, op, batches, tmp_path / "plain", key_groups=100_000, vectorized=False,
                       drop_counter=plain_drops)
-    rows = lambda store: Counter(tuple(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
-    assert rows(fast) == rows(plain)
+    rows = lambda store: sorted(repr(sorted(r.items())) for b in store.values() for r in b)  # noqa: E731
+    assert rows(fast) == rows(plain)  # (as sorted text: a pre-selected value is a list)
     assert any(r["timing"] == "LATE" for b in fast.values() for r in b)
-    assert pre_drops.value == plain_drops.value >= 2
+    assert pre_drops.value == plain_drops.value >= min_drops
     (tmp_path / "plan").mkdir()
     stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
-    assert "MapInArrow PreChaining" in op.apply(stream)._jdf.queryExecution().logical().toString()
-    assert "MapInArrow PreChaining" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+    assert f"MapInArrow {fold}" in op.apply(stream)._jdf.queryExecution().logical().toString()
+    assert f"MapInArrow {fold}" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()

@@ -140,6 +140,12 @@ class SparkPlan:
     #: Rows carry heartbeats (``heartbeat``): each group learns of every batch with input (idle timeouts).
     heartbeats: bool = False
 
+    @property
+    def folded_in_scan(self) -> bool:
+        """Whether the scan stage hands on folded rows (partials, chains, pre-selected rows or
+        sketches) instead of the input's: such a fold selects its own columns."""
+        return self.preaggregated or self.prechained or self.preselected or self.prefolded
+
     def columns_read(self, gap_column: Optional[str]) -> Optional[tuple[str, ...]]:
         """The only input columns the processor reads, where it reads only some: the columnar engine
         reads the key, the event time, the value column and a session gap column (``gap_column``),

@@ -65,10 +65,11 @@ def preaggregable(key_type: Optional[str], value_type: Optional[str]) -> bool:
 
 
 @dataclass(frozen=True)
-class PreAggregation:
-    """The ``mapInArrow`` function: Arrow batches of (key, event ms, value) -> partials per (key, pane)."""
+class ScanFold:
+    """What a scan-stage fold of (key, event ms, value) rows has: the columns it reads, the
+    accumulation's columnar form, and the reader whose error a bad row raises.  A fold's ``fields``
+    are its output columns; ``_fold`` turns a chunk of a partition's batches into them."""
 
-    layout: PaneLayout
     form: ColumnarForm
     key_column: Optional[str]
     time_column: str
@@ -85,10 +86,7 @@ class PreAggregation:
         return [name for name, _ in aggregate_fields(self.form, self.value_type)]
 
     def fields(self) -> list[tuple[str, str]]:
-        """The partials' columns and Spark types: [key,] pane start, element count, the form's aggregates."""
-        cols = [(self.key_column, str(self.key_type))] if self.key_column else []
-        return cols + [(PANE_COLUMN, "bigint"), (COUNT_COLUMN, "bigint"),
-                       *aggregate_fields(self.form, self.value_type)]
+        raise NotImplementedError
 
     def schema(self) -> str:
         """``fields`` as DDL (names quoted: the key keeps the user's column name)."""
@@ -97,6 +95,22 @@ class PreAggregation:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for chunk in in_chunks(batches):
             yield from self._fold(chunk)
+
+    def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PreAggregation(ScanFold):
+    """The ``mapInArrow`` function: Arrow batches of (key, event ms, value) -> partials per (key, pane)."""
+
+    layout: PaneLayout
+
+    def fields(self) -> list[tuple[str, str]]:
+        """The partials' columns and Spark types: [key,] pane start, element count, the form's aggregates."""
+        cols = [(self.key_column, str(self.key_type))] if self.key_column else []
+        return cols + [(PANE_COLUMN, "bigint"), (COUNT_COLUMN, "bigint"),
+                       *aggregate_fields(self.form, self.value_type)]
 
     def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).select(self.input_columns).combine_chunks()

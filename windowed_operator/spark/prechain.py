@@ -19,16 +19,15 @@ its own (the processor sums those exactly).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
 
 from accumulations.int64 import may_wrap
 
-from ..columnar import ColumnarForm
 from ..session_chains import ChainRuns, chain_aggregates, chain_runs
-from .preaggregate import COUNT_COLUMN, aggregate_fields, checked_times, declared_arrow_schema, in_chunks
+from .preaggregate import COUNT_COLUMN, ScanFold, aggregate_fields, checked_times, declared_arrow_schema
 
 #: A chain's first and last element time (epoch ms).
 FIRST_COLUMN = "__wo_first"
@@ -48,24 +47,10 @@ def value_dtype(value_type: Optional[str]) -> Optional[str]:
 
 
 @dataclass(frozen=True)
-class PreChaining:
+class PreChaining(ScanFold):
     """The ``mapInArrow`` function: Arrow batches of (key, event ms, value) -> one row per chain."""
 
     gap: int
-    form: ColumnarForm
-    key_column: Optional[str]
-    time_column: str
-    value_column: Optional[str]
-    key_type: Optional[str]
-    value_type: Optional[str]
-    reader: Any  # raises the processor's error for a bad row
-
-    @property
-    def input_columns(self) -> list[str]:
-        return [c for c in (self.key_column, self.time_column, self.value_column) if c is not None]
-
-    def aggregate_columns(self) -> list[str]:
-        return [name for name, _ in aggregate_fields(self.form, self.value_type)]
 
     def fields(self) -> list[tuple[str, str]]:
         """The chains' columns and Spark types: [key,] first, last, count, aggregates, times[, values]."""
@@ -74,15 +59,7 @@ class PreChaining:
                  *aggregate_fields(self.form, self.value_type), (TIMES_COLUMN, "binary")]
         return cols + ([(VALUES_COLUMN, "binary")] if self.value_column else [])
 
-    def schema(self) -> str:
-        """``fields`` as DDL (names quoted: the key keeps the user's column name)."""
-        return ", ".join(f"`{name}` {type_name}" for name, type_name in self.fields())
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for chunk in in_chunks(batches):
-            yield from self._chain(chunk)
-
-    def _chain(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).select(self.input_columns).combine_chunks()
         ts = checked_times(table, self.input_columns, self.time_column, self.reader,
                            self.value_column).astype(np.int64, copy=False)

@@ -32,7 +32,7 @@ from ..group_state import GroupState
 from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
 from ..columnar_records import RowRecords, columnar_engine, columnar_records, run_columnar_batch
-from ..columnar_sessions import ColumnarSessions
+from ..columnar_sessions import ColumnarSessions, SessionTable
 from ..columnar_panes import object_array
 from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
@@ -370,8 +370,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
                                               frame[COUNT_COLUMN].to_numpy(dtype=np.int64), aggregates, watermark,
                                               panes, processing_time=processing_time)
 
-    def _run_chains(self, table: PaneTable, frame: pd.DataFrame, watermark: int, processing_time: int,
-                    panes: Panes) -> tuple[PaneTable, int]:
+    def _run_chains(self, table: SessionTable, frame: pd.DataFrame, watermark: int, processing_time: int,
+                    panes: Panes) -> tuple[SessionTable, int]:
         """Session elements chained upstream (``prechain``): never null, never kept."""
         plan = self.plan
         assert isinstance(self.columnar, ColumnarSessions)

@@ -280,10 +280,11 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     if _GROUP_COLUMN not in columns:
         columns.append(_GROUP_COLUMN)
     packed, timezone = packing_conf(projected)
-    # A scan-stage fold already hands few rows (partials, pre-selected rows): packing them is one more
-    # Python pass for little (Nexmark, 2 runs interleaved: q7 0.92x with it, q5 1.01x; where no fold
-    # runs, benchmarks/nexmark/results-2026-11-24d-packed.txt: q11 1.09x, q5r 1.13x).
-    packed = packed and not (plan.preaggregated or plan.prechained or plan.preselected or plan.prefolded)
+    # A scan-stage fold already hands few rows (partials, chains, pre-selected rows): packing them is
+    # one more Python pass for little (Nexmark, runs interleaved: q7 0.92x with it, q5 1.01x, q11's
+    # chains 0.92x, results-2026-11-28-prechain-ab.txt; where no fold runs,
+    # benchmarks/nexmark/results-2026-11-24d-packed.txt: q11 1.09x, q5r 1.13x).
+    packed = packed and not plan.folded_in_scan
     plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone,
                                pane_log=conf_flag(projected, PANE_LOG_CONF),
                                key_shards=conf_flag(projected, KEY_SHARDS_CONF),
@@ -499,7 +500,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         columns = [f.name for f in schema.fields]
         plan = dataclasses.replace(plan, prefolded=True)
         projected_schema = schema
-    if not (plan.preaggregated or plan.prechained or plan.preselected or plan.prefolded):  # (a fold selects its own columns)
+    if not plan.folded_in_scan:
         gap = element_gap(core_op.window)
         read = plan.columns_read(gap if isinstance(gap, str) else None) if not callable(gap) else None
         if read is not None and len(read) < len(columns):
