@@ -268,3 +268,18 @@ def test_safe_changes_and_another_session_continue_exactly(spark, tmp_path):
     assert rows == expected
     on_time = Counter((p[0], p[1]) for p in rows if p[4] == "ON_TIME")
     assert len(on_time) == 16 and set(on_time.values()) == {1}, "every window fired one whole ON_TIME pane"
+
+
+@pytest.mark.parametrize("options", [{}, {"preaggregate": False}], ids=["chained", "rows"])
+def test_sessions_chained_in_the_scan_stage_raise_the_same_errors(spark, tmp_path, options):
+    """Sessions chained before the shuffle (``prechain``) follow the one bad-element rule and name an
+    int64 overflow as the rows handed one by one do (values that could wrap go element by element)."""
+    op = KeyedWindowedOperator(SessionWindows(10_000), Sum("amount"), key="user", timestamp="ts",
+                               watermark=bounded_disorder(DELAY), name="totals")
+    with pytest.raises(Exception, match=r"invalid_value\): value field 'amount' is null|missing_key\): key is null"):
+        run_spark(spark, op, BAD_ROWS, tmp_path / "bad", **options)
+    batches = [[{"user": "a", "amount": 2 ** 62, "ts": BASE + i} for i in range(3)]]
+    with pytest.raises(Exception, match=(
+            rf"operator 'totals': the value of window \[{BASE}, {BASE + 10_002}\) of key 'a' over column 'amount' "
+            rf"is {3 * 2 ** 62}, which does not fit a 64-bit integer")):
+        run_spark(spark, op, batches, tmp_path / "overflow", **options)

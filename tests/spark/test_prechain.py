@@ -1,0 +1,62 @@
+"""The scan stage's session fold (``prechain.PreChaining``) on Arrow batches, without a JVM: the chains
+it hands on, their elements back from bytes, and the one bad-element rule (a null key or a NaN value
+raises the reader's error, as the processor's rows do)."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from accumulations import Count, Sum
+from windowed_operator import KeyedWindowedOperator, SessionWindows
+from windowed_operator.columnar import columnar_form
+from windowed_operator.elements import BadElementError
+from windowed_operator.spark.prechain import PreChaining, chain_elements, value_dtype
+
+
+def chaining(accumulation, value_type="bigint"):
+    op = KeyedWindowedOperator(SessionWindows(5), accumulation, key="user", timestamp="ts")
+    value = "amount" if value_type is not None else None
+    return PreChaining(form=columnar_form(accumulation), key_column="user", time_column="ts", value_column=value,
+                       key_type="string", value_type=value_type, reader=op.build_reader(), gap=5)
+
+
+def folded(fold, **columns):
+    out = pa.Table.from_batches(list(fold([pa.RecordBatch.from_pydict(columns)])))
+    return out.to_pydict()
+
+
+def test_a_keys_elements_within_a_gap_of_each_other_are_one_chain_with_their_sum():
+    fold = chaining(Sum("amount"))
+    rows = folded(fold, user=["a", "b", "a", "a", "a"], ts=[10, 3, 14, 0, 19], amount=[1, 2, 4, 8, 16])
+    # a: 0 | 10, 14 (14 - 10 < 5) | 19 (19 - 14 = 5: proto-sessions only touch); b: 3
+    assert list(zip(rows["user"], rows["__wo_first"], rows["__wo_last"], rows["__wo_n"], rows["__wo_agg0"])) == [
+        ("a", 0, 0, 1, 8), ("a", 10, 14, 2, 5), ("a", 19, 19, 1, 16), ("b", 3, 3, 1, 2)]
+    times, values = chain_elements(rows["__wo_times"][1], rows["__wo_values"][1], value_dtype("bigint"))
+    assert times.tolist() == [10, 14] and values.tolist() == [1, 4]
+
+
+def test_a_count_carries_times_only():
+    rows = folded(chaining(Count(), value_type=None), user=["a", "a"], ts=[7, 5])
+    assert "__wo_values" not in rows
+    assert chain_elements(rows["__wo_times"][0], None, None)[0].tolist() == [5, 7]
+
+
+def test_sums_that_could_wrap_go_element_by_element():
+    rows = folded(chaining(Sum("amount")), user=["a", "a"], ts=[0, 1], amount=[2 ** 62, 2 ** 62])
+    assert rows["__wo_n"] == [1, 1]  # (the processor sums them exactly and names the overflow)
+
+
+@pytest.mark.parametrize("columns,reason", [
+    ({"user": ["a", None], "ts": [0, 1], "amount": [1.0, 2.0]}, r"missing_key\): key is null"),
+    ({"user": ["a", "a"], "ts": [0, 1], "amount": [1.0, float("nan")]},
+     r"invalid_value\): value field 'amount' is null \(nan\)")], ids=["null key", "NaN value"])
+def test_a_bad_row_raises_the_readers_error(columns, reason):
+    with pytest.raises(BadElementError, match=reason):
+        folded(chaining(Sum("amount"), value_type="double"), **columns)
+
+
+def test_float_values_travel_as_float64():
+    rows = folded(chaining(Sum("amount"), value_type="double"), user=["a", "a"], ts=[0, 1], amount=[0.5, 0.25])
+    _, values = chain_elements(rows["__wo_times"][0], rows["__wo_values"][0], value_dtype("double"))
+    assert values.dtype == np.float64 and values.tolist() == [0.5, 0.25] and rows["__wo_agg0"] == [0.75]
