@@ -114,8 +114,8 @@ class ColumnarSessions(TriggeredRows):
         for i in np.flatnonzero(~whole).tolist():  # (rare: a chain reaching back past the lateness)
             times, values = elements_of(i)
             live = ~is_expired(times + self.gap - 1, self.lateness, watermark)
-            n_dropped += int(len(times) - live.sum())
             n = int(live.sum())
+            n_dropped += len(times) - n
             member_keys.append(np.repeat(keys[i:i + 1], n))
             member_firsts.append(times[live])
             member_ends.append(times[live] + self.gap)

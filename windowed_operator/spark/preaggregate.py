@@ -99,6 +99,25 @@ class ScanFold:
     def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError
 
+    def _checked_times(self, table: pa.Table) -> np.ndarray:
+        """The event times (epoch ms) of the rows: a fold runs only where bad elements raise, so a row
+        with a null in a column read, a NaN value (pandas' null, which the processor's rows reject) or
+        a time out of range raises the reader's error (for the first such row)."""
+        columns = self.input_columns
+        if any(table.column(name).null_count for name in columns):
+            nulls = pc.is_null(table.column(columns[0]))
+            for name in columns[1:]:
+                nulls = pc.or_(nulls, pc.is_null(table.column(name)))
+            raise first_bad_row_error(self.reader, table, nulls, self.value_column)
+        if self.value_column is not None and pa.types.is_floating(table.column(self.value_column).type):
+            nan = pc.is_nan(table.column(self.value_column))
+            if pc.any(nan).as_py():
+                raise first_bad_row_error(self.reader, table, nan, self.value_column)
+        ts = table.column(self.time_column).to_numpy()
+        in_range = event_time_in_range(ts)
+        if not in_range.all():
+            raise first_bad_row_error(self.reader, table, pa.array(~in_range), self.value_column)
+        return ts
 
 @dataclass(frozen=True)
 class PreAggregation(ScanFold):
@@ -114,7 +133,7 @@ class PreAggregation(ScanFold):
 
     def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).select(self.input_columns).combine_chunks()
-        ts = checked_times(table, self.input_columns, self.time_column, self.reader, self.value_column)
+        ts = self._checked_times(table)
         panes = pa.array(self.layout.pane_start(ts.astype(np.int64, copy=False)))
         keys = [table.column(self.key_column)] if self.key_column else []
         values = table.column(self.value_column) if self.value_column else None
@@ -160,30 +179,7 @@ def declared_arrow_schema(fields: list[tuple[str, str]], out: pa.Table) -> pa.Sc
                       for name, type_name in fields])
 
 
-def checked_times(table: pa.Table, columns: list[str], time_column: str, reader: Any,
-                  value_column: Optional[str]) -> np.ndarray:
-    """The event times (epoch ms) of rows a scan-stage fold takes: a fold runs only where bad elements
-    raise, so a row with a null in ``columns``, a NaN value (pandas' null, which the processor's rows
-    reject) or a time out of range raises the reader's error."""
-    for name in columns:
-        if table.column(name).null_count:
-            _raise_for_rejected(table, columns, reader, value_column, None)
-    if value_column is not None and pa.types.is_floating(table.column(value_column).type):
-        nan = pc.is_nan(table.column(value_column))
-        if pc.any(nan).as_py():
-            _raise_for_rejected(table, columns, reader, value_column, nan)
-    ts = table.column(time_column).to_numpy()
-    in_range = event_time_in_range(ts)
-    if not in_range.all():
-        _raise_for_rejected(table, columns, reader, value_column, pa.array(~in_range))
-    return ts
-
-
-def _raise_for_rejected(table: pa.Table, columns: list[str], reader: Any, value_column: Optional[str],
-                        also_bad: Any) -> None:
-    """The reader's error for the first bad row (one with a null, or marked in ``also_bad``)."""
-    bad = also_bad if also_bad is not None else pc.is_null(table.column(columns[0]))
-    for name in columns:
-        bad = pc.or_(bad, pc.is_null(table.column(name)))
+def first_bad_row_error(reader: Any, table: pa.Table, bad: Any, value_column: Optional[str] = None) -> Exception:
+    """The processor's error for the first row ``bad`` marks (a scan stage raises what it would)."""
     row = table.filter(bad).slice(0, 1).to_pylist()[0]
-    raise rejected_row_error(reader, value_column, row)
+    return rejected_row_error(reader, value_column, row)

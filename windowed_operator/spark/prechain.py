@@ -27,13 +27,13 @@ import pyarrow as pa
 from accumulations.int64 import may_wrap
 
 from ..session_chains import ChainRuns, chain_aggregates, chain_runs
-from .preaggregate import COUNT_COLUMN, ScanFold, aggregate_fields, checked_times, declared_arrow_schema
+from .preaggregate import COUNT_COLUMN, ScanFold, aggregate_fields, declared_arrow_schema
 
 #: A chain's first and last element time (epoch ms).
 FIRST_COLUMN = "__wo_first"
 LAST_COLUMN = "__wo_last"
-#: A chain's element times, sorted, as little-endian int64 bytes; its values (same order) as int64
-#: or float64 bytes (``value_dtype``).
+#: A chain's element times, sorted, as little-endian int64 bytes; its values (same order) as
+#: little-endian int64 or float64 bytes (``value_dtype``).
 TIMES_COLUMN = "__wo_times"
 VALUES_COLUMN = "__wo_values"
 
@@ -52,6 +52,11 @@ class PreChaining(ScanFold):
 
     gap: int
 
+    @property
+    def values_dtype(self) -> Optional[str]:
+        """How the chains' values travel (``value_dtype``), None where the accumulation reads none."""
+        return value_dtype(self.value_type) if self.value_column else None
+
     def fields(self) -> list[tuple[str, str]]:
         """The chains' columns and Spark types: [key,] first, last, count, aggregates, times[, values]."""
         cols = [(self.key_column, str(self.key_type))] if self.key_column else []
@@ -61,11 +66,9 @@ class PreChaining(ScanFold):
 
     def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).select(self.input_columns).combine_chunks()
-        ts = checked_times(table, self.input_columns, self.time_column, self.reader,
-                           self.value_column).astype(np.int64, copy=False)
+        ts = self._checked_times(table).astype(np.int64, copy=False)
         n = len(ts)
-        values = table.column(self.value_column).to_numpy().astype(value_dtype(self.value_type)) \
-            if self.value_column else None
+        values = table.column(self.value_column).to_numpy().astype(self.values_dtype) if self.values_dtype else None
         if values is not None and values.dtype.kind == "i" and may_wrap(values):
             runs = ChainRuns(np.arange(n), np.arange(n))  # (each element a chain: the processor sums exactly)
         else:
@@ -88,15 +91,16 @@ class PreChaining(ScanFold):
 def _runs_as_bytes(ordered: np.ndarray, first: np.ndarray) -> pa.Array:
     """Each run ``ordered[first[i]:first[i + 1]]`` as one binary value (its raw bytes), without a
     Python object per run: the offsets are the runs' byte bounds over one buffer."""
-    data = np.ascontiguousarray(ordered)
+    data = np.ascontiguousarray(ordered, dtype=ordered.dtype.newbyteorder("<"))
     offsets = (np.append(first, len(data)) * data.itemsize).astype(np.int32)
     return pa.Array.from_buffers(pa.binary(), len(first), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def chain_elements(times: bytes, values: Optional[bytes], dtype: Optional[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """A chain's element times and values back from their bytes (``_runs_as_bytes``)."""
-    return (np.frombuffer(times, dtype=np.int64),
-            np.frombuffer(values, dtype=dtype) if values is not None and dtype is not None else None)
+    return (np.frombuffer(times, dtype="<i8"),
+            np.frombuffer(values, dtype=np.dtype(dtype).newbyteorder("<")) if values is not None and dtype is not None
+            else None)
 
 
 __all__ = ["FIRST_COLUMN", "LAST_COLUMN", "TIMES_COLUMN", "VALUES_COLUMN", "PreChaining", "chain_elements",

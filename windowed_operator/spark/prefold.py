@@ -26,8 +26,8 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from ..time import event_time_in_range
 from ..windows.pane_layout import PaneLayout
-from .preaggregate import in_chunks
-from .preselect import WEIGHT_COLUMN, first_bad_row_error, group_codes
+from .preaggregate import first_bad_row_error, in_chunks
+from .preselect import WEIGHT_COLUMN, group_codes
 
 #: Value types whose Arrow values equal what the processor reads from pandas.
 PREFOLDABLE_VALUES = ("tinyint", "smallint", "int", "bigint", "float", "double", "string", "boolean")

@@ -22,10 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..elements import rejected_row_error
 from ..time import event_time_in_range
 from ..windows.pane_layout import PaneLayout
-from .preaggregate import in_chunks
+from .preaggregate import first_bad_row_error, in_chunks
 
 WEIGHT_COLUMN = "__wo_weight"
 
@@ -80,12 +79,6 @@ def group_codes(table: pa.Table, key_column: Optional[str], panes: np.ndarray) -
     encoded = pc.dictionary_encode(table.column(key_column)).combine_chunks()
     key_codes = encoded.indices.to_numpy().astype(np.int64)
     return np.unique(key_codes * (int(pane_codes.max()) + 1) + pane_codes, return_inverse=True)[1]
-
-
-def first_bad_row_error(reader: Any, table: pa.Table, bad: Any) -> Exception:
-    """The processor's error for the first row ``bad`` marks (a scan stage raises what it would)."""
-    row = table.filter(bad).slice(0, 1).to_pylist()[0]
-    return rejected_row_error(reader, None, row)
 
 
 def preselectable(accumulation: Any, rank_type: Optional[str]) -> bool:

@@ -23,7 +23,7 @@ from .connect_compat import is_connect, map_in_arrow, parse_ddl_schema, transfor
 from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COLUMN, LATE_COUNT_COLUMN,
                    PHASE_COLUMN, WHOLE_ROWS, SparkPlan, array_values, vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
-from .prechain import PreChaining, value_dtype
+from .prechain import PreChaining
 from .heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
 from .packed_input import PACKED_COLUMN, PackRows, packing_conf
 from .prefold import PreFolding, prefoldable
@@ -479,7 +479,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         projected = map_in_arrow(projected, chaining, projected_schema, list(chaining.input_columns))
         columns = [name for name, _ in chaining.fields()]
         plan = dataclasses.replace(plan, prechained=True, partial_columns=tuple(chaining.aggregate_columns()),
-                                   chain_values=value_dtype(value_spark_type if value_column else None))
+                                   chain_values=chaining.values_dtype)
     elif preaggregate and plan.vectorized and plan.value_column == WHOLE_ROWS and _preselects(core_op, shape):
         selection = PreSelection(layout=core_op.window.pane_layout(), accumulation=core_op.core_accumulation(),
                                  key_column=key_col, time_column=ts_col, reader=plan.record_reader())
@@ -591,7 +591,7 @@ def _prechains(op: WindowingOptions, key_type: Optional[str], value_type: Option
     with a fixed gap on the columnar path (whose triggers take a chain's element count), keys and
     values Arrow reads as the processor does, and what every scan-stage fold needs."""
     window = op.window
-    return (isinstance(window, SessionWindows) and not window.dynamic and window.min_gap is not None
+    return (isinstance(window, SessionWindows) and window.min_gap is not None  # (a fixed gap)
             and row_trigger(op.trigger) is not None and _scan_stage_may_fold(op)
             and preaggregable(key_type, value_type))
 
