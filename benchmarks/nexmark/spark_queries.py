@@ -99,7 +99,7 @@ def _kept(column: str, event_time: str) -> Any:
 
 def ours_panes(rows: list[dict], query: str) -> list[Pane]:
     """Our output rows (``window_start``/``window_end`` as epoch ms; null for the global window) as panes."""
-    return [Pane(r.get("key"), _ms(r["ws"]), _ms(r["we"]), _plain(r["value"]), bool(r["is_retraction"]))
+    return [Pane(r.get("key"), _ms(r["ws"]), _ms(r["we"]), r["value"], bool(r["is_retraction"]))
             for r in rows if r.get("record_type", "pane") == "pane"]
 
 
@@ -123,14 +123,6 @@ def native_result(query: str, rows: list[Any]) -> set:
     if query == "q11":
         return {(int(r["bidder"]), int(r["start"]), int(r["end"]), int(r["num"])) for r in rows}
     raise ValueError(f"native Spark cannot express {query}")
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "asDict"):
-        return {k: _plain(v) for k, v in value.asDict().items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 @dataclass

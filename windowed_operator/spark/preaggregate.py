@@ -119,6 +119,7 @@ class ScanFold:
             raise first_bad_row_error(self.reader, table, pa.array(~in_range), self.value_column)
         return ts
 
+
 @dataclass(frozen=True)
 class PreAggregation(ScanFold):
     """The ``mapInArrow`` function: Arrow batches of (key, event ms, value) -> partials per (key, pane)."""
