@@ -2,6 +2,8 @@
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from accumulations import Count, CountDistinct, Max, Mean, Min, Reduce, Sum, ToList
@@ -200,3 +202,22 @@ def test_a_chained_stage_takes_a_null_upstream_pane_value_as_a_bad_element():
     dead = [d for r in runner.runners for d in r.dead_letters]
     assert [(d.reason, d.detail) for d in dead] == [(DropReason.INVALID_VALUE, "the upstream pane's value is null (None)")]
     assert [(p.window_start, p.value) for p in outputs if p.window_start == 10] == [(10, 5)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "c"]), st.one_of(st.none(), st.integers(), st.just(float("nan")),
+                                                                    st.text(max_size=2)), max_size=3),
+       st.sampled_from(["a", {"x": "a"}, {"x": "a", "y": "b"}, {"y": "b", "x": "c"}]))
+def test_readable_value_rejects_exactly_what_the_element_path_rejects(row, extractor):
+    """The array paths read a field or record value with ``readable_value``; None there must mean the
+    element path drops the element as bad, and otherwise both read the same value."""
+    from windowed_operator.elements import ElementReader, readable_value
+
+    reader = ElementReader(keyed=False, key=None, timestamp=None, value=extractor, inherit_windows=False)
+    read = readable_value(row, extractor)
+    try:
+        element_value = reader.read(row, default_timestamp=0).value
+    except BadElementError:
+        assert read is None
+    else:
+        assert read == element_value

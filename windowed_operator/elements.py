@@ -139,6 +139,20 @@ def readable_field(value: Any, name: str) -> Any:
     return None if read is _MISSING or is_null(read) else read
 
 
+def readable_value(value: Any, extractor: Union[str, dict[str, str]]) -> Any:
+    """What a field or record value extractor (``operator.ValueExtractor``) reads from ``value``, or
+    None where the element path would reject the element (any field missing or null)."""
+    if isinstance(extractor, str):
+        return readable_field(value, extractor)
+    record = {}
+    for name, field in extractor.items():
+        read = readable_field(value, field)
+        if read is None:
+            return None
+        record[name] = read
+    return record
+
+
 def _value_field(element: Any, value: Any, name: str) -> Any:
     """The field ``name`` of ``value``: present and not null, or the element is bad."""
     read = _field(value, name)

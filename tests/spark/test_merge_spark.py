@@ -147,3 +147,61 @@ def test_a_join_on_the_array_path_reports_late_rows_and_dead_letters_as_the_loca
     assert sum(late.values()) >= 3, "the data has late rows"
     dead = sorted(r["reason"] for r in rows if r["record_type"] == "dead_letter")
     assert dead == sorted(d.reason.value for d in runner.dead_letters) == ["invalid_value", "invalid_value"]
+
+
+def _plain(value):
+    """A pane value as the local runner gives it: Spark's rows as dicts, a pair struct as a tuple."""
+    if hasattr(value, "asDict"):
+        value = value.asDict(recursive=True)
+    if isinstance(value, dict) and set(value) == {"left", "right"}:
+        return (_plain(value["left"]), _plain(value["right"]))
+    if isinstance(value, dict):
+        return tuple(sorted((k, _plain(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(sorted((_plain(v) for v in value), key=repr))
+    return value
+
+
+@pytest.mark.parametrize("trigger,lateness", [(TriggerOption.default(), 0), (RETRACTING, 6_000)],
+                         ids=["window-log", "retracting"])
+def test_value_records_of_a_merge_reach_the_panes_as_the_local_runner_reads_them(spark, tmp_path, trigger, lateness):
+    """A record of fields per input ({output field: column}): the pane type is the struct of those
+    columns' types (it was each input's whole row, which turned every record into nulls), on the
+    array path (the window log) and the element path alike; a null field makes the row a dead letter."""
+    op = KeyedWindowedMergeOperator(TimeWindows(10_000), InnerJoin(), trigger=trigger, allowed_lateness=lateness,
+                                    key="user", timestamp="ts", watermark=bounded_disorder(DELAY),
+                                    left=InputOptions(value={"amt": "amount"}),
+                                    right=InputOptions(value={"p": "page", "t": "ts"}),
+                                    on_bad_element="dead_letter")
+    left, right = make_sides(5)
+    right[1][0]["page"] = None
+    runner = run_local_merge_like_spark(op, left, right, DELAY)
+    expected = Counter((p.key, p.window_start, p.window_end, _plain(p.value), p.is_retraction)
+                       for p in runner.outputs)
+    store = run_spark_merge(spark, op, left, right, tmp_path)
+    rows = [r for batch in store.values() for r in batch]
+    got = Counter((r["key"], r["ws"], r["we"], _plain(r["value"]), r["is_retraction"])
+                  for r in rows if r["record_type"] == "pane")
+    assert got == expected
+    pairs = [pair for (_, _, _, value, _) in expected for pair in value]
+    assert pairs and all(dict(left_record)["amt"] is not None and dict(right_record)["p"] for left_record, right_record
+                         in pairs)
+    assert [r["reason"] for r in rows if r["record_type"] == "dead_letter"] == ["invalid_value"]
+
+
+def test_merge_value_records_and_callables_get_their_types_or_a_clear_error(spark, tmp_path):
+    left = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    right = spark.readStream.schema(RIGHT_SCHEMA).json(str(tmp_path))
+    base = merge_op(TimeWindows(10_000), Cogroup(), TriggerOption.default())
+    records = base.model_copy(update={"left": InputOptions(value={"amt": "amount"}),
+                                      "right": InputOptions(value={"p": "page"})})
+    value = records.apply(left, right).schema["value"].dataType.simpleString()
+    assert value == "struct<left:array<struct<amt:bigint>>,right:array<struct<p:string>>>"
+    with pytest.raises(SparkOperatorError, match=r"right value record fields \{'p': 'pages'\} name columns that are "
+                                                 "not in the right DataFrame"):
+        records.model_copy(update={"right": InputOptions(value={"p": "pages"})}).apply(left, right)
+    called = base.model_copy(update={"right": InputOptions(value=lambda row: row["page"].upper())})
+    with pytest.raises(SparkOperatorError, match="over inputs bigint and of a callable value extractor to a Spark "
+                                                 "type; pass value_type="):
+        called.apply(left, right)
+    assert called.apply(left, right, value_type="struct<left:array<bigint>,right:array<string>>") is not None

@@ -17,6 +17,7 @@ from typing import Any, Optional, Union
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
 
 from accumulations.merge import LEFT, RIGHT, SIDES
 
@@ -34,23 +35,45 @@ from .runner import (_WATERMARK_HELPER, GAP_COLUMN, SparkOperatorError, _event_t
                      with_operator_watermark)
 
 
-def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> str:
-    """The DDL type of what one input contributes: its value column, or its whole row."""
+def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> Optional[str]:
+    """The DDL type of what one input contributes: its value column, the struct of its value record's
+    fields, or its whole row; None for a callable extractor (its result's type is not known here)."""
     value = op.side_extractor(side, "value")
+    if callable(value):
+        return None
     if isinstance(value, str):
         if value not in df.columns:
             raise SparkOperatorError(f"{side} value column {value!r} is not in the {side} DataFrame "
                                      f"(columns: {df.columns})")
         return df.schema[value].dataType.simpleString()
+    if isinstance(value, dict):
+        missing = {name: field for name, field in value.items() if field not in df.columns}
+        if missing:
+            raise SparkOperatorError(f"{op.label()}: {side} value record fields {missing} name columns that are not "
+                                     f"in the {side} DataFrame (columns: {df.columns})")
+        return StructType([StructField(name, df.schema[field].dataType, True)
+                           for name, field in value.items()]).simpleString()
     return df.schema.simpleString()
+
+
+#: Stands in for a callable extractor's unknown type: an output type naming it is not known either.
+_UNKNOWN_TYPE = "<unknown>"
+
+
+def _output_type(op: MergeOperatorBase, left_type: Optional[str], right_type: Optional[str]) -> Optional[str]:
+    """The accumulation's output type over the two inputs' types, or None where it depends on a type
+    not known here (a join function without ``result_type``, or an input read by a callable)."""
+    found = op.accumulation.output_type(left_type or _UNKNOWN_TYPE, right_type or _UNKNOWN_TYPE)
+    return None if found is None or _UNKNOWN_TYPE in found else found
 
 
 def _folds_sided_arrays(op: MergeOperatorBase) -> bool:
     """Whether the merge's rows take the array path: windows assigned by timestamp, an accumulation
     that keeps each input as it is (joins, cogroups: ``folds_sided_arrays``), and each input's value
-    its whole row or one field of it (a callable extractor runs per element, on the element path)."""
+    its whole row, one field of it or a record of its fields (a callable extractor runs per element,
+    on the element path)."""
     return supports_vectorized(op.build_core()) and all(
-        isinstance(op.side_extractor(side, "value"), (str, type(None))) for side in SIDES)
+        not callable(op.side_extractor(side, "value")) for side in SIDES)
 
 
 def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str], timestamp: Optional[str],
@@ -129,11 +152,12 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     union = projected_left.unionByName(projected_right, allowMissingColumns=True)
 
     types = {side: _side_type(op, side, df) for side, df in ((LEFT, left), (RIGHT, right))}
-    resolved_value_type = value_type or op.accumulation.output_type(types[LEFT], types[RIGHT])
+    resolved_value_type = value_type or _output_type(op, types[LEFT], types[RIGHT])
     if resolved_value_type is None:
         raise SparkOperatorError(
-            f"cannot map the output of {type(op.accumulation).__name__} over inputs {types[LEFT]} and "
-            f"{types[RIGHT]} to a Spark type; pass value_type='<DDL type>' to apply()")
+            f"cannot map the output of {type(op.accumulation).__name__} over inputs "
+            f"{types[LEFT] or 'of a callable value extractor'} and {types[RIGHT] or 'of a callable value extractor'} "
+            "to a Spark type; pass value_type='<DDL type>' to apply()")
     arrays = _folds_sided_arrays(op)
     plan = SparkPlan(
         operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,

@@ -25,7 +25,7 @@ from accumulations.merge import LEFT, RIGHT, SIDES, SidedValues
 from accumulations.rows import Rows
 
 from ..core import CoreElement, Emission
-from ..elements import BadElementError, is_null, readable_field, rejected_row_error
+from ..elements import BadElementError, is_null, readable_value, rejected_row_error
 from ..fingerprint import IncompatibleRestartError, in_key_shards, state_fingerprint
 from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
 from ..group_state import GroupState
@@ -485,16 +485,16 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _sided_values(self, frame: pd.DataFrame) -> SidedValues:
         """A merge's rows as the array path folds them: each row's value (its input's whole row, or the
-        field its input's value extractor names), marked by side; None where the element path would
-        reject the row (a missing payload, a missing or null field)."""
+        field or record of fields its input's value extractor names), marked by side; None where the
+        element path would reject the row (a missing payload, a missing or null field)."""
         left = frame[SIDE_COLUMN].to_numpy() == LEFT
         values = np.where(left, frame[PAYLOAD_COLUMNS[LEFT]].to_numpy(), frame[PAYLOAD_COLUMNS[RIGHT]].to_numpy())
         for side, rows in ((LEFT, left), (RIGHT, ~left)):
-            field = self.plan.operator.side_extractor(side, "value")
-            if field is not None:
+            extractor = self.plan.operator.side_extractor(side, "value")
+            if extractor is not None:
                 for i in np.flatnonzero(rows).tolist():
                     payload = values[i]
-                    values[i] = None if payload is None else readable_field(payload, field)
+                    values[i] = None if payload is None else readable_value(payload, extractor)
         return SidedValues(left, values)
 
     def _array_values(self, frame: pd.DataFrame) -> Any:
