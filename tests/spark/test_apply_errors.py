@@ -1,7 +1,7 @@
 """Mistakes apply() refuses before a query starts, naming the column, its type and what fits."""
 import pytest
 
-from accumulations import Count, Max, Mean, Sum
+from accumulations import Count, Max, Mean, Sum, ToList
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
 from windowed_operator.spark.runner import SparkOperatorError
 
@@ -38,6 +38,21 @@ def test_types_it_takes_pass(spark, tmp_path):
     df = stream(spark, tmp_path)
     for accumulation in (Sum("amount"), Mean("amount"), Max("page"), Count()):
         assert operator(accumulation).apply(df).isStreaming
+
+
+def test_a_callable_value_needs_its_output_type_named_unless_the_accumulation_knows_it(spark, tmp_path):
+    """A callable's results are typed only when it runs: the panes' type is not guessed from the
+    row's (that typed ToList's lists as lists of whole rows, and Spark filled them with nulls)."""
+    df = stream(spark, tmp_path)
+    doubled = {"value": lambda row: row["amount"] * 2}
+    for accumulation in (ToList(), Sum(), Max()):
+        with pytest.raises(SparkOperatorError, match=f"cannot map the output of {type(accumulation).__name__} over "
+                                                     "the results of a callable value extractor to a Spark type; "
+                                                     "pass value_type="):
+            operator(accumulation, **doubled).apply(df)
+    typed = operator(ToList(), **doubled).apply(df, value_type="array<bigint>")
+    assert typed.schema["value"].dataType.simpleString() == "array<bigint>"
+    assert operator(Count(), **doubled).apply(df).schema["value"].dataType.simpleString() == "bigint"
 
 
 def test_a_batch_dataframe_gets_advice_that_works(spark):

@@ -29,10 +29,10 @@ from .clock import FileClock, SparkBatchClock
 from .chain import feed_of
 from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
 from .heartbeat import Heartbeats, with_beat_column
-from .runner import (_WATERMARK_HELPER, GAP_COLUMN, SparkOperatorError, _event_time_ms, check_state_encoding,
-                     choose_time_mode, drop_end_of_input, end_of_input_marker, idle_timeout_of, refuse_derived_panes,
-                     require_streaming, resolve_column, resolve_key_groups, resolved_gap, run_processor,
-                     with_operator_watermark)
+from .runner import (_WATERMARK_HELPER, GAP_COLUMN, UNKNOWN_TYPE, SparkOperatorError, _event_time_ms,
+                     check_state_encoding, choose_time_mode, drop_end_of_input, end_of_input_marker, idle_timeout_of,
+                     known_type, refuse_derived_panes, require_streaming, resolve_column, resolve_key_groups,
+                     resolved_gap, run_processor, with_operator_watermark)
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> Optional[str]:
@@ -56,15 +56,10 @@ def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> Optional[str]
     return df.schema.simpleString()
 
 
-#: Stands in for a callable extractor's unknown type: an output type naming it is not known either.
-_UNKNOWN_TYPE = "<unknown>"
-
-
 def _output_type(op: MergeOperatorBase, left_type: Optional[str], right_type: Optional[str]) -> Optional[str]:
     """The accumulation's output type over the two inputs' types, or None where it depends on a type
     not known here (a join function without ``result_type``, or an input read by a callable)."""
-    found = op.accumulation.output_type(left_type or _UNKNOWN_TYPE, right_type or _UNKNOWN_TYPE)
-    return None if found is None or _UNKNOWN_TYPE in found else found
+    return known_type(op.accumulation.output_type(left_type or UNKNOWN_TYPE, right_type or UNKNOWN_TYPE))
 
 
 def _folds_sided_arrays(op: MergeOperatorBase) -> bool:

@@ -35,6 +35,15 @@ from .processor import GROUP_COLUMN
 _WATERMARK_HELPER = "__wo_event_time"
 _GROUP_COLUMN = GROUP_COLUMN
 
+#: The type of a callable value extractor's results, not known before it runs: an output type built
+#: from it is not known either (``known_type``), and the user names it with ``value_type=``.
+UNKNOWN_TYPE = "<unknown>"
+
+
+def known_type(found: Optional[str]) -> Optional[str]:
+    """An accumulation's output type, or None where it names a type not known here (``UNKNOWN_TYPE``)."""
+    return None if found is None or UNKNOWN_TYPE in found else found
+
 
 def _logical_plan(df: DataFrame) -> Optional[str]:
     """The DataFrame's logical plan as text, or None on Spark Connect (no _jdf, and no analysis
@@ -420,7 +429,8 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     if value_field is not None and value_field not in columns:
         raise SparkOperatorError(f"value column {value_field!r} is not in the DataFrame (columns: {columns})")
     input_type = (shape[value_field].dataType.simpleString() if value_field is not None and value_field != ts_col
-                  else "bigint" if value_field is not None else shape.simpleString())
+                  else "bigint" if value_field is not None else UNKNOWN_TYPE if callable(op.value)
+                  else shape.simpleString())
     if record is not None:  # a record of columns: a struct of them (the event time as epoch ms)
         missing = {name: column for name, column in record.items() if column not in columns}
         if missing:
@@ -434,10 +444,11 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
             what = f"column {value_field!r} of type {input_type}" if value_field is not None else \
                 f"whole rows ({input_type}): name a column with value= or the accumulation's field"
             raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} cannot fold {what}; {refusal}")
-    resolved_value_type = value_type or op.value_type or op.accumulation.output_type(input_type)
+    resolved_value_type = value_type or op.value_type or known_type(op.accumulation.output_type(input_type))
     if resolved_value_type is None:
+        what = "the results of a callable value extractor" if input_type == UNKNOWN_TYPE else f"input type {input_type}"
         raise SparkOperatorError(
-            f"cannot map the output of {type(op.accumulation).__name__} over input type {input_type} to a Spark type; "
+            f"cannot map the output of {type(op.accumulation).__name__} over {what} to a Spark type; "
             "pass value_type='<DDL type>' to apply()")
 
     updates: dict[str, Any] = {"timestamp": ts_col}
