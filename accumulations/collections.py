@@ -104,6 +104,11 @@ class _Ranked:
         such inputs, so the others can be left out before the fold (Spark's pre-selection)."""
         if len(ranks) == 0:
             return np.zeros(0, dtype=bool)
+        if self._kept_per_group() == 1:
+            # each group's largest rank, in one pass: no sort (the sort was most of q7's pre-selection)
+            largest = np.full(int(groups.max()) + 1, ranks.min(), dtype=ranks.dtype)
+            np.maximum.at(largest, groups, ranks)
+            return ranks >= largest[groups]
         order = np.lexsort((ranks, groups))  # by group, ranks ascending
         sorted_groups = groups[order]
         ends = np.append(np.flatnonzero(np.diff(sorted_groups)) + 1, len(order))  # one past each group's last

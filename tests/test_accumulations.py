@@ -1,5 +1,8 @@
 """Every standard accumulation: fold, merge (sessions and panes combine partials), output, retraction."""
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from accumulations import AllMax, Combine, Count, Max, Mean, Min, Reduce, Sum, ToList, TopN
@@ -78,3 +81,22 @@ def test_topn_repr_is_unchanged_since_checkpoints_store_it():
     """A checkpoint's fingerprint holds the accumulation's repr: a new field order would refuse every
     stored TopN checkpoint as changed."""
     assert repr(TopN(2)) == "TopN(n=2, field=None, key=None)"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.one_of(st.integers(-3, 3), st.integers(-2**62, 2**62))),
+                min_size=1, max_size=40),
+       st.sampled_from([AllMax(field="v"), TopN(1, field="v"), TopN(2, field="v"), TopN(5, field="v")]),
+       st.booleans())
+def test_preselection_candidates_are_each_groups_top_ranks_with_ties(rows, acc, as_float):
+    """``candidates`` (the scan stage's pre-selection) keeps exactly the inputs ranked among their
+    group's top n, ties at the n-th included: brute force per group, for the sorting path (n > 1)
+    and the one-pass maximum (n = 1), on integer and float ranks, codes with gaps."""
+    groups = np.array([g * 3 for g, _ in rows], dtype=np.int64)
+    ranks = np.array([r for _, r in rows], dtype=np.float64 if as_float else np.int64)
+    n = acc._kept_per_group()
+    expected = []
+    for g, r in zip(groups.tolist(), ranks.tolist()):
+        group_ranks = sorted((x for h, x in zip(groups.tolist(), ranks.tolist()) if h == g), reverse=True)
+        expected.append(r >= group_ranks[min(n, len(group_ranks)) - 1])
+    assert acc.candidates(ranks, groups).tolist() == expected
