@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -73,7 +74,8 @@ class PreSelection:
 
 def group_codes(table: pa.Table, key_column: Optional[str], panes: np.ndarray) -> np.ndarray:
     """Integer codes of each row's (key, pane)."""
-    pane_codes = np.unique(panes, return_inverse=True)[1].astype(np.int64)
+    # (a hash table, then its few panes sorted: np.unique's codes, without sorting every row)
+    pane_codes = pd.factorize(panes, sort=True)[0].astype(np.int64, copy=False)
     if key_column is None:
         return pane_codes
     encoded = pc.dictionary_encode(table.column(key_column)).combine_chunks()
