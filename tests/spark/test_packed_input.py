@@ -57,10 +57,15 @@ def _table(n: int, seed: int) -> pa.Table:
     })
 
 
+def _packed(table: pa.Table, **options) -> pa.Table:
+    """What ``PackRows`` yields for one chunk, as one table."""
+    return pa.Table.from_batches(list(PackRows(GROUP, **options)._pack(table)))
+
+
 @pytest.mark.parametrize("max_pack_rows", [1, 7, 65_536])
 def test_a_groups_unpacked_rows_are_the_frame_of_the_row_path(max_pack_rows):
     table = _table(200, seed=max_pack_rows)
-    packed = PackRows(GROUP, max_pack_rows=max_pack_rows)._pack(table)
+    packed = _packed(table, max_pack_rows=max_pack_rows)
     assert packed.schema.names == [GROUP, "__wo_packed"] and packed.schema.names[PACKED_POSITION] == "__wo_packed"
     assert packed.schema.field(GROUP).type == pa.int64()
     groups = packed.column(0).to_pylist()
@@ -77,7 +82,7 @@ def test_a_groups_unpacked_rows_are_the_frame_of_the_row_path(max_pack_rows):
 
 def test_packing_bounds_a_payload_and_keeps_each_groups_order():
     table = pa.table({"v": pa.array(range(10), pa.int64()), GROUP: pa.array([1, 0, 1, 1, 0, 1, 1, 1, 0, 1], pa.int32())})
-    packed = PackRows(GROUP, max_pack_rows=3)._pack(table)
+    packed = _packed(table, max_pack_rows=3)
     assert packed.schema.field(GROUP).type == pa.int32()
     per_group: dict = {}
     for group, payload in zip(packed.column(0).to_pylist(), packed.column(1).to_pylist()):
@@ -85,6 +90,25 @@ def test_packing_bounds_a_payload_and_keeps_each_groups_order():
         assert len(rows) <= 3
         per_group.setdefault(group, []).extend(rows["v"].tolist())
     assert per_group == {0: [1, 4, 8], 1: [0, 2, 3, 5, 6, 7, 9]}
+
+
+def test_payloads_past_a_batchs_byte_bound_go_to_the_next_batch_in_order():
+    """Payloads share one buffer per output batch; past ``max_payload_bytes`` a new batch starts, and
+    a single payload larger than the bound is refused, naming the bound."""
+    table = _table(300, seed=3)
+    one_payload = len(_packed(table.slice(0, 5), max_pack_rows=5).column(1)[0].as_py())
+    batches = list(PackRows(GROUP, max_pack_rows=5, max_payload_bytes=3 * one_payload)._pack(table))
+    assert len(batches) > 5 and all(batch.num_rows <= 3 for batch in batches)
+    whole = _packed(table, max_pack_rows=5)
+    split = pa.Table.from_batches(batches)
+    assert split.column(0).to_pylist() == whole.column(0).to_pylist()
+    for group in set(whole.column(0).to_pylist()):
+        def rows(packed):
+            return unpack_rows([p for g, p in zip(packed.column(0).to_pylist(), packed.column(1).to_pylist())
+                                if g == group], None)
+        pd.testing.assert_frame_equal(rows(split), rows(whole))
+    with pytest.raises(ValueError, match="more than a binary column holds"):
+        list(PackRows(GROUP, max_pack_rows=5, max_payload_bytes=one_payload // 2)._pack(table))
 
 
 def _sessions_with_dead_letters():

@@ -34,6 +34,8 @@ PACKED_POSITION = 1
 #: Rows per payload at most: bounds what one packed row holds (a partition's chunk is at most
 #: ``preaggregate.MAX_ROWS`` rows; a group's run of it is split into payloads of this many).
 MAX_PACK_ROWS = 65_536
+#: Bytes of one output batch's payloads at most: below what a binary column's 32-bit offsets reach.
+MAX_PAYLOAD_BYTES = 2**31 - 1
 #: The Spark conf that turns packing off (``false``): the processor then takes rows one by one from
 #: pyspark, as before packing existed (for comparison, or a pyspark whose row path is faster).
 PACK_CONF = "spark.windowed_operator.packInput"
@@ -48,12 +50,14 @@ class PackRows:
 
     group_column: str
     max_pack_rows: int = MAX_PACK_ROWS
+    #: Bytes of payloads per output batch at most (a binary column's 32-bit offsets bound it).
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for chunk in in_chunks(batches):
-            yield self._pack(pa.Table.from_batches(chunk).combine_chunks())
+            yield from self._pack(pa.Table.from_batches(chunk).combine_chunks())
 
-    def _pack(self, table: pa.Table) -> pa.RecordBatch:
+    def _pack(self, table: pa.Table) -> Iterator[pa.RecordBatch]:
         group_array = table.column(self.group_column)
         groups = group_array.to_numpy()
         order = np.argsort(groups, kind="stable")  # (stable: each group's rows keep their order)
@@ -61,21 +65,49 @@ class PackRows:
         sorted_groups = groups[order]
         starts = np.flatnonzero(np.concatenate(([True], sorted_groups[1:] != sorted_groups[:-1])))
         ends = np.append(starts[1:], len(sorted_groups))
-        out_groups: list[int] = []
-        payloads: list[bytes] = []
+        packed = _Payloads(group_array.type, self.group_column, self.max_payload_bytes)
         for start, end in zip(starts.tolist(), ends.tolist()):
             for lo in range(start, end, self.max_pack_rows):
-                out_groups.append(int(sorted_groups[start]))
-                payloads.append(_ipc_bytes(table.slice(lo, min(end, lo + self.max_pack_rows) - lo)))
-        return pa.RecordBatch.from_arrays([pa.array(out_groups, type=group_array.type), pa.array(payloads, pa.binary())],
-                                          names=[self.group_column, PACKED_COLUMN])
+                yield from packed.add(int(sorted_groups[start]), table.slice(lo, min(end, lo + self.max_pack_rows) - lo))
+        yield from packed.flush()
 
 
-def _ipc_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+class _Payloads:
+    """Payloads written one after the other into one buffer, which becomes the binary column's data
+    as it is (its offsets are where each stream ends): no copy of a stream into Python bytes and back.
+    A batch is yielded before its data would pass ``max_bytes`` (a binary column's offsets are 32-bit)."""
+
+    def __init__(self, group_type: pa.DataType, group_column: str, max_bytes: int) -> None:
+        self.group_type, self.group_column, self.max_bytes = group_type, group_column, max_bytes
+        self._start()
+
+    def _start(self) -> None:
+        self.sink = pa.BufferOutputStream()
+        self.groups: list[int] = []
+        self.offsets: list[int] = [0]
+
+    def add(self, group: int, rows: pa.Table) -> Iterator[pa.RecordBatch]:
+        with pa.ipc.new_stream(self.sink, rows.schema) as writer:
+            writer.write_table(rows)
+        end = self.sink.tell()
+        if end - self.offsets[-1] > self.max_bytes:
+            raise ValueError(f"a packed payload of {rows.num_rows} rows takes {end - self.offsets[-1]} bytes, more "
+                             f"than a binary column holds ({self.max_bytes}); lower max_pack_rows")
+        if end > self.max_bytes:  # this stream goes into the next batch: written again there
+            yield from self.flush()
+            yield from self.add(group, rows)
+            return
+        self.groups.append(group)
+        self.offsets.append(end)
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        if self.groups:
+            data = self.sink.getvalue()
+            offsets = pa.py_buffer(np.asarray(self.offsets, dtype=np.int32).tobytes())
+            payloads = pa.Array.from_buffers(pa.binary(), len(self.groups), [None, offsets, data])
+            yield pa.RecordBatch.from_arrays([pa.array(self.groups, type=self.group_type), payloads],
+                                             names=[self.group_column, PACKED_COLUMN])
+        self._start()
 
 
 def unpack_rows(payloads: Any, timezone: Optional[str]) -> pd.DataFrame:
