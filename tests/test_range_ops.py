@@ -39,3 +39,27 @@ def test_running_max_by_run_is_the_grouped_cummax(rows: list[tuple[int, int]]) -
     values = np.array([row[1] for row in rows], dtype=np.int64)
     expected = pd.Series(values, dtype=np.int64).groupby(codes).cummax().to_numpy() if rows else values
     assert running_max_by_run(codes, values).tolist() == expected.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 300), st.integers(0, 70_000)), max_size=60),
+       st.lists(st.tuples(st.integers(0, 59), st.integers(0, 59)), max_size=4),
+       st.sampled_from([0, -(1 << 40), 1_700_000_000_000]))
+def test_lexsort_ints_by_codes_and_times_mostly_in_order_is_numpys_lexsort(rows, swaps, base) -> None:
+    """(times, codes) with the times mostly ascending, a few out of order, and codes of 8 or 16 bits
+    or wider: the path that sorts the times, then radix-sorts the codes."""
+    times = sorted(base + t for t, _ in rows)
+    for i, j in swaps:
+        if i < len(times) and j < len(times):
+            times[i], times[j] = times[j], times[i]
+    keys = (np.array(times, dtype=np.int64), np.array([c for _, c in rows], dtype=np.int64))
+    assert lexsort_ints(keys).tolist() == np.lexsort(keys).tolist()
+
+
+def test_lexsort_ints_keeps_input_order_among_ties_on_a_large_batch() -> None:
+    """Many equal (time, code) pairs in 20,000 rows: each tie stays in input order, as np.lexsort keeps it."""
+    rng = np.random.default_rng(7)
+    times = np.sort(rng.integers(0, 500, 20_000)) + 1_700_000_000_000
+    times[rng.integers(0, 20_000, 500)] -= 3  # a few out of order
+    for codes in (rng.integers(0, 200, 20_000), rng.integers(0, 60_000, 20_000)):
+        assert lexsort_ints((times, codes)).tolist() == np.lexsort((times, codes)).tolist()
