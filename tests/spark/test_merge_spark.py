@@ -205,3 +205,9 @@ def test_merge_value_records_and_callables_get_their_types_or_a_clear_error(spar
                                                  "type; pass value_type="):
         called.apply(left, right)
     assert called.apply(left, right, value_type="struct<left:array<bigint>,right:array<string>>") is not None
+    marked_left = spark.readStream.schema(f"{SCHEMA}, end_of_input boolean").json(str(tmp_path))
+    marked_right = spark.readStream.schema(f"{RIGHT_SCHEMA}, end_of_input boolean").json(str(tmp_path))
+    rows = base.model_copy(update={"left": InputOptions(), "right": InputOptions()})
+    whole = rows.apply(marked_left, marked_right, end_of_input="end_of_input").schema["value"].dataType
+    assert whole.simpleString() == ("struct<left:array<struct<user:string,amount:bigint,ts:bigint>>,"
+                                    "right:array<struct<user:string,page:string,ts:bigint>>>")  # (no marker field)

@@ -35,9 +35,10 @@ from .runner import (_WATERMARK_HELPER, GAP_COLUMN, UNKNOWN_TYPE, SparkOperatorE
                      resolved_gap, run_processor, with_operator_watermark)
 
 
-def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> Optional[str]:
+def _side_type(op: MergeOperatorBase, side: str, df: DataFrame, end_of_input: Optional[str]) -> Optional[str]:
     """The DDL type of what one input contributes: its value column, the struct of its value record's
-    fields, or its whole row; None for a callable extractor (its result's type is not known here)."""
+    fields, or its whole row without the end-of-input marker (``_project`` leaves it out of the
+    payload); None for a callable extractor (its result's type is not known here)."""
     value = op.side_extractor(side, "value")
     if callable(value):
         return None
@@ -53,7 +54,7 @@ def _side_type(op: MergeOperatorBase, side: str, df: DataFrame) -> Optional[str]
                                      f"in the {side} DataFrame (columns: {df.columns})")
         return StructType([StructField(name, df.schema[field].dataType, True)
                            for name, field in value.items()]).simpleString()
-    return df.schema.simpleString()
+    return StructType([field for field in df.schema.fields if field.name != end_of_input]).simpleString()
 
 
 def _output_type(op: MergeOperatorBase, left_type: Optional[str], right_type: Optional[str]) -> Optional[str]:
@@ -146,7 +147,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         key_type = left_type.simpleString()
     union = projected_left.unionByName(projected_right, allowMissingColumns=True)
 
-    types = {side: _side_type(op, side, df) for side, df in ((LEFT, left), (RIGHT, right))}
+    types = {side: _side_type(op, side, df, end_of_input) for side, df in ((LEFT, left), (RIGHT, right))}
     resolved_value_type = value_type or _output_type(op, types[LEFT], types[RIGHT])
     if resolved_value_type is None:
         raise SparkOperatorError(
