@@ -56,6 +56,19 @@ def test_a_bad_row_raises_the_readers_error(columns, reason):
         folded(chaining(Sum("amount"), value_type="double"), **columns)
 
 
+@pytest.mark.parametrize("columns,reason", [
+    ({"user": ["a", "a", None], "ts": [0, 2 ** 62, 1], "amount": [1.0, 2.0, 3.0]}, r"invalid_timestamp\)"),
+    ({"user": ["a", None, "a"], "ts": [0, 1, 2 ** 62], "amount": [1.0, 2.0, 3.0]}, r"missing_key\)"),
+    ({"user": ["a", "a", None], "ts": [0, 1, 2], "amount": [1.0, float("nan"), 3.0]}, r"invalid_value\)"),
+    ({"user": ["a", "a", "a"], "ts": [0, None, 2 ** 62], "amount": [1.0, 2.0, 3.0]}, r"timestamp"),
+], ids=["time before null key", "null key before time", "NaN before null key", "null time before time"])
+def test_of_several_bad_rows_the_first_raises(columns, reason):
+    """As the processor meets rows in order, the scan stage raises the error of the first bad row,
+    whatever makes each bad (``preaggregate.checked_event_times``, every scan fold's one rule)."""
+    with pytest.raises(BadElementError, match=reason):
+        folded(chaining(Sum("amount"), value_type="double"), **columns)
+
+
 def test_float_values_travel_as_float64():
     rows = folded(chaining(Sum("amount"), value_type="double"), user=["a", "a"], ts=[0, 1], amount=[0.5, 0.25])
     _, values = chain_elements(rows["__wo_times"][0], rows["__wo_values"][0], value_dtype("double"))

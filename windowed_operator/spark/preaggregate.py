@@ -100,24 +100,8 @@ class ScanFold:
         raise NotImplementedError
 
     def _checked_times(self, table: pa.Table) -> np.ndarray:
-        """The event times (epoch ms) of the rows: a fold runs only where bad elements raise, so a row
-        with a null in a column read, a NaN value (pandas' null, which the processor's rows reject) or
-        a time out of range raises the reader's error (for the first such row)."""
-        columns = self.input_columns
-        if any(table.column(name).null_count for name in columns):
-            nulls = pc.is_null(table.column(columns[0]))
-            for name in columns[1:]:
-                nulls = pc.or_(nulls, pc.is_null(table.column(name)))
-            raise first_bad_row_error(self.reader, table, nulls, self.value_column)
-        if self.value_column is not None and pa.types.is_floating(table.column(self.value_column).type):
-            nan = pc.is_nan(table.column(self.value_column))
-            if pc.any(nan).as_py():
-                raise first_bad_row_error(self.reader, table, nan, self.value_column)
-        ts = table.column(self.time_column).to_numpy()
-        in_range = event_time_in_range(ts)
-        if not in_range.all():
-            raise first_bad_row_error(self.reader, table, pa.array(~in_range), self.value_column)
-        return ts
+        """The event times (epoch ms) of the rows (``checked_event_times`` over the columns read)."""
+        return checked_event_times(self.reader, table, self.time_column, self.input_columns, self.value_column)
 
 
 @dataclass(frozen=True)
@@ -178,6 +162,25 @@ def declared_arrow_schema(fields: list[tuple[str, str]], out: pa.Table) -> pa.Sc
     them): the fold's output is cast to it (Arrow's sum of int32 is int64, and so on)."""
     return pa.schema([pa.field(name, _ARROW_TYPES.get(type_name, out.schema.field(name).type))
                       for name, type_name in fields])
+
+
+def checked_event_times(reader: Any, table: pa.Table, time_column: str, required: list[str],
+                        value_column: Optional[str] = None) -> np.ndarray:
+    """The event times (epoch ms) of a chunk a scan-stage fold or selection reads.  These run only
+    where bad elements raise, so the first row the processor would reject raises its error: a null
+    in a ``required`` column, a NaN in ``value_column`` (pandas' null, which the processor's rows
+    reject) or an event time out of range, whichever row comes first."""
+    times = table.column(time_column)
+    ts = (times if not times.null_count else pc.fill_null(times, 0)).to_numpy()  # (a null time is a null)
+    in_range = event_time_in_range(ts)
+    value = table.column(value_column) if value_column is not None else None
+    has_nan = value is not None and pa.types.is_floating(value.type) and pc.any(pc.is_nan(value)).as_py()
+    if in_range.all() and not has_nan and not any(table.column(name).null_count for name in required):
+        return ts
+    bad = pa.array(~in_range)
+    for name in required:
+        bad = pc.or_(bad, pc.is_null(table.column(name), nan_is_null=name == value_column))
+    raise first_bad_row_error(reader, table, bad, value_column)
 
 
 def first_bad_row_error(reader: Any, table: pa.Table, bad: Any, value_column: Optional[str] = None) -> Exception:

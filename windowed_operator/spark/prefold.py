@@ -21,12 +21,10 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-from ..time import event_time_in_range
 from ..windows.pane_layout import PaneLayout
-from .preaggregate import first_bad_row_error, in_chunks
+from .preaggregate import checked_event_times, in_chunks
 from .preselect import WEIGHT_COLUMN, group_codes
 
 #: Value types whose Arrow values equal what the processor reads from pandas.
@@ -56,14 +54,9 @@ class PreFolding:
 
     def _fold(self, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
         table = pa.Table.from_batches(batches).combine_chunks()
-        for name in [c for c in (self.key_column, self.time_column, self.value_column) if c is not None]:
-            nulls = pc.is_null(table.column(name), nan_is_null=name == self.value_column)
-            if pc.any(nulls).as_py():
-                raise first_bad_row_error(self.reader, table, nulls)
-        ts = table.column(self.time_column).to_numpy().astype(np.int64, copy=False)
-        in_range = event_time_in_range(ts)
-        if not in_range.all():
-            raise first_bad_row_error(self.reader, table, pa.array(~in_range))
+        read = [c for c in (self.key_column, self.time_column, self.value_column) if c is not None]
+        ts = checked_event_times(self.reader, table, self.time_column, read, self.value_column).astype(np.int64,
+                                                                                                     copy=False)
         panes = self.layout.pane_start(ts)
         groups = group_codes(table, self.key_column, panes)
         order = np.argsort(groups, kind="stable")

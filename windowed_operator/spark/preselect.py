@@ -23,9 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..time import event_time_in_range
 from ..windows.pane_layout import PaneLayout
-from .preaggregate import first_bad_row_error, in_chunks
+from .preaggregate import checked_event_times, in_chunks
 
 WEIGHT_COLUMN = "__wo_weight"
 
@@ -46,14 +45,9 @@ class PreSelection:
 
     def _select(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).combine_chunks()
+        # (the ranked field is not checked: a row without a rank is handed on, the fold decides)
         needed = [c for c in (self.key_column, self.time_column) if c is not None]
-        for name in needed:
-            if table.column(name).null_count:
-                raise first_bad_row_error(self.reader, table, pc.is_null(table.column(name)))
-        ts = table.column(self.time_column).to_numpy().astype(np.int64, copy=False)
-        in_range = event_time_in_range(ts)
-        if not in_range.all():
-            raise first_bad_row_error(self.reader, table, pa.array(~in_range))
+        ts = checked_event_times(self.reader, table, self.time_column, needed).astype(np.int64, copy=False)
         groups = group_codes(table, self.key_column, self.layout.pane_start(ts))
         field = table.column(self.accumulation.field)
         ranked = ~np.asarray(pc.is_null(field, nan_is_null=True).to_numpy(zero_copy_only=False))
