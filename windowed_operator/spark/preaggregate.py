@@ -166,17 +166,17 @@ def declared_arrow_schema(fields: list[tuple[str, str]], out: pa.Table) -> pa.Sc
 
 def checked_event_times(reader: Any, table: pa.Table, time_column: str, required: list[str],
                         value_column: Optional[str] = None) -> np.ndarray:
-    """The event times (epoch ms) of a chunk a scan-stage fold or selection reads.  These run only
-    where bad elements raise, so the first row the processor would reject raises its error: a null
-    in a ``required`` column, a NaN in ``value_column`` (pandas' null, which the processor's rows
-    reject) or an event time out of range, whichever row comes first."""
+    """The event times (epoch ms, as int64) of a chunk a scan-stage fold or selection reads.  These
+    run only where bad elements raise, so the first row the processor would reject raises its error:
+    a null in a ``required`` column, a NaN in ``value_column`` (pandas' null, which the processor's
+    rows reject) or an event time out of range, whichever row comes first."""
     times = table.column(time_column)
     ts = (times if not times.null_count else pc.fill_null(times, 0)).to_numpy()  # (a null time is a null)
     in_range = event_time_in_range(ts)
     value = table.column(value_column) if value_column is not None else None
     has_nan = value is not None and pa.types.is_floating(value.type) and pc.any(pc.is_nan(value)).as_py()
     if in_range.all() and not has_nan and not any(table.column(name).null_count for name in required):
-        return ts
+        return ts.astype(np.int64, copy=False)
     bad = pa.array(~in_range)
     for name in required:
         bad = pc.or_(bad, pc.is_null(table.column(name), nan_is_null=name == value_column))

@@ -66,7 +66,7 @@ class PreChaining(ScanFold):
 
     def _fold(self, batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = pa.Table.from_batches(batches).select(self.input_columns).combine_chunks()
-        ts = self._checked_times(table).astype(np.int64, copy=False)
+        ts = self._checked_times(table)
         n = len(ts)
         values = table.column(self.value_column).to_numpy().astype(self.values_dtype) if self.values_dtype else None
         if values is not None and values.dtype.kind == "i" and may_wrap(values):

@@ -55,8 +55,7 @@ class PreFolding:
     def _fold(self, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
         table = pa.Table.from_batches(batches).combine_chunks()
         read = [c for c in (self.key_column, self.time_column, self.value_column) if c is not None]
-        ts = checked_event_times(self.reader, table, self.time_column, read, self.value_column).astype(np.int64,
-                                                                                                     copy=False)
+        ts = checked_event_times(self.reader, table, self.time_column, read, self.value_column)
         panes = self.layout.pane_start(ts)
         groups = group_codes(table, self.key_column, panes)
         order = np.argsort(groups, kind="stable")

@@ -47,7 +47,7 @@ class PreSelection:
         table = pa.Table.from_batches(batches).combine_chunks()
         # (the ranked field is not checked: a row without a rank is handed on, the fold decides)
         needed = [c for c in (self.key_column, self.time_column) if c is not None]
-        ts = checked_event_times(self.reader, table, self.time_column, needed).astype(np.int64, copy=False)
+        ts = checked_event_times(self.reader, table, self.time_column, needed)
         groups = group_codes(table, self.key_column, self.layout.pane_start(ts))
         field = table.column(self.accumulation.field)
         ranked = ~np.asarray(pc.is_null(field, nan_is_null=True).to_numpy(zero_copy_only=False))
