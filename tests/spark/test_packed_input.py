@@ -170,3 +170,42 @@ def test_rows_a_scan_stage_fold_reduced_are_not_packed(spark, tmp_path):
                                    watermark=bounded_disorder(3_000))  # pre-aggregated in the scan stage
     text = _plan_text(spark, tmp_path, folded)
     assert "PreAggregation" in text and "PackRows" not in text
+
+
+_PLAIN_FIELDS = [("i64", pa.int64()), ("i32", pa.int32()), ("i16", pa.int16()), ("i8", pa.int8()),
+                 ("f64", pa.float64()), ("f32", pa.float32()), ("s", pa.string()), ("b", pa.bool_())]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_record_of_plain_fields_unpacks_to_the_dicts_of_pyspark_s_conversion(seed):
+    """A struct of numbers, strings and booleans (a merge's whole row) takes Arrow's ``to_pylist``;
+    each dict equals pyspark's, value by value and type by type, NaN, nulls and float32 included.
+    A struct with another field type (a date) keeps pyspark's conversion."""
+    from pyspark.sql.conversion import ArrowBatchTransformer
+
+    rng = np.random.default_rng(seed)
+    n = 60
+
+    def field_values(arrow_type):
+        picks = rng.integers(0, 6, n)
+        if pa.types.is_floating(arrow_type):
+            return [None if p == 0 else float("nan") if p == 1 else float("-inf") if p == 2 else float(rng.normal())
+                    for p in picks]
+        if pa.types.is_integer(arrow_type):
+            info = np.iinfo(arrow_type.to_pandas_dtype())
+            return [None if p == 0 else int(info.min) if p == 1 else int(info.max) if p == 2 else int(p) for p in picks]
+        if pa.types.is_boolean(arrow_type):
+            return [None if p == 0 else bool(p % 2) for p in picks]
+        return [None if p == 0 else "" if p == 1 else f"é{p}" for p in picks]
+
+    plain = pa.StructArray.from_arrays([pa.array(field_values(t), t) for _, t in _PLAIN_FIELDS],
+                                       names=[name for name, _ in _PLAIN_FIELDS],
+                                       mask=pa.array(rng.integers(0, 5, n) == 0))
+    dated = pa.array([{"a": 1, "d": dt.date(2026, 1, 2)} if i % 3 else None for i in range(n)],
+                     pa.struct([("a", pa.int64()), ("d", pa.date32())]))
+    table = pa.table({"row": plain, "dated": dated, GROUP: pa.array(np.zeros(n, dtype=np.int64))})
+    got = unpack_rows(list(_packed(table).column(PACKED_POSITION).to_pylist()), "UTC")
+    expected = ArrowBatchTransformer.to_pandas(table, timezone="UTC")
+    for name, column in zip(table.column_names, expected):
+        assert got[name].dtype == column.dtype
+        assert [repr(v) for v in got[name]] == [repr(v) for v in column], name  # (repr: NaN, -0.0 and types show)
