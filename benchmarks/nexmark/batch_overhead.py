@@ -3,6 +3,12 @@ stateful Python processor that does nothing (one value state, a row count per ke
 micro-batches, so that the fixed cost per batch is what is measured.
 
     python benchmarks/nexmark/batch_overhead.py                 # 30 files of 1,000 events, 3 rounds
+    python benchmarks/nexmark/batch_overhead.py --query q8 --files 10 --events-per-file 200000
+
+With ``--query q8`` on the Nexmark table's stream (the second line), the do-nothing processor takes
+q8's rows (people and auctions, keyed by person and seller into 16 key groups, as ours keys them):
+its whole-run rate is what any ``transformWithStateInPandas`` implementation of q8 could reach at
+most on these micro-batches, to set against 30x Beam's rate.
 
 Per side, the medians over the middle batches (the first and last three left out: query start,
 end of input) of Spark's own progress figures: the whole trigger, ``addBatch``, and, summed over the
@@ -26,11 +32,12 @@ sys.path.insert(0, str(HERE.parent))  # benchmarks/: timing.py and this package
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
-from timing import interleaved  # noqa: E402
+from timing import interleaved, spread  # noqa: E402
 
 
-def do_nothing_plan(events: Any) -> Any:
-    """A transformWithStateInPandas that declares one value state and counts each key's rows."""
+def do_nothing_plan(events: Any, query: str = "q7") -> Any:
+    """A transformWithStateInPandas that declares one value state and counts each key's rows: q7's
+    bids in two keys, or q8's people and auctions in 16 key groups (by person id and seller)."""
     import pandas as pd
     from pyspark.sql.streaming import StatefulProcessor
 
@@ -44,8 +51,12 @@ def do_nothing_plan(events: Any) -> Any:
         def close(self) -> None:
             pass
 
-    bids = events.where("auction is not null").selectExpr("auction % 2 as k")
-    return bids.groupBy("k").transformWithStateInPandas(DoNothing(), "k long, n long", "append", "None")
+    if query == "q8":
+        rows = events.where("name is not null or itemName is not null").selectExpr(
+            "pmod(xxhash64(coalesce(seller, id)), 16) as k")
+    else:
+        rows = events.where("auction is not null").selectExpr("auction % 2 as k")
+    return rows.groupBy("k").transformWithStateInPandas(DoNothing(), "k long, n long", "append", "None")
 
 
 def figures(run: S.Run) -> dict[str, float]:
@@ -68,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=30)
     parser.add_argument("--events-per-file", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--query", choices=("q7", "q8"), default="q7")
     args = parser.parse_args(argv)
 
     from windowed_operator.spark import local_session
@@ -79,14 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session(app_name="batch-overhead", shuffle_partitions=2, spark_log=str(work / "spark.log"),
                           extra_conf={"spark.sql.streaming.numRecentProgressUpdates": "1000"})
     config = Q.QueryConfig(max_disorder_ms=2_000)
-    plans = {"native q7": lambda df: S.native("q7", config, df), "ours q7": lambda df: S.ours("q7", config, df),
-             "do-nothing processor": do_nothing_plan}
+    q = args.query
+    plans = {f"native {q}": lambda df: S.native(q, config, df), f"ours {q}": lambda df: S.ours(q, config, df),
+             "do-nothing processor": lambda df: do_nothing_plan(df, q)}
     last: dict[str, list[dict[str, float]]] = {name: [] for name in plans}
 
     def case(name: str) -> Callable[[], float]:
         def run() -> float:
             done = S.run_to_end(plans[name](S.source(spark, directory)), work / f"ckpt-{time.monotonic_ns()}")
-            last[name].append(figures(done))
+            last[name].append({**figures(done), "seconds": done.seconds, "batches": len(done.progress)})
             return done.seconds
         return run
 
@@ -96,10 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     interleaved([(name, case(name)) for name in plans], args.runs)
     print(f"{args.files} micro-batches of {args.events_per_file:,} events, local[2], {args.runs} runs interleaved; "
           "medians over runs of each run's median batch, ms")
-    print(f"{'side':<22}{'trigger':>9}{'addBatch':>10}{'updates':>9}{'commit':>8}")
+    print(f"{'side':<22}{'trigger':>9}{'addBatch':>10}{'updates':>9}{'commit':>8}{'batches':>9}"
+          f"{'run s (spread)':>22}{'events/s':>11}")
+    events = args.files * args.events_per_file
     for name in plans:
         row = {k: statistics.median(f[k] for f in last[name]) for k in last[name][0]}
-        print(f"{name:<22}{row['trigger']:>9.0f}{row['addBatch']:>10.0f}{row['updates']:>9.0f}{row['commit']:>8.0f}")
+        run = spread([f["seconds"] for f in last[name]])
+        print(f"{name:<22}{row['trigger']:>9.0f}{row['addBatch']:>10.0f}{row['updates']:>9.0f}{row['commit']:>8.0f}"
+              f"{row['batches']:>9.0f}{run.text():>22}{events / run.median:>11,.0f}")
     spark.stop()
     return 0
 
