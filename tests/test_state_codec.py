@@ -150,7 +150,8 @@ _values = st.recursive(_leaves, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple), st.lists(inner, max_size=3).map(Row),
     st.dictionaries(st.text(max_size=2), inner, max_size=3),
     st.dictionaries(st.text(max_size=2), inner, max_size=3).map(OrderedDict),
-    st.dictionaries(st.one_of(st.text(max_size=2), st.integers(-3, 3)), inner, max_size=3)), max_leaves=12)
+    st.dictionaries(st.one_of(st.text(max_size=2), st.integers(-3, 3)), inner, max_size=3),
+    st.dictionaries(st.integers(-3, 3), inner, max_size=3).map(OrderedDict)), max_leaves=12)
 
 
 @settings(max_examples=300, deadline=None)

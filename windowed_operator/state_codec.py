@@ -71,15 +71,12 @@ def _encoder(allow_pickle: bool) -> Callable[[Any], Any]:
             return value if math.isfinite(value) else ["f", repr(value)]
         if isinstance(value, np.generic):
             return encode(value.item())
-        if isinstance(value, list):
-            return ["l", [v if type(v) in plain else encode(v) for v in value]]
-        if isinstance(value, tuple):
-            return ["t", [v if type(v) in plain else encode(v) for v in value]]
-        if isinstance(value, dict):
-            if all(type(k) is str for k in value):
-                return ["r", {k: v if type(v) in plain else encode(v) for k, v in value.items()}]
+        if type(value) is dict:  # (one with a key that is not a string)
             return ["d", [[k if type(k) in plain else encode(k), v if type(v) in plain else encode(v)]
                           for k, v in value.items()]]
+        for base in (list, tuple, dict):  # a subclass: the form of its base type
+            if isinstance(value, base):
+                return encode(base(value))
         if isinstance(value, (set, frozenset)):
             return ["s", [encode(v) for v in value]]
         if isinstance(value, (bytes, bytearray)):
