@@ -58,8 +58,8 @@ def _encoder(allow_pickle: bool) -> Callable[[Any], Any]:
             return ["l", [v if type(v) in plain else encode(v) for v in value]]
         elif t is tuple:
             return ["t", [v if type(v) in plain else encode(v) for v in value]]
-        elif t is float:
-            return value if math.isfinite(value) else ["f", repr(value)]
+        elif t is float and math.isfinite(value):
+            return value
         return encode_other(value)
 
     def encode_other(value: Any) -> Any:
