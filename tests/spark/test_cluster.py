@@ -176,7 +176,9 @@ def test_local_defaults_apply_to_local_masters_only_and_the_users_settings_win()
     assert local["spark.sql.shuffle.partitions"] == "2" and local["spark.ui.enabled"] == "false"
     assert local["spark.driver.memory"] == "4g"
     cluster = session_conf("spark://host:7077")
-    assert not {"spark.sql.shuffle.partitions", "spark.ui.enabled", "spark.driver.memory"} & set(cluster)
+    assert not {"spark.sql.shuffle.partitions", "spark.ui.enabled", "spark.driver.memory",
+                "spark.sql.streaming.checkpointFileManagerClass"} & set(cluster)
+    assert local["spark.sql.streaming.checkpointFileManagerClass"].endswith("FileSystemBasedCheckpointFileManager")
     assert cluster["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
     assert cluster["spark.ui.showConsoleProgress"] == "false"
 

@@ -153,13 +153,19 @@ def run_restarts(spark, tmp_path, steps):
 def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_every_record(spark, tmp_path):
     """Switching key shards moves every record either way; so does RocksDB's changelog checkpointing,
     which ``local_session`` turns on: a checkpoint written with it off (as before) continues with it
-    on, and back (one restart test for both: each restart costs a query start)."""
+    on, and back; and so does the checkpoint file manager ``local_session`` names (files renamed with
+    the FileSystem API) against Spark's default (FileContext).  One restart test for all three: each
+    restart costs a query start."""
     from windowed_operator.spark.runner import KEY_SHARDS_CONF, ROW_SHARDS_CONF
+    from windowed_operator.spark.session import CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER
 
     changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
     assert spark.conf.get(changelog) == "true"
-    steps = [({KEY_SHARDS_CONF: "false", changelog: "false"}, 1), ({KEY_SHARDS_CONF: "true", changelog: "true"}, 3),
-             ({KEY_SHARDS_CONF: "false", changelog: "false"}, None)]
+    assert spark.conf.get(CHECKPOINT_MANAGER_CONF) == FILE_SYSTEM_CHECKPOINT_MANAGER
+    spark_default = FILE_SYSTEM_CHECKPOINT_MANAGER.replace("FileSystemBased", "FileContextBased")
+    steps = [({KEY_SHARDS_CONF: "false", changelog: "false", CHECKPOINT_MANAGER_CONF: spark_default}, 1),
+             ({KEY_SHARDS_CONF: "true", changelog: "true", CHECKPOINT_MANAGER_CONF: FILE_SYSTEM_CHECKPOINT_MANAGER}, 3),
+             ({KEY_SHARDS_CONF: "false", changelog: "false", CHECKPOINT_MANAGER_CONF: spark_default}, None)]
     for settings, _ in steps:
         settings[ROW_SHARDS_CONF] = "false"
     checks = [lambda own, in_shards: own > 0 and in_shards == 0, lambda own, in_shards: own == 0 and in_shards > 0,
