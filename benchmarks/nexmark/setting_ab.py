@@ -5,6 +5,7 @@
     python benchmarks/nexmark/setting_ab.py --setting keyShards --queries q11,q5r --runs 3
     python benchmarks/nexmark/setting_ab.py --setting nativeStages --queries q5,q5r --runs 3
     python benchmarks/nexmark/setting_ab.py --setting workerSite --queries q7,q11 --runs 3
+    python benchmarks/nexmark/setting_ab.py --setting checkpointManager --side native --queries q8,q7 --runs 3
 
 ``--setting`` names a ``spark.windowed_operator.*`` flag: ``packInput`` (packed input against
 pyspark's row-by-row handoff, ``spark.packed_input``) or ``paneLog`` (under the default trigger with
@@ -17,7 +18,10 @@ stage) or ``rowShards`` (session and window rows kept as shards of columns again
 transformWithState, ``windowed_operator.spark.native_stage``: q5 and q5r) or ``workerSite`` (not a
 flag: the site hook on the path of the Python processes Spark starts, ``spark.worker_site``, against
 Spark's own path: the Python environment a function carries, which Spark starts its processes
-with).  Per query: a warm-up, then ``--runs``
+with) or ``checkpointManager`` (not a flag either: checkpoint files renamed with Hadoop's FileSystem
+API, as ``local_session`` names, against Spark's default FileContext manager, read at each query's
+start; ``spark.session.LOCAL_DEFAULTS``).  ``--side native`` runs native Spark's query instead of
+ours (for a setting that is not the library's own).  Per query: a warm-up, then ``--runs``
 rounds of (off, on) and (on, off) in turn, each on a fresh checkpoint, with the setting set before the operator is
 applied; each run's final result is checked against the brute-force model.  Prints each run, the
 median events/s of both and their ratio.  A query the setting does not change measures the noise.
@@ -38,7 +42,7 @@ from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 
-SETTINGS = ("packInput", "paneLog", "keyShards", "rowShards", "nativeStages", "workerSite")
+SETTINGS = ("packInput", "paneLog", "keyShards", "rowShards", "nativeStages", "workerSite", "checkpointManager")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,10 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--queries", default="q11,q5r,q8,q7")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--side", choices=("ours", "native"), default="ours")
     args = parser.parse_args(argv)
+    if args.side == "native" and args.setting != "checkpointManager":
+        parser.error(f"--side native: {args.setting} is a setting of the library's own, which native Spark "
+                     "does not read")
+    if args.side == "native" and not set(args.queries.split(",")) <= set(S.NATIVE):
+        parser.error(f"--side native: native Spark runs {', '.join(S.NATIVE)} only")
 
     from windowed_operator.spark import local_session
-    from windowed_operator.spark.session import WORKER_SITE
+    from windowed_operator.spark.session import CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER, WORKER_SITE
 
     name = f"spark.windowed_operator.{args.setting}"
     work = Path(tempfile.mkdtemp(prefix="setting-ab-"))
@@ -60,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     config = Q.QueryConfig()
 
     def set_to(on: bool) -> None:
-        if args.setting != "workerSite":
+        if args.setting == "checkpointManager":
+            spark.conf.set(CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER if on else
+                           FILE_SYSTEM_CHECKPOINT_MANAGER.replace("FileSystemBased", "FileContextBased"))
+        elif args.setting != "workerSite":
             spark.conf.set(name, "true" if on else "false")
         elif on:
             spark.sparkContext.environment["PYTHONPATH"] = WORKER_SITE
@@ -69,12 +82,16 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(query: str, on: bool) -> float:
         set_to(on)
-        out = S.ours(query, config, S.source(spark, work / "events"))
+        native = args.side == "native"
+        df = S.source(spark, work / "events")
+        out = S.native(query, config, df) if native else S.ours(query, config, df)
         done = S.run_to_end(out, work / f"ckpt-{query}-{on}-{time.monotonic_ns()}",
-                            S.end_watermark(query, config))
-        expected = Q.model(query, events.persons, events.auctions, events.bids, config)
-        if Q.final_result(query, S.ours_panes(done.rows, query)) != expected:
-            raise AssertionError(f"{query} with {name}={on}: the result differs from the model")
+                            None if native else S.end_watermark(query, config))
+        expected = Q.model(query, events.persons, events.auctions, events.bids, config,
+                           touching_sessions_merge=native and query == "q11")
+        got = S.native_result(query, done.rows) if native else Q.final_result(query, S.ours_panes(done.rows, query))
+        if got != expected:
+            raise AssertionError(f"{query} ({args.side}) with {name}={on}: the result differs from the model")
         return done.seconds
 
     run("q7", True)
@@ -86,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             # sides running the same code)
             for on in ((False, True) if round_ % 2 == 0 else (True, False)):
                 seconds[on].append(run(query, on))
-                print(f"{query} {args.setting}={str(on).lower():<5} {seconds[on][-1]:6.2f} s", flush=True)
+                print(f"{query} {args.side} {args.setting}={str(on).lower():<5} {seconds[on][-1]:6.2f} s", flush=True)
         off, on = (statistics.median(seconds[k]) for k in (False, True))
-        print(f"== {query}: {args.setting} off {args.events / off:,.0f} events/s, on {args.events / on:,.0f} events/s, "
+        print(f"== {query} ({args.side}): {args.setting} off {args.events / off:,.0f} events/s, on {args.events / on:,.0f} events/s, "
               f"on / off {off / on:.2f}x (spread off {min(seconds[False]):.2f}-{max(seconds[False]):.2f} s, "
               f"on {min(seconds[True]):.2f}-{max(seconds[True]):.2f} s)", flush=True)
     spark.stop()
