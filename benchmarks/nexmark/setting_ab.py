@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--side native: native Spark runs {', '.join(S.NATIVE)} only")
 
     from windowed_operator.spark import local_session
-    from windowed_operator.spark.session import CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER, WORKER_SITE
+    from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
+                                                 SPARK_DEFAULT_CHECKPOINT_MANAGER, WORKER_SITE)
 
     name = f"spark.windowed_operator.{args.setting}"
     work = Path(tempfile.mkdtemp(prefix="setting-ab-"))
@@ -71,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def set_to(on: bool) -> None:
         if args.setting == "checkpointManager":
-            spark.conf.set(CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER if on else
-                           FILE_SYSTEM_CHECKPOINT_MANAGER.replace("FileSystemBased", "FileContextBased"))
+            spark.conf.set(CHECKPOINT_MANAGER_CONF,
+                           FILE_SYSTEM_CHECKPOINT_MANAGER if on else SPARK_DEFAULT_CHECKPOINT_MANAGER)
         elif args.setting != "workerSite":
             spark.conf.set(name, "true" if on else "false")
         elif on:

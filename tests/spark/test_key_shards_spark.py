@@ -157,12 +157,12 @@ def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_eve
     the FileSystem API) against Spark's default (FileContext).  One restart test for all three: each
     restart costs a query start."""
     from windowed_operator.spark.runner import KEY_SHARDS_CONF, ROW_SHARDS_CONF
-    from windowed_operator.spark.session import CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER
+    from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
+                                                 SPARK_DEFAULT_CHECKPOINT_MANAGER as spark_default)
 
     changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
     assert spark.conf.get(changelog) == "true"
     assert spark.conf.get(CHECKPOINT_MANAGER_CONF) == FILE_SYSTEM_CHECKPOINT_MANAGER
-    spark_default = FILE_SYSTEM_CHECKPOINT_MANAGER.replace("FileSystemBased", "FileContextBased")
     steps = [({KEY_SHARDS_CONF: "false", changelog: "false", CHECKPOINT_MANAGER_CONF: spark_default}, 1),
              ({KEY_SHARDS_CONF: "true", changelog: "true", CHECKPOINT_MANAGER_CONF: FILE_SYSTEM_CHECKPOINT_MANAGER}, 3),
              ({KEY_SHARDS_CONF: "false", changelog: "false", CHECKPOINT_MANAGER_CONF: spark_default}, None)]

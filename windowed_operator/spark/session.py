@@ -29,11 +29,13 @@ REQUIRED_CONF = {
 WORKER_SITE = os.path.dirname(os.path.abspath(worker_site.__file__))
 WORKER_PATH = "spark.executorEnv.PYTHONPATH"
 
-#: The setting naming the class that writes a query's checkpoint files, and the class that renames
-#: them with Hadoop's FileSystem API (see ``LOCAL_DEFAULTS``).
+#: The setting naming the class that writes a query's checkpoint files; the class that renames them
+#: with Hadoop's FileSystem API (see ``LOCAL_DEFAULTS``), and Spark's default, which renames them with
+#: FileContext (named only to switch back, as a user on HDFS or an object store may).
 CHECKPOINT_MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"
-FILE_SYSTEM_CHECKPOINT_MANAGER = \
-    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+_CHECKPOINTING = "org.apache.spark.sql.execution.streaming.checkpointing"
+FILE_SYSTEM_CHECKPOINT_MANAGER = f"{_CHECKPOINTING}.FileSystemBasedCheckpointFileManager"
+SPARK_DEFAULT_CHECKPOINT_MANAGER = f"{_CHECKPOINTING}.FileContextBasedCheckpointFileManager"
 
 #: Defaults that suit one machine and nothing else: on a cluster the user's Spark configuration
 #: (spark-defaults.conf, --conf) decides.
