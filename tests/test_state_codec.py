@@ -2,6 +2,7 @@
 gives exactly the panes it gives from the state it kept."""
 import datetime as dt
 import json
+import math
 from collections import OrderedDict
 from decimal import Decimal
 from enum import IntEnum
@@ -112,13 +113,12 @@ def test_a_record_is_a_json_object_and_the_older_pair_list_form_still_reads():
 
 def _tagged(value):
     """The tagged form as the module docstring states it, for the types below (a brute-force model)."""
-    import math as _math
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        return value if _math.isfinite(value) else ["f", repr(value)]
+        return value if math.isfinite(value) else ["f", repr(value)]
     if isinstance(value, np.generic):
         return _tagged(value.item())
     if isinstance(value, list):
