@@ -70,6 +70,14 @@ def test_version_7_continues_version_6_state_and_not_the_other_way():
     assert restart_problems(fingerprint(op(), state_version=5), fingerprint(op(), state_version=7))
 
 
+@pytest.mark.parametrize("stored", [6, 7])
+def test_version_8_continues_versions_6_and_7_and_neither_continues_8(stored):
+    """Version 8 reads the window log's parts of version 7 beside its own (``window_log.part_accs``)."""
+    assert restart_problems(fingerprint(op(), state_version=stored), fingerprint(op(), state_version=8)) == []
+    (problem,) = restart_problems(fingerprint(op(), state_version=8), fingerprint(op(), state_version=stored))
+    assert problem.startswith(f"state version changed from 8 to {stored}")
+
+
 def test_discarding_to_accumulating_is_refused_because_the_accumulators_lost_fired_elements():
     before = op(trigger=TriggerOption.default().discarding_fired_panes())
     after = op(trigger=TriggerOption.default().accumulating_fired_panes())

@@ -1,5 +1,6 @@
 """The window log gives the panes and drops of the per-key layout, reading state only for the windows
 that fire."""
+import json
 from unittest import mock
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accumulations import Count, InnerJoin, Mean, Sum, ToList
+from accumulations import InnerJoin, Mean, Sum, ToList
 from accumulations.merge import SidedAccumulation, SidedValues
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, TimeWindows
@@ -37,8 +38,10 @@ batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(["a", "b", 3, ("
 
 
 def value_of(accumulation, v):
+    """A join's inputs are mostly records of one shape (stored by column), some of another or not records."""
     if isinstance(accumulation, SidedAccumulation):
-        return ("left" if v % 2 else "right", {"v": v})
+        payload = {"v": v} if v > -6 else {"w": (v, None), "v": float("inf")} if v > -9 else ("t", v)
+        return ("left" if v % 2 else "right", payload)
     return v
 
 
@@ -188,6 +191,23 @@ def test_a_bucket_holds_every_window_due_at_its_time_and_keeps_the_order_partial
                       (10, log.part_text([("a", w, Partial([4], 1))]))], 0)
     assert {(k, w): (p.acc, p.count) for (k, w), p in rows.partials.items()} == {
         ("a", (0, 10)): ([1, 2, 4], 3), ("b", (0, 10)): ([3], 1)}
+
+
+def test_a_joins_inputs_are_stored_by_column_and_parts_of_state_version_7_still_read():
+    """A join's parts keep its inputs by column (``record_columns``); version 7 wrote each
+    accumulator by value, and a checkpoint may still hold such parts beside new ones."""
+    log = WindowLog(WindowedCore(TimeWindows(10), SidedAccumulation(inner=InnerJoin()), TriggerOption.default()))
+    w = Window(0, 10)
+    person, auction = {"id": 1, "name": "Ann"}, {"seller": 1, "reserve": 9}
+    text = log.part_text([(1, w, Partial(([person], [auction]), 2)), (2, w, Partial(([], [auction]), 1))])
+    stored = json.loads(text)
+    assert "a" not in stored and stored["x"]["L"] == {"f": ["id", "name"], "c": [[1], ["Ann"]], "n": 1}
+    codec = KeyStateCodec()
+    version_7 = json.dumps({"k": [1], "s": [0], "e": [10], "a": [codec.value(([person], []))], "n": [1]})
+    rows = log.build([(10, version_7), (10, text)], 0)
+    assert {key: (p.acc, p.count) for (key, _), p in rows.partials.items()} == {
+        1: (([person, person], [auction]), 3), 2: (([], [auction]), 1)}
+    assert not WindowLog(WindowedCore(TimeWindows(10), ToList(), TriggerOption.default())).keeps_inputs
 
 
 @settings(max_examples=60, deadline=None)

@@ -118,8 +118,9 @@ def state_fingerprint(operator: Any, *, key_groups: int, layout: str, time_mode:
 
 
 #: State versions whose state a later version reads (stored -> current): version 7 reads version
-#: 6's records and rewrites each in its own form when it writes the key.
-VERSION_MIGRATIONS: set[tuple[str, str]] = {("6", "7")}
+#: 6's records and rewrites each in its own form when it writes the key; version 8 reads both, and
+#: version 7's window-log parts beside its own.
+VERSION_MIGRATIONS: set[tuple[str, str]] = {("6", "7"), ("6", "8"), ("7", "8")}
 
 
 def _mode_change_is_safe(stored: str, current: str) -> bool:

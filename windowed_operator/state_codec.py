@@ -68,7 +68,8 @@ def _encoder(allow_pickle: bool) -> Callable[[Any], Any]:
         if isinstance(value, int):
             return int(value)
         if isinstance(value, float):
-            return value if math.isfinite(value) else ["f", repr(value)]
+            # (repr of the float itself: a numpy float's repr names its type, which float() cannot read)
+            return value if math.isfinite(value) else ["f", repr(float(value))]
         if isinstance(value, np.generic):
             return encode(value.item())
         if type(value) is dict:  # (one with a key that is not a string)

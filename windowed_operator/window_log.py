@@ -28,12 +28,15 @@ from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
+from accumulations.merge import SidedAccumulation
+
 from .columnar_records import _decoded, _encoded
 from .core import Emission, WindowedCore
 from .group_batch import Work
 from .panes import DropReason, DroppedElement, TimestampCombiner
 from .part_log import PartStore, run_part_log_batch
 from .range_ops import lexsort_ints
+from .record_columns import decode_sided, encode_sided
 from .state import KeyState, WindowState
 from .state_codec import KeyStateCodec
 from .time import MIN_TIMESTAMP
@@ -45,6 +48,8 @@ LAYOUT = "window log"
 #: The store's part domain (beside the due index's "event"/"processing" and the pane log's "panes").
 DOMAIN = "windows"
 META = "window_log"
+#: A part's accumulators: each in the state codec's tagged form, or (joins, cogroups) their inputs by column.
+ACCS, SIDED_ACCS = "a", "x"
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
@@ -116,6 +121,8 @@ class WindowLog:
         self.codec = codec or KeyStateCodec()
         #: Holds matter only to the EARLIEST/LATEST combiners: the others store none.
         self.keeps_holds = core.emitter.combiner != TimestampCombiner.END_OF_WINDOW
+        #: A join's or cogroup's accumulators are its inputs, stored by column (``record_columns``).
+        self.keeps_inputs = keeps_inputs(self.accumulation)
 
     # -- buckets ----------------------------------------------------------------------------------
     def bucket(self, window: Window) -> int:
@@ -241,7 +248,7 @@ class WindowLog:
             return rows
         read = self.codec.read_value
         for part in json.loads(f"[{','.join(text for _, text in bucket_parts)}]"):
-            keys, accs = _decoded(read, part["k"]), _decoded(read, part["a"])
+            keys, accs = _decoded(read, part["k"]), part_accs(read, part)
             holds = part.get("h") or [None] * len(keys)
             for key, start, end, acc, count, hold in zip(keys, part["s"], part["e"], accs, part["n"], holds):
                 earliest, latest = hold if hold is not None else (None, None)
@@ -259,10 +266,29 @@ class WindowLog:
         part: dict[str, Any] = {
             "k": _encoded(encode, [key for key, _, _ in items]),
             "s": [window.start for _, window, _ in items], "e": [window.end for _, window, _ in items],
-            "a": _encoded(encode, [p.acc for _, _, p in items]), "n": [p.count for _, _, p in items]}
+            "n": [p.count for _, _, p in items]}
+        accs = [p.acc for _, _, p in items]
+        if self.keeps_inputs:
+            part[SIDED_ACCS] = encode_sided(encode, accs)
+        else:
+            part[ACCS] = _encoded(encode, accs)
         if self.keeps_holds:
             part["h"] = [[p.earliest, p.latest] if p.earliest is not None else None for _, _, p in items]
         return _encode(part)
+
+
+def keeps_inputs(accumulation: Any) -> bool:
+    """A merge's accumulation whose accumulators are each its window's (left inputs, right inputs)
+    (joins and cogroups: ``folds_sided_arrays``)."""
+    return isinstance(accumulation, SidedAccumulation) and accumulation.inner.folds_sided_arrays()
+
+
+def part_accs(read: Callable[[Any], Any], part: dict) -> list:
+    """A stored part's accumulators: by value, or, a join's and a cogroup's, their inputs by column
+    (the form of state version 8; version 7 stored every accumulator by value)."""
+    if SIDED_ACCS in part:
+        return decode_sided(read, part[SIDED_ACCS])
+    return _decoded(read, part[ACCS])
 
 
 def _extreme(pick: Any, a: Optional[int], b: Optional[int]) -> Optional[int]:

@@ -41,6 +41,6 @@ def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, version, cas
     finally:
         shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
     before = json.loads((FIXTURES / version / case / "panes.json").read_text())
-    assert before and continued, "both runs emitted panes"
+    assert continued and (before or case in fixture.CLOSED_AFTER_RESTART), "both runs emitted panes"
     key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
     assert Counter(map(key, before + continued)) == Counter(map(key, uninterrupted))

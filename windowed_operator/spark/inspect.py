@@ -26,7 +26,7 @@ from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
 from ..row_columns_text import column_values
 from ..row_shards import DOMAIN as ROW_SHARDS_DOMAIN
 from ..state_codec import KeyStateCodec
-from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN
+from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
 from .processor import GROUP_COLUMN
 
@@ -109,8 +109,9 @@ def describe_window_part(due: int, part: int, text: str, key: Optional[str] = No
     shown = [i for i, k in enumerate(keys) if key is None or str(k) == key]
     if shown:
         yield f"windows expiring at watermark {due} (part {part}): {len(keys)} row(s)"
+        accs = part_accs(read, data)
     for i in shown:
-        yield f"  {keys[i]!r}: [{data['s'][i]}, {data['e'][i]}) acc={read(data['a'][i])!r} elements={data['n'][i]}"
+        yield f"  {keys[i]!r}: [{data['s'][i]}, {data['e'][i]}) acc={accs[i]!r} elements={data['n'][i]}"
 
 
 def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:

@@ -73,7 +73,9 @@ ROUTE_COLUMN = "__wo_route"
 #:    moved from windows to session rows within version 6: their records are migrated as read.)
 #: 7: records are lists by position (``group_state.record_text``, ``columnar_records``), not objects of
 #:    named fields; version 6 records are read, and rewritten in the new form when their key is written.
-STATE_VERSION = 7
+#: 8: the window log's parts of a join or cogroup keep its inputs by column (``record_columns``);
+#:    version 7's parts (every accumulator by value) are read beside them and folded as before.
+STATE_VERSION = 8
 #: The object and array paths' layout when the window log does not serve them.
 PER_KEY_WINDOWS = "per-key windows"
 
