@@ -124,3 +124,17 @@ def test_q5_keeps_every_auction_tied_for_the_most_bids():
     runner.finish()
     assert Q.final_result("q5", Q.panes_of(runner.outputs)) == {(0, 1, 2), (0, 2, 2)}
     assert np.array_equal(sorted(v["auction"] for v in runner.outputs[-1].value), [1, 2])
+
+
+def test_the_window_log_steps_benchmark_gives_q8s_model_in_both_part_forms(events):
+    """``window_log_steps.py`` times the window log on q8's rows with parts by value (state version 7)
+    and by column (8): both must give the model's joins."""
+    from nexmark.window_log_steps import _batches, run
+
+    core = Q.operator("q8", QUERY_CONFIG).build_core()
+    batches = _batches(SMALL, 5)
+    expected = Q.model("q8", events.persons, events.auctions, events.bids, QUERY_CONFIG)
+    assert len(expected) > 5
+    for by_column in (False, True):
+        _, panes = run(core, batches, SMALL.max_disorder_ms, by_column)
+        assert Q.final_result("q8", Q.panes_of(panes)) == expected
