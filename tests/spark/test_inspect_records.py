@@ -74,3 +74,24 @@ def test_a_row_shard_is_printed_key_by_key():
     assert [line.strip() for line in by_key[1:] if not line.startswith("  '") and not line.startswith("  (")] == \
         [line.strip() for line in own if not line.startswith("'") and not line.startswith("(")]
     assert list(describe_row_shard(3, 0, text, key="u1"))[1:] == ["  'u1':", *["  " + line for line in own[1:3]]]
+
+
+def test_a_joins_window_log_part_is_printed_with_each_windows_inputs():
+    """State version 8 keeps a join's inputs by column; the lines show them as the join holds them."""
+    from accumulations import InnerJoin
+    from accumulations.merge import SidedAccumulation
+    from triggers import TriggerOption
+    from windowed_operator import TimeWindows
+    from windowed_operator.core import WindowedCore
+    from windowed_operator.spark.inspect import describe_window_part
+    from windowed_operator.window_log import Partial, WindowLog
+    from windowed_operator.windows.base import Window
+
+    log = WindowLog(WindowedCore(TimeWindows(10), SidedAccumulation(inner=InnerJoin()), TriggerOption.default()))
+    text = log.part_text([(7, Window(0, 10), Partial(([{"id": 7, "name": "Ann"}], [{"reserve": 5}]), 2)),
+                          (8, Window(0, 10), Partial(([], [{"reserve": 6}]), 1))])
+    assert list(describe_window_part(10, 0, text)) == [
+        "windows expiring at watermark 10 (part 0): 2 row(s)",
+        "  7: [0, 10) acc=([{'id': 7, 'name': 'Ann'}], [{'reserve': 5}]) elements=2",
+        "  8: [0, 10) acc=([], [{'reserve': 6}]) elements=1"]
+    assert list(describe_window_part(10, 0, text, key="8"))[1:] == ["  8: [0, 10) acc=([], [{'reserve': 6}]) elements=1"]
