@@ -8,7 +8,9 @@ micro-batches, so that the fixed cost per batch is what is measured.
 With ``--query q8`` on the Nexmark table's stream (the second line), the do-nothing processor takes
 q8's rows (people and auctions, keyed by person and seller into 16 key groups, as ours keys them):
 its whole-run rate is what any ``transformWithStateInPandas`` implementation of q8 could reach at
-most on these micro-batches, to set against 30x Beam's rate.
+most on these micro-batches, to set against 30x Beam's rate.  A fourth side, the minimal q8
+processor (``minimal_q8_plan``), does q8's work and emits our panes with nothing else: what an
+implementation of our q8 with no Python object per row could reach, to set against native Spark.
 
 Per side, the medians over the middle batches (the first and last three left out: query start,
 end of input) of Spark's own progress figures: the whole trigger, ``addBatch``, and, summed over the
@@ -19,6 +21,7 @@ round trip) and in the state store's commit.  The "do-nothing processor" row is 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -26,13 +29,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/: timing.py and this package
 
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
-from timing import interleaved, spread  # noqa: E402
+from timing import interleaved, ratios, spread  # noqa: E402
 
 
 def do_nothing_plan(events: Any, query: str = "q7") -> Any:
@@ -57,6 +62,105 @@ def do_nothing_plan(events: Any, query: str = "q7") -> Any:
     else:
         rows = events.where("auction is not null").selectExpr("auction % 2 as k")
     return rows.groupBy("k").transformWithStateInPandas(DoNothing(), "k long, n long", "append", "None")
+
+
+def minimal_q8_plan(events: Any, config: Q.QueryConfig) -> Any:
+    """q8 as a ``transformWithStateInPandas`` that keeps only what q8 needs, as columns: our panes
+    (one per person or seller and tumbling window that got a row, its list of pairs, empty lists
+    included), at the window's end, from the same 16 key groups.
+
+    Each group's rows of a batch are appended, window by window, as a JSON object of columns to a
+    map state keyed by (window end, batch number); a value state lists what is held and the one
+    timer pending.  When the watermark reaches a window's end, its parts are read, removed and
+    joined by a pandas merge; a row whose window the watermark has passed is dropped.  It leaves
+    out everything a library owes its users beyond that: bad and late rows reported, a user's join
+    function called per pair, other triggers, merges of any two inputs, state versions."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming import StatefulProcessor
+
+    size, columns = config.window_ms, ("key", "side", "ts", "name", "reserve")
+
+    class MinimalQ8(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.meta = handle.getValueState("meta", "m string")
+            self.parts = handle.getMapState("parts", "e bigint, s bigint", "t string")
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+            frames = list(rows)
+            yield from self._step(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True),
+                                  timerValues, None)
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
+            yield from self._step(None, timerValues, expiredTimerInfo.getExpiryTimeInMs())
+
+        def close(self) -> None:
+            pass
+
+        def _step(self, frame: Any, timer_values: Any, fired_timer: Any) -> Iterator[Any]:
+            watermark = timer_values.getCurrentWatermarkInMs()
+            stored = self.meta.get()
+            meta = json.loads(stored[0]) if stored is not None else {"held": [], "seq": 0, "timer": None}
+            if fired_timer is not None and meta["timer"] == fired_timer:
+                meta["timer"] = None
+            panes = self._fire([h for h in meta["held"] if watermark >= h[0]])
+            meta["held"] = [h for h in meta["held"] if watermark < h[0]]
+            if frame is not None and len(frame):
+                starts = frame.ts.to_numpy() - frame.ts.to_numpy() % size
+                live = starts + size > watermark
+                frame, starts = frame[live], starts[live]
+                for start in np.unique(starts).tolist():
+                    rows = frame[starts == start]
+                    self.parts.updateValue((start + size, meta["seq"]), (json.dumps({
+                        "key": rows.key.tolist(), "side": rows.side.tolist(), "ts": rows.ts.tolist(),
+                        "name": rows.name.where(rows.name.notna(), None).tolist(),
+                        "reserve": [None if r != r else int(r) for r in rows.reserve.tolist()]}),))
+                    meta["held"].append([start + size, meta["seq"]])
+                meta["seq"] += 1
+            due = min((h[0] for h in meta["held"]), default=None)
+            if due != meta["timer"]:
+                if meta["timer"] is not None:
+                    self.handle.deleteTimer(meta["timer"])
+                if due is not None:
+                    self.handle.registerTimer(due)
+                meta["timer"] = due
+            self.meta.update((json.dumps(meta),))
+            if panes is not None:
+                yield panes
+
+        def _fire(self, due: list) -> Any:
+            if not due:
+                return None
+            held: dict[str, list] = {c: [] for c in columns}
+            for end, seq in due:
+                part = json.loads(self.parts.getValue((end, seq))[0])
+                for c in columns:
+                    held[c].extend(part[c])
+                self.parts.removeKey((end, seq))
+            rows = pd.DataFrame(held)
+            rows["ws"] = rows.ts - rows.ts % size
+            people, auctions = rows[rows.side == 0], rows[rows.side == 1]
+            pairs = people.merge(auctions[["key", "ws", "reserve"]], on=["key", "ws"], suffixes=("", "_a"))
+            values: dict = {}
+            for k, start, name, reserve in zip(pairs.key.tolist(), pairs.ws.tolist(), pairs.name.tolist(),
+                                               pairs.reserve_a.tolist()):
+                values.setdefault((k, start), []).append({"id": k, "name": name, "reserve": reserve})
+            windows = rows[["key", "ws"]].drop_duplicates()
+            keys, starts = windows.key.tolist(), windows.ws.tolist()
+            return pd.DataFrame({"key": keys, "ws": starts, "we": [s + size for s in starts],
+                                 "value": [values.get(w, []) for w in zip(keys, starts)],
+                                 "timing": "ON_TIME", "pane_index": 0, "is_last": True})
+
+    timed = events.withColumn("t", F.timestamp_millis("dateTime")).withWatermark(
+        "t", f"{config.max_disorder_ms} milliseconds")
+    kept = F.when(F.col("t").isNotNull(), F.col("name").isNotNull() | F.col("itemName").isNotNull())
+    rows = timed.where(kept.otherwise(F.lit(False))).selectExpr(
+        "coalesce(seller, id) as key", "pmod(xxhash64(coalesce(seller, id)), 16) as g",
+        "cast(if(name is not null, 0, 1) as int) as side", "dateTime as ts", "name", "reserve")
+    return rows.groupBy("g").transformWithStateInPandas(
+        MinimalQ8(), "key long, ws long, we long, value array<struct<id:bigint,name:string,reserve:bigint>>, "
+                     "timing string, pane_index long, is_last boolean", "append", "EventTime")
 
 
 def figures(run: S.Run) -> dict[str, float]:
@@ -94,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     q = args.query
     plans = {f"native {q}": lambda df: S.native(q, config, df), f"ours {q}": lambda df: S.ours(q, config, df),
              "do-nothing processor": lambda df: do_nothing_plan(df, q)}
+    if q == "q8":
+        plans["minimal q8 processor"] = lambda df: minimal_q8_plan(df, config)
     last: dict[str, list[dict[str, float]]] = {name: [] for name in plans}
 
     def case(name: str) -> Callable[[], float]:
@@ -106,17 +212,18 @@ def main(argv: list[str] | None = None) -> int:
     for name in plans:  # a warm-up of each
         case(name)()
         last[name].clear()
-    interleaved([(name, case(name)) for name in plans], args.runs)
+    timings = interleaved([(name, case(name)) for name in plans], args.runs)
     print(f"{args.files} micro-batches of {args.events_per_file:,} events, local[2], {args.runs} runs interleaved; "
           "medians over runs of each run's median batch, ms")
     print(f"{'side':<22}{'trigger':>9}{'addBatch':>10}{'updates':>9}{'commit':>8}{'batches':>9}"
-          f"{'run s (spread)':>22}{'events/s':>11}")
+          f"{'run s (spread)':>22}{'events/s':>11}{'x native (spread)':>22}")
     events = args.files * args.events_per_file
     for name in plans:
         row = {k: statistics.median(f[k] for f in last[name]) for k in last[name][0]}
         run = spread([f["seconds"] for f in last[name]])
         print(f"{name:<22}{row['trigger']:>9.0f}{row['addBatch']:>10.0f}{row['updates']:>9.0f}{row['commit']:>8.0f}"
-              f"{row['batches']:>9.0f}{run.text():>22}{events / run.median:>11,.0f}")
+              f"{row['batches']:>9.0f}{run.text():>22}{events / run.median:>11,.0f}"
+              f"{ratios(timings[name], timings[f'native {q}']).text():>22}")
     spark.stop()
     return 0
 
