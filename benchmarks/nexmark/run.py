@@ -3,6 +3,7 @@ correctness, with throughput figures.
 
     python benchmarks/nexmark/run.py                              # 2M events, every query, 3 runs
     python benchmarks/nexmark/run.py --events 200000 --queries q5,q7 --runs 1   # a quick look
+    python benchmarks/nexmark/run.py --queries q8 --ours-setting q8:packInput=false  # also ours with a setting
 
 One stream (``--events``, the Nexmark proportions, 10,000 events per second of event time, up to
 2 s of disorder) is written as parquet, ``--files`` micro-batches, plus an end-of-input row. Per
@@ -17,6 +18,10 @@ in the same rounds (native, ours, Beam batch, Beam streaming): Beam's median rat
 ours / Beam round by round.
 q12 runs on processing time, so with Spark's default trigger, stopped once a batch has run at the
 watermark its end-of-input row brings (the batch that emits its last panes).
+``--ours-setting q8:packInput=false`` adds a side, ours*, that runs ours on q8 with that library
+setting, in the same rounds and checked the same way (the README's table shows q8 both ways: its
+operator gets 160,000 rows of the 2M events, below where packed input pays, see
+``results-2026-11-28y-q8-bound-and-packing.txt``).
 """
 from __future__ import annotations
 
@@ -96,6 +101,25 @@ def run_beam(python: str, events: Any, sample: int, config: Q.QueryConfig, query
             "correct": beam_result(query, figures["outputs"]) == expected, "rows": len(figures["outputs"])}
 
 
+#: The side that runs ours with a setting of its own (``--ours-setting``).
+SET = "ours*"
+
+
+def parse_settings(specs: list[str]) -> dict[str, tuple[str, str]]:
+    """``QUERY:NAME=VALUE`` specs -> query -> (NAME, VALUE); NAME is a ``spark.windowed_operator.*`` setting."""
+    settings: dict[str, tuple[str, str]] = {}
+    for spec in specs:
+        query, _, assignment = spec.partition(":")
+        name, _, value = assignment.partition("=")
+        if query not in Q.QUERIES or not name or not value:
+            raise ValueError(f"--ours-setting {spec!r}: expected QUERY:NAME=VALUE with QUERY one of "
+                             f"{', '.join(Q.QUERIES)} (e.g. q8:packInput=false)")
+        if query in settings:
+            raise ValueError(f"--ours-setting {spec!r}: {query} already has {settings[query][0]}={settings[query][1]}")
+        settings[query] = (name, value)
+    return settings
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Nexmark on Spark: ours, native, checked")
     parser.add_argument("--events", type=int, default=2_000_000)
@@ -111,8 +135,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="spark.windowed_operator.nativeStages: a chain's later stage that Spark can aggregate "
                              "itself (q5's and q5r's) runs as Spark's aggregation (on, as a new query would set it) "
                              "or as a second transformWithState (off)")
+    parser.add_argument("--ours-setting", action="append", default=[], metavar="QUERY:NAME=VALUE",
+                        help="also run ours on QUERY with spark.windowed_operator.NAME=VALUE, as the side ours* "
+                             "(e.g. q8:packInput=false), in the same rounds; repeatable")
     args = parser.parse_args(argv)
     queries = [q for q in args.queries.split(",") if q]
+    try:
+        settings = parse_settings(args.ours_setting)
+    except ValueError as error:
+        parser.error(str(error))
     unknown = [q for q in queries if q not in Q.QUERIES]
     if unknown:
         parser.error(f"unknown queries {unknown}: pick from {', '.join(Q.QUERIES)}")
@@ -148,17 +179,25 @@ def main(argv: list[str] | None = None) -> int:
         def case(side: str) -> Callable[[], float]:
             def run() -> float:
                 df = S.source(spark, work / "events")
-                out = S.ours(query, config, df) if side == "ours" else S.native(query, config, df)
+                ours = side != "native"
+                setting = f"spark.windowed_operator.{settings[query][0]}" if side == SET else None
+                if setting is not None:  # read when the operator is applied
+                    spark.conf.set(setting, settings[query][1])
+                try:
+                    out = S.ours(query, config, df) if ours else S.native(query, config, df)
+                finally:
+                    if setting is not None:
+                        spark.conf.unset(setting)
                 done = S.run_to_end(out, work / f"ckpt-{query}-{side}-{time.monotonic_ns()}",
-                                    S.end_watermark(query, config) if side == "ours" else None)
-                result = (Q.final_result(query, S.ours_panes(done.rows, query)) if side == "ours"
+                                    S.end_watermark(query, config) if ours else None)
+                result = (Q.final_result(query, S.ours_panes(done.rows, query)) if ours
                           else S.native_result(query, done.rows))
-                correct[side] = correct.get(side, True) and result == (expected if side == "ours" else native_expected)
+                correct[side] = correct.get(side, True) and result == (expected if ours else native_expected)
                 last[side] = done
                 return done.seconds
             return run
 
-        sides = (["native"] if query in S.NATIVE else []) + ["ours"]
+        sides = (["native"] if query in S.NATIVE else []) + ["ours"] + ([SET] if query in settings else [])
         requested = BEAM_MODES[args.beam_mode] if args.beam_python and query in BEAM_QUERIES else ()
         beam_modes = [mode for mode in requested if not (mode == "batch" and query in BEAM_STREAMING_ONLY)]
         sample = min(args.beam_sample, args.events)
@@ -180,21 +219,26 @@ def main(argv: list[str] | None = None) -> int:
                               + [(f"beam {mode}", beam_case(mode)) for mode in beam_modes], args.runs)
         for side in sides:
             figure = spread([args.events / t for t in timings[side]])
-            versus = ratios(timings["ours"], timings["native"]).text() + "x" if side == "ours" and "native" in timings \
+            versus = ratios(timings[side], timings["native"]).text() + "x" if side != "native" and "native" in timings \
                 else ""
             p50, p99 = batch_durations(last[side])
             print(f"{query:<6}{side:<8}{figure.text(0):>34}{versus:>22}{len(last[side].rows):>10,}"
                   f"{state_rows(last[side]):>12,}{f'{p50:.2f} / {p99:.2f}':>20}  "
                   f"{'yes' if correct[side] else 'NO'}", flush=True)
+        if query in settings:
+            print(f"{query:<6}{SET:<8}: ours with spark.windowed_operator.{settings[query][0]}={settings[query][1]}",
+                  flush=True)
         if "batch" in requested and "batch" not in beam_modes:
             print(f"{query:<6}{'beam':<8}{'not in batch mode (processing time)':>34}", flush=True)
         for mode in beam_modes:
             seconds = timings[f"beam {mode}"]
             # per round: our rate over Beam's, each over its own events (all of them; the sample)
-            versus = spread([(args.events / o) / (sample / b) for o, b in zip(timings["ours"], seconds)])
+            versus = {side: spread([(args.events / o) / (sample / b) for o, b in zip(timings[side], seconds)])
+                      for side in sides if side != "native"}
             print(f"{query:<6}{'beam':<8}{spread([sample / t for t in seconds]).text(0):>34}{'':>22}"
                   f"{beam_last[mode]['rows']:>10,}{'':>12}{'':>20}  {'yes' if beam_correct[mode] else 'NO'}   "
-                  f"ours/beam {versus.text(1)}x (DirectRunner, {mode}, {sample:,}-event sample, start-up "
+                  + ", ".join(f"{side}/beam {v.text(1)}x" for side, v in versus.items())
+                  + f" (DirectRunner, {mode}, {sample:,}-event sample, start-up "
                   f"{beam_last[mode]['startup_s']:.1f} s apart)", flush=True)
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)

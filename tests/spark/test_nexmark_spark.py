@@ -74,3 +74,15 @@ def test_the_minimal_q8_processor_emits_our_panes(spark, stream, tmp_path):
     expected = Q.model("q8", events.persons, events.auctions, events.bids, CONFIG)
     assert Q._multiset((int(r["ws"]), int(v["id"]), v["name"], int(v["reserve"]))
                        for r in minimal for v in r["value"]) == expected
+
+
+def test_run_takes_a_setting_for_a_query_and_refuses_a_malformed_one():
+    from nexmark.run import parse_settings
+
+    assert parse_settings(["q8:packInput=false", "q5r:keyShards=true"]) == {
+        "q8": ("packInput", "false"), "q5r": ("keyShards", "true")}
+    for bad in ("q9:packInput=false", "q8:packInput", "q8=packInput", "q8:=false"):
+        with pytest.raises(ValueError, match="expected QUERY:NAME=VALUE"):
+            parse_settings([bad])
+    with pytest.raises(ValueError, match="q8 already has packInput=false"):
+        parse_settings(["q8:packInput=false", "q8:paneLog=true"])
