@@ -42,6 +42,19 @@ def interleaved(cases: Sequence[tuple[str, Callable[[], float]]], runs: int,
     return timings
 
 
+def alternating(case: Callable[[bool], float], runs: int,
+                report: Callable[[bool, float], None] = lambda on, seconds: None) -> dict[bool, list[float]]:
+    """A setting off against on: ``runs`` rounds of (off, on) and (on, off) in turn, since the second
+    run of a pair gained up to 1.2x with both sides running the same code (measured); returns each
+    side's timings in round order."""
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    for round_ in range(runs):
+        for on in ((False, True) if round_ % 2 == 0 else (True, False)):
+            seconds[on].append(case(on))
+            report(on, seconds[on][-1])
+    return seconds
+
+
 def ratios(ours: Sequence[float], peer: Sequence[float]) -> Spread:
     """Per round, how many times faster ours is than the peer (peer time / our time)."""
     return spread([p / o for o, p in zip(ours, peer)])

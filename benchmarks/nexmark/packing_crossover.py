@@ -14,7 +14,6 @@ run, the rows the operator received, the medians and packed / row by row.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ sys.path.insert(0, str(HERE.parent))
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
+from timing import alternating, spread  # noqa: E402
 
 # the join function runs on Spark's Python workers, which cannot import this package
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -120,15 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.events:,} events in 10 micro-batches, local[2]; {args.runs} rounds a join, order alternating")
     for join in JOINS:
         timed(join, True)  # a warm-up
-        seconds: dict[bool, list[float]] = {False: [], True: []}
-        for round_ in range(args.runs):
-            for packed in ((False, True) if round_ % 2 == 0 else (True, False)):
-                seconds[packed].append(timed(join, packed))
-                print(f"{join} {'packed' if packed else 'row by row':<10} {seconds[packed][-1]:6.2f} s", flush=True)
-        rows, (off, on) = operator_rows(join, events), (statistics.median(seconds[k]) for k in (False, True))
-        print(f"== {join}: {rows:,} rows into the operator; row by row {off:.2f} s "
-              f"({min(seconds[False]):.2f}-{max(seconds[False]):.2f}), packed {on:.2f} s "
-              f"({min(seconds[True]):.2f}-{max(seconds[True]):.2f}); packed / row by row {off / on:.2f}x", flush=True)
+        seconds = alternating(lambda packed: timed(join, packed), args.runs, lambda packed, taken: print(
+            f"{join} {'packed' if packed else 'row by row':<10} {taken:6.2f} s", flush=True))
+        row_by_row, packed = spread(seconds[False]), spread(seconds[True])
+        print(f"== {join}: {operator_rows(join, events):,} rows into the operator; row by row {row_by_row.text()} s, "
+              f"packed {packed.text()} s; packed / row by row {row_by_row.median / packed.median:.2f}x", flush=True)
     spark.stop()
     return 0
 

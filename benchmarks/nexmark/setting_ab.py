@@ -41,6 +41,7 @@ sys.path.insert(0, str(HERE.parent))
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
+from timing import alternating  # noqa: E402
 
 SETTINGS = ("packInput", "paneLog", "keyShards", "rowShards", "nativeStages", "workerSite", "checkpointManager")
 
@@ -98,13 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     run("q7", True)
     run("q7", False)
     for query in args.queries.split(","):
-        seconds: dict[bool, list[float]] = {False: [], True: []}
-        for round_ in range(args.runs):
-            # (the order alternates: measured, the second run of a pair gained up to 1.2x with both
-            # sides running the same code)
-            for on in ((False, True) if round_ % 2 == 0 else (True, False)):
-                seconds[on].append(run(query, on))
-                print(f"{query} {args.side} {args.setting}={str(on).lower():<5} {seconds[on][-1]:6.2f} s", flush=True)
+        seconds = alternating(lambda on: run(query, on), args.runs, lambda on, taken: print(
+            f"{query} {args.side} {args.setting}={str(on).lower():<5} {taken:6.2f} s", flush=True))
         off, on = (statistics.median(seconds[k]) for k in (False, True))
         print(f"== {query} ({args.side}): {args.setting} off {args.events / off:,.0f} events/s, on {args.events / on:,.0f} events/s, "
               f"on / off {off / on:.2f}x (spread off {min(seconds[False]):.2f}-{max(seconds[False]):.2f} s, "
