@@ -13,7 +13,7 @@ processor (``minimal_q8_plan``), does q8's work and emits our panes with nothing
 implementation of our q8 with no Python object per row could reach, to set against native Spark.
 
 Per side, the medians over the middle batches (the first and last three left out: query start,
-end of input) of Spark's own progress figures: the whole trigger, ``addBatch``, and, summed over the
+end of input; every batch of a run too short for that) of Spark's own progress figures: the whole trigger, ``addBatch``, and, summed over the
 stateful operator's tasks, the time spent in its updates (for a Python processor: the Python worker's
 round trip) and in the state store's commit.  The "do-nothing processor" row is the floor any
 ``transformWithStateInPandas`` pays per batch on this machine, whatever the library above it does.
@@ -164,7 +164,7 @@ def minimal_q8_plan(events: Any, config: Q.QueryConfig) -> Any:
 
 
 def figures(run: S.Run) -> dict[str, float]:
-    middle = run.progress[3:-3]
+    middle = run.progress[3:-3] or run.progress  # (a run of fewer than 7 batches: all of them)
 
     def median(of: Callable[[dict], float]) -> float:
         return statistics.median(of(p) for p in middle)
