@@ -72,12 +72,15 @@ def minimal_q8_plan(events: Any, config: Q.QueryConfig) -> Any:
     Each group's rows of a batch are appended, window by window, as a JSON object of columns to a
     map state keyed by (window end, batch number); a value state lists what is held and the one
     timer pending.  When the watermark reaches a window's end, its parts are read, removed and
-    joined by a pandas merge; a row whose window the watermark has passed is dropped.  It leaves
+    joined by a pandas merge; a row whose window has expired is dropped (both by ``time_rules``, as
+    every path of the library decides them).  It leaves
     out everything a library owes its users beyond that: bad and late rows reported, a user's join
     function called per pair, other triggers, merges of any two inputs, state versions."""
     import pandas as pd
     from pyspark.sql import functions as F
     from pyspark.sql.streaming import StatefulProcessor
+
+    from windowed_operator.time_rules import end_of_window_due, is_end_reached, is_expired
 
     size, columns = config.window_ms, ("key", "side", "ts", "name", "reserve")
 
@@ -104,11 +107,12 @@ def minimal_q8_plan(events: Any, config: Q.QueryConfig) -> Any:
             meta = json.loads(stored[0]) if stored is not None else {"held": [], "seq": 0, "timer": None}
             if fired_timer is not None and meta["timer"] == fired_timer:
                 meta["timer"] = None
-            panes = self._fire([h for h in meta["held"] if watermark >= h[0]])
-            meta["held"] = [h for h in meta["held"] if watermark < h[0]]
+            # (a held part is (window end, batch number); a window's max timestamp is its end - 1)
+            panes = self._fire([h for h in meta["held"] if is_end_reached(h[0] - 1, watermark)])
+            meta["held"] = [h for h in meta["held"] if not is_end_reached(h[0] - 1, watermark)]
             if frame is not None and len(frame):
                 starts = frame.ts.to_numpy() - frame.ts.to_numpy() % size
-                live = starts + size > watermark
+                live = ~is_expired(starts + size - 1, 0, watermark)
                 frame, starts = frame[live], starts[live]
                 for start in np.unique(starts).tolist():
                     rows = frame[starts == start]
@@ -118,7 +122,7 @@ def minimal_q8_plan(events: Any, config: Q.QueryConfig) -> Any:
                         "reserve": [None if r != r else int(r) for r in rows.reserve.tolist()]}),))
                     meta["held"].append([start + size, meta["seq"]])
                 meta["seq"] += 1
-            due = min((h[0] for h in meta["held"]), default=None)
+            due = min((end_of_window_due(h[0] - 1) for h in meta["held"]), default=None)
             if due != meta["timer"]:
                 if meta["timer"] is not None:
                     self.handle.deleteTimer(meta["timer"])

@@ -88,11 +88,8 @@ def operator_rows(join: str, events: Any) -> int:
 
 
 def run(spark: Any, join: str, config: Q.QueryConfig, directory: Path, checkpoint: Path, packed: bool) -> S.Run:
-    spark.conf.set(PACK_CONF, str(packed).lower())  # read when the operator is applied
-    try:
+    with S.library_setting(spark, PACK_CONF, str(packed).lower()):
         out = apply(join, config, S.source(spark, directory))
-    finally:
-        spark.conf.unset(PACK_CONF)
     return S.run_to_end(out, checkpoint)
 
 

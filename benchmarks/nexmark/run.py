@@ -33,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
@@ -180,14 +181,9 @@ def main(argv: list[str] | None = None) -> int:
             def run() -> float:
                 df = S.source(spark, work / "events")
                 ours = side != "native"
-                setting = f"spark.windowed_operator.{settings[query][0]}" if side == SET else None
-                if setting is not None:  # read when the operator is applied
-                    spark.conf.set(setting, settings[query][1])
-                try:
+                with (S.library_setting(spark, f"spark.windowed_operator.{settings[query][0]}", settings[query][1])
+                      if side == SET else nullcontext()):
                     out = S.ours(query, config, df) if ours else S.native(query, config, df)
-                finally:
-                    if setting is not None:
-                        spark.conf.unset(setting)
                 done = S.run_to_end(out, work / f"ckpt-{query}-{side}-{time.monotonic_ns()}",
                                     S.end_watermark(query, config) if ours else None)
                 result = (Q.final_result(query, S.ours_panes(done.rows, query)) if ours

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from pyspark import cloudpickle
 
@@ -37,6 +38,17 @@ def _kind(df: Any, column: str, columns: list[str]) -> Any:
     from pyspark.sql import functions as F
 
     return df.where(F.col(column).isNotNull() | F.col(END_COLUMN)).select(*columns, END_COLUMN)
+
+
+@contextmanager
+def library_setting(spark: Any, conf: str, value: str) -> Iterator[None]:
+    """``conf`` set to ``value`` while the block applies an operator: the library reads its settings
+    when an operator is applied, so the session is left as it was once the plan is built."""
+    spark.conf.set(conf, value)
+    try:
+        yield
+    finally:
+        spark.conf.unset(conf)
 
 
 def ours(query: str, config: QueryConfig, events: Any, **options: Any) -> Any:

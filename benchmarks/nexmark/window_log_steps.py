@@ -27,6 +27,7 @@ sys.path.insert(0, str(HERE.parent.parent))  # the library, when run from a clon
 
 from nexmark import queries as Q  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate  # noqa: E402
+from timing import alternating  # noqa: E402
 
 from accumulations.merge import SidedValues  # noqa: E402
 from windowed_operator.gc_pause import collector_paused  # noqa: E402
@@ -102,15 +103,13 @@ def main() -> int:
     core = Q.operator("q8", config).build_core()
     batches = _batches(stream, args.batches)
     forms = {"by value (v7)": False, "by column (v8)": True}
-    seconds: dict = {name: [] for name in forms}
     results = {}
     for name, by_column in forms.items():  # warm-up, and the panes each form gives
         results[name] = run(core, batches, stream.max_disorder_ms, by_column)[1]
     same = [(p.key, p.window_start, p.value) for p in results["by value (v7)"]] == \
         [(p.key, p.window_start, p.value) for p in results["by column (v8)"]]
-    for i in range(args.rounds):
-        for name in (forms if i % 2 == 0 else reversed(list(forms))):
-            seconds[name].append(run(core, batches, stream.max_disorder_ms, forms[name])[0])
+    timings = alternating(lambda by_column: run(core, batches, stream.max_disorder_ms, by_column)[0], args.rounds)
+    seconds = {name: timings[by_column] for name, by_column in forms.items()}
     print(f"q8 window log, {args.events:,} events ({sum(len(f) for f, _ in batches):,} people and auctions), "
           f"{args.batches} batches, one key group, {args.rounds} rounds interleaved; "
           f"{len(results['by column (v8)']):,} panes, equal in both forms: {same}")

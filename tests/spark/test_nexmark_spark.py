@@ -35,12 +35,9 @@ def test_ours_and_native_on_spark_equal_the_model(spark, stream, tmp_path, query
     expected = Q.model(query, events.persons, events.auctions, events.bids, CONFIG)
     assert len(expected) > 5
     # q5's and q5r's later stages run as Spark's own aggregation, as the benchmark runs them
-    spark.conf.set(NATIVE_STAGES_CONF, "true")
-    try:
+    with S.library_setting(spark, NATIVE_STAGES_CONF, "true"):
         out = S.ours(query, CONFIG, S.source(spark, directory))
         assert feed_of(out).native_stage == (query in ("q5", "q5r"))
-    finally:
-        spark.conf.unset(NATIVE_STAGES_CONF)
     ours = S.run_to_end(out, tmp_path / "ours", S.end_watermark(query, CONFIG)).rows
     assert Q.final_result(query, S.ours_panes(ours, query)) == expected
     native = S.native(query, CONFIG, S.source(spark, directory))
