@@ -30,12 +30,14 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def interleaved(cases: Sequence[tuple[str, Callable[[], float]]], runs: int,
-                report: Callable[[str, int, float], None] = lambda name, run, seconds: None) -> dict[str, list[float]]:
-    """Run every case ``runs`` times, round by round in the given order (the peer first); returns
-    each case's timings in round order, so ``ratios`` can pair them."""
+                report: Callable[[str, int, float], None] = lambda name, run, seconds: None,
+                alternate: bool = False) -> dict[str, list[float]]:
+    """Run every case ``runs`` times, round by round in the given order (the peer first), or with
+    ``alternate`` in that order and reversed in turn (see ``alternating``); returns each case's
+    timings in round order, so ``ratios`` can pair them."""
     timings: dict[str, list[float]] = {name: [] for name, _ in cases}
     for run in range(runs):
-        for name, case in cases:
+        for name, case in (reversed(cases) if alternate and run % 2 else cases):
             seconds = case()
             timings[name].append(seconds)
             report(name, run, seconds)

@@ -1,15 +1,19 @@
-"""Packed input against pyspark's row-by-row handoff on two windowed joins of the same stream that
+"""The three ways rows reach the stateful processor, on two windowed joins of the same stream that
 differ in how many rows reach the operator: q8 (people and auctions, 8% of the events) and each
 auction joined with the bids placed in its opening window (auctions and bids, 98%).
 
     python benchmarks/nexmark/packing_crossover.py                  # 2M events, 3 rounds
     python benchmarks/nexmark/packing_crossover.py --events 200000 --runs 1
 
-Packing (``windowed_operator/spark/packed_input.py``) adds a Python pass to every scan task, at a cost
-per task, to spare the stateful task pyspark's work per row; which one wins depends on the rows a
-task hands over, which no query plan tells. Per join: a warm-up, then ``--runs`` rounds of (row by
-row, packed) and (packed, row by row) in turn, each checked against a pandas model; prints each
-run, the rows the operator received, the medians and packed / row by row.
+- row by row: pyspark's own regrouping, a tuple per row (``sliced_handoff.row_by_row``);
+- packed: a Python pass in every scan task packs each key group's rows (``packed_input``), at a
+  cost per task, to spare the stateful task pyspark's work per row;
+- sliced: the workers hand each key group's rows over as slices of Arrow batches
+  (``sliced_handoff``), the default of a local session.
+
+Per join: a warm-up, then ``--runs`` rounds of the three, in turn in that order and reversed, each
+checked against a pandas model; prints each run, the rows the operator received, the medians and
+the ratios round by round.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
-from timing import alternating, spread  # noqa: E402
+from timing import interleaved, ratios, spread  # noqa: E402
 
 # the join function runs on Spark's Python workers, which cannot import this package
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -87,8 +91,17 @@ def operator_rows(join: str, events: Any) -> int:
     return len(events.persons) + len(events.auctions) if join == "q8" else len(events.auctions) + len(events.bids)
 
 
-def run(spark: Any, join: str, config: Q.QueryConfig, directory: Path, checkpoint: Path, packed: bool) -> S.Run:
-    with S.library_setting(spark, PACK_CONF, str(packed).lower()):
+#: The handoffs, in the order of a round (reversed every other round).
+HANDOFFS = ("row by row", "packed", "sliced")
+
+
+def run(spark: Any, join: str, config: Q.QueryConfig, directory: Path, checkpoint: Path, handoff: str) -> S.Run:
+    from windowed_operator.spark.sliced_handoff import row_by_row
+
+    if handoff not in HANDOFFS:
+        raise ValueError(f"handoff must be one of {HANDOFFS}, not {handoff!r}")
+    with (row_by_row(spark) if handoff == "row by row"
+          else S.library_setting(spark, PACK_CONF, str(handoff == "packed").lower())):
         out = apply(join, config, S.source(spark, directory))
     return S.run_to_end(out, checkpoint)
 
@@ -108,20 +121,23 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session(app_name="packing-crossover", shuffle_partitions=2, spark_log=str(work / "spark.log"))
     config = Q.QueryConfig(max_disorder_ms=stream.max_disorder_ms)
 
-    def timed(join: str, packed: bool) -> float:
-        done = run(spark, join, config, work / "events", work / f"ckpt-{join}-{packed}-{time.monotonic_ns()}", packed)
+    def timed(join: str, handoff: str) -> float:
+        done = run(spark, join, config, work / "events", work / f"ckpt-{join}-{time.monotonic_ns()}", handoff)
         if result(join, done.rows) != model(join, events, config):
-            raise AssertionError(f"{join} with {PACK_CONF}={packed}: the result differs from the model")
+            raise AssertionError(f"{join} handed over {handoff}: the result differs from the model")
         return done.seconds
 
     print(f"{args.events:,} events in 10 micro-batches, local[2]; {args.runs} rounds a join, order alternating")
     for join in JOINS:
-        timed(join, True)  # a warm-up
-        seconds = alternating(lambda packed: timed(join, packed), args.runs, lambda packed, taken: print(
-            f"{join} {'packed' if packed else 'row by row':<10} {taken:6.2f} s", flush=True))
-        row_by_row, packed = spread(seconds[False]), spread(seconds[True])
-        print(f"== {join}: {operator_rows(join, events):,} rows into the operator; row by row {row_by_row.text()} s, "
-              f"packed {packed.text()} s; packed / row by row {row_by_row.median / packed.median:.2f}x", flush=True)
+        timed(join, "sliced")  # a warm-up
+        seconds = interleaved([(handoff, lambda handoff=handoff: timed(join, handoff)) for handoff in HANDOFFS],
+                              args.runs, alternate=True, report=lambda handoff, _, taken: print(
+                                  f"{join} {handoff:<10} {taken:6.2f} s", flush=True))
+        medians = ", ".join(f"{handoff} {spread(seconds[handoff]).text()} s" for handoff in HANDOFFS)
+        print(f"== {join}: {operator_rows(join, events):,} rows into the operator; {medians}; "
+              f"packed / row by row {ratios(seconds['packed'], seconds['row by row']).text()}x, "
+              f"sliced / row by row {ratios(seconds['sliced'], seconds['row by row']).text()}x, "
+              f"sliced / packed {ratios(seconds['sliced'], seconds['packed']).text()}x", flush=True)
     spark.stop()
     return 0
 

@@ -1,6 +1,7 @@
 """One of the library's Spark settings off against on, on the Nexmark queries (one run, interleaved).
 
     python benchmarks/nexmark/setting_ab.py --setting packInput --queries q11,q5r,q8,q7 --runs 3
+    python benchmarks/nexmark/setting_ab.py --setting slicedHandoff --queries q8,q5r,q11 --runs 3
     python benchmarks/nexmark/setting_ab.py --setting paneLog --queries q5,q7,q8 --runs 3
     python benchmarks/nexmark/setting_ab.py --setting keyShards --queries q11,q5r --runs 3
     python benchmarks/nexmark/setting_ab.py --setting nativeStages --queries q5,q5r --runs 3
@@ -8,7 +9,9 @@
     python benchmarks/nexmark/setting_ab.py --setting checkpointManager --side native --queries q8,q7 --runs 3
 
 ``--setting`` names a ``spark.windowed_operator.*`` flag: ``packInput`` (packed input against
-pyspark's row-by-row handoff, ``spark.packed_input``) or ``paneLog`` (under the default trigger with
+the handoff without it, in a local session slices of Arrow batches, ``spark.packed_input``) or
+``slicedHandoff`` (not a flag: the workers' slices of Arrow batches, a local session's default,
+against pyspark's row-by-row handoff with packing off too, ``spark.sliced_handoff``) or ``paneLog`` (under the default trigger with
 no allowed lateness, the logs against per-key state: the pane log against per-key pane rows,
 ``windowed_operator.pane_log``, for q5 and q7; the window log against per-key windows,
 ``windowed_operator.window_log``, for q8) or ``keyShards`` (per-key records kept many keys to a
@@ -43,7 +46,7 @@ from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 from timing import alternating  # noqa: E402
 
-SETTINGS = ("packInput", "paneLog", "keyShards", "rowShards", "nativeStages", "workerSite", "checkpointManager")
+SETTINGS = ("packInput", "slicedHandoff", "paneLog", "keyShards", "rowShards", "nativeStages", "workerSite", "checkpointManager")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     from windowed_operator.spark import local_session
     from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
                                                  SPARK_DEFAULT_CHECKPOINT_MANAGER, WORKER_SITE)
+    from windowed_operator.spark.packed_input import PACK_CONF
+    from windowed_operator.spark.sliced_handoff import SLICED_HANDOFF_ENV
 
     name = f"spark.windowed_operator.{args.setting}"
     work = Path(tempfile.mkdtemp(prefix="setting-ab-"))
@@ -72,7 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     config = Q.QueryConfig()
 
     def set_to(on: bool) -> None:
-        if args.setting == "checkpointManager":
+        if args.setting == "slicedHandoff":  # (Spark starts a daemon per worker environment)
+            if on:
+                spark.conf.unset(PACK_CONF)
+                spark.sparkContext.environment.pop(SLICED_HANDOFF_ENV, None)
+            else:
+                spark.conf.set(PACK_CONF, "false")
+                spark.sparkContext.environment[SLICED_HANDOFF_ENV] = "false"
+        elif args.setting == "checkpointManager":
             spark.conf.set(CHECKPOINT_MANAGER_CONF,
                            FILE_SYSTEM_CHECKPOINT_MANAGER if on else SPARK_DEFAULT_CHECKPOINT_MANAGER)
         elif args.setting != "workerSite":

@@ -85,15 +85,17 @@ def test_run_takes_a_setting_for_a_query_and_refuses_a_malformed_one():
         parse_settings(["q8:packInput=false", "q8:paneLog=true"])
 
 
-@pytest.mark.parametrize("packed", [True, False])
-def test_the_packing_crossover_joins_equal_their_models_both_ways(spark, stream, tmp_path, packed):
-    """``packing_crossover.py`` times two joins packed and row by row: each must give its model."""
+@pytest.mark.parametrize("handoff", ["row by row", "packed", "sliced"])
+def test_the_packing_crossover_joins_equal_their_models_each_way(spark, stream, tmp_path, handoff):
+    """``packing_crossover.py`` times two joins handed over each way: each must give its model."""
     from nexmark import packing_crossover as P
 
     events, directory = stream
     for join in P.JOINS:
         expected = P.model(join, events, CONFIG)
         assert len(expected) > 5
-        done = P.run(spark, join, CONFIG, directory, tmp_path / join, packed)
+        done = P.run(spark, join, CONFIG, directory, tmp_path / join, handoff)
         assert P.result(join, done.rows) == expected
     assert spark.conf.get(P.PACK_CONF, None) is None
+    with pytest.raises(ValueError, match="handoff must be one of"):
+        P.run(spark, "q8", CONFIG, directory, tmp_path / "bad", "packed ")

@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .preaggregate import in_chunks
+from .row_frames import rows_frame
 from .settings import read_flag
 
 #: The packed rows' payload column: one Arrow IPC stream of a key group's rows.
@@ -37,8 +38,10 @@ PACKED_POSITION = 1
 MAX_PACK_ROWS = 65_536
 #: Bytes of one output batch's payloads at most: below what a binary column's 32-bit offsets reach.
 MAX_PAYLOAD_BYTES = 2**31 - 1
-#: The Spark conf that turns packing off (``false``): the processor then takes rows one by one from
-#: pyspark, as before packing existed (for comparison, or a pyspark whose row path is faster).
+#: The Spark conf that turns packing on or off.  Unset, input is packed unless the session's workers
+#: slice key groups out of Arrow batches (``sliced_handoff``, a local session's daemon), which is
+#: faster than packing at every size measured; off, with slicing off too, the processor takes rows
+#: one by one from pyspark, as before either existed (for comparison).
 PACK_CONF = "spark.windowed_operator.packInput"
 #: pyspark's conf making integer columns pandas extension dtypes in the row path: packing keeps to
 #: the default conversion, so it steps aside when this is on.
@@ -114,62 +117,24 @@ class _Payloads:
 def unpack_rows(payloads: Any, timezone: Optional[str]) -> pd.DataFrame:
     """The rows of a key group's packed payloads (in order) as one pandas frame, converted as
     pyspark's row path converts each Arrow batch (``timezone``: the session's, for timestamps)."""
-    from pyspark.sql.conversion import ArrowBatchTransformer
-
     tables = [pa.ipc.open_stream(pa.py_buffer(payload)).read_all() for payload in payloads]
-    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-    records = [i for i, field in enumerate(table.schema) if _plain_record(field.type)]
-    others = [i for i in range(table.num_columns) if i not in records]
-    converted = iter(ArrowBatchTransformer.to_pandas(table.select(others), timezone=timezone)  # type: ignore[arg-type]
-                     if others else [])
-    columns = [_records(table.column(i)) if i in records else next(converted) for i in range(table.num_columns)]
-    frame = pd.concat(columns, axis=1) if columns else pd.DataFrame(index=range(table.num_rows))
-    frame.columns = table.column_names
-    return _widened_as_tuples_make_them(frame)
-
-
-#: Arrow field types whose Python values (``to_pylist``) are the ones pyspark's conversion gives a
-#: struct's fields (checked against it value by value in ``tests/spark/test_packed_input.py``).
-_PLAIN_FIELD_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_boolean)
-
-
-def _plain_record(arrow_type: pa.DataType) -> bool:
-    """A struct of plain fields: a merge's whole row of numbers and strings, say."""
-    return pa.types.is_struct(arrow_type) and all(any(is_type(field.type) for is_type in _PLAIN_FIELD_TYPES)
-                                                  for field in arrow_type)
-
-
-def _records(column: pa.ChunkedArray) -> pd.Series:
-    """A struct column as pyspark converts it (a dict per row, None for a null row), in one Arrow
-    call: pyspark converts a struct row by row in Python (about 2 us a row of a merge's whole row,
-    measured), Arrow's ``to_pylist`` builds the same dicts in C++."""
-    values = np.empty(len(column), dtype=object)
-    values[:] = column.to_pylist()
-    return pd.Series(values, dtype=object)
-
-
-def _widened_as_tuples_make_them(frame: pd.DataFrame) -> pd.DataFrame:
-    """The row path builds its frame from tuples of Python values, so pandas infers each column's
-    dtype again: narrower integers come back int64 and float32 float64 (measured); the rest keep
-    their dtype."""
-    widened = {name: np.int64 if column.dtype.kind in "iu" else np.float64
-               for name, column in frame.items()
-               if (column.dtype.kind in "iu" and column.dtype != np.int64)
-               or (column.dtype.kind == "f" and column.dtype != np.float64)}
-    return frame.astype(widened) if widened else frame
+    return rows_frame(tables[0] if len(tables) == 1 else pa.concat_tables(tables), timezone)
 
 
 def packing_conf(df: Any) -> tuple[bool, Optional[str]]:
-    """Whether to pack (``PACK_CONF`` not ``false``, pyspark's int-extension conversion off) and the
-    session's time zone, from the session's conf (on Spark Connect a conf request, no analysis);
-    where the conf cannot be read, rows are not packed."""
+    """Whether to pack (``PACK_CONF``, by default where the workers do not slice; pyspark's
+    int-extension conversion off) and the session's time zone, from the session's conf (on Spark
+    Connect a conf request, no analysis); where the conf cannot be read, rows are not packed."""
+    from .sliced_handoff import workers_slice
+
     try:
         conf = df.sparkSession.conf
         plain_ints = str(conf.get(INT_EXTENSION_CONF, "false")).lower() != "true"
         timezone = conf.get("spark.sql.session.timeZone", None)
+        slicing = workers_slice(conf)
     except Exception:  # noqa: BLE001 - a session without a readable conf: the row path, as before
         return False, None
-    return read_flag(conf, PACK_CONF) and plain_ints, timezone
+    return read_flag(conf, PACK_CONF, default=not slicing) and plain_ints, timezone
 
 
 __all__ = ["PACKED_COLUMN", "PACKED_POSITION", "PACK_CONF", "PackRows", "unpack_rows", "packing_conf"]

@@ -37,6 +37,10 @@ _CHECKPOINTING = "org.apache.spark.sql.execution.streaming.checkpointing"
 FILE_SYSTEM_CHECKPOINT_MANAGER = f"{_CHECKPOINTING}.FileSystemBasedCheckpointFileManager"
 SPARK_DEFAULT_CHECKPOINT_MANAGER = f"{_CHECKPOINTING}.FileContextBasedCheckpointFileManager"
 
+#: The setting naming the module of the Python worker daemon, and the library's (``worker_daemon``).
+DAEMON_CONF = "spark.python.daemon.module"
+WORKER_DAEMON = "windowed_operator.spark.worker_daemon"
+
 #: Defaults that suit one machine and nothing else: on a cluster the user's Spark configuration
 #: (spark-defaults.conf, --conf) decides.
 LOCAL_DEFAULTS = {
@@ -44,7 +48,9 @@ LOCAL_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "2g",
     # Python workers forked with the processor's modules already imported (``worker_daemon``).
-    "spark.python.daemon.module": "windowed_operator.spark.worker_daemon",
+    # They also hand each key group's rows to the processor as slices of Arrow batches
+    # (``sliced_handoff``), so input is not packed here by default (``packed_input.packing_conf``).
+    DAEMON_CONF: WORKER_DAEMON,
     # Every Python process Spark starts imports pyspark from the installed package, not from its zip
     # (``worker_site``): the driver-side pre-init of a stateful operator, which no daemon reaches,
     # took 0.4-0.5 s less at a query's first batch (Nexmark q7, 2M events).

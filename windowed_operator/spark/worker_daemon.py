@@ -9,6 +9,9 @@ starts.  Imported in the daemon, they are in every forked worker already (copy-o
 The daemon also imports pyspark from the installed package rather than from the ``pyspark.zip``
 Spark puts first on a worker's ``PYTHONPATH`` (``pyspark_path``).
 
+Before forking, it also installs ``sliced_handoff``: a worker then hands the library's processors
+each key group's rows as slices of Arrow batches, not row by row.
+
 ``local_session`` names this module in ``spark.python.daemon.module`` on a local master, where the
 driver's environment is the workers'; on a cluster the executors' Python may not have the library
 installed (it may be shipped with the job), so the stock daemon stays.
@@ -31,6 +34,9 @@ def main() -> None:
     import windowed_operator.spark.worker_daemon as this  # (run as __main__: the importable module is another)
     from pyspark import daemon
 
+    from windowed_operator.spark.sliced_handoff import install
+
+    install()  # (before the fork: every worker regroups by slices)
     this.PRELOADED_BY = os.getpid()
     daemon.manager()  # (reads the worker module from sys.argv, as ``python -m pyspark.daemon`` does)
 
