@@ -92,16 +92,11 @@ def operator_rows(join: str, events: Any) -> int:
 
 
 #: The handoffs, in the order of a round (reversed every other round).
-HANDOFFS = ("row by row", "packed", "sliced")
+HANDOFFS = S.HANDOFFS
 
 
 def run(spark: Any, join: str, config: Q.QueryConfig, directory: Path, checkpoint: Path, handoff: str) -> S.Run:
-    from windowed_operator.spark.sliced_handoff import row_by_row
-
-    if handoff not in HANDOFFS:
-        raise ValueError(f"handoff must be one of {HANDOFFS}, not {handoff!r}")
-    with (row_by_row(spark) if handoff == "row by row"
-          else S.library_setting(spark, PACK_CONF, str(handoff == "packed").lower())):
+    with S.handoff(spark, handoff):
         out = apply(join, config, S.source(spark, directory))
     return S.run_to_end(out, checkpoint)
 

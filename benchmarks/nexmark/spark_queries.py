@@ -109,6 +109,28 @@ def _kept(column: str, event_time: str) -> Any:
     return F.when(F.col(event_time).isNotNull(), F.col(column).isNotNull()).otherwise(F.lit(False))
 
 
+#: How rows reach ours' stateful processor (``handoff``): pyspark's own regrouping, a tuple per row;
+#: packed in the scan stage (``packed_input``); slices of Arrow batches (``sliced_handoff``, a local
+#: session's default).
+HANDOFFS = ("row by row", "packed", "sliced")
+
+
+@contextmanager
+def handoff(spark: Any, name: str) -> Iterator[None]:
+    """Operators applied in the block take their rows the ``name`` way (one of ``HANDOFFS``)."""
+    from windowed_operator.spark.packed_input import PACK_CONF
+    from windowed_operator.spark.sliced_handoff import row_by_row
+
+    if name not in HANDOFFS:
+        raise ValueError(f"handoff must be one of {HANDOFFS}, not {name!r}")
+    if name == "row by row":
+        with row_by_row(spark):
+            yield
+    else:
+        with library_setting(spark, PACK_CONF, str(name == "packed").lower()):
+            yield
+
+
 def ours_panes(rows: list[dict], query: str) -> list[Pane]:
     """Our output rows (``window_start``/``window_end`` as epoch ms; null for the global window) as panes."""
     return [Pane(r.get("key"), _ms(r["ws"]), _ms(r["we"]), r["value"], bool(r["is_retraction"]))

@@ -99,3 +99,16 @@ def test_the_packing_crossover_joins_equal_their_models_each_way(spark, stream, 
     assert spark.conf.get(P.PACK_CONF, None) is None
     with pytest.raises(ValueError, match="handoff must be one of"):
         P.run(spark, "q8", CONFIG, directory, tmp_path / "bad", "packed ")
+
+
+@pytest.mark.parametrize("side", ["native", *S.HANDOFFS])
+def test_the_handoffs_benchmark_runs_equal_the_model(spark, stream, tmp_path, side):
+    """``handoffs.py`` times q5r (a chain whose first stage takes every bid) natively and with each
+    handoff: every run checks itself against the model, and a wrong handoff name is refused."""
+    from nexmark import handoffs as H
+
+    events, directory = stream
+    assert H.timed(spark, "q5r", side, CONFIG, events, directory, tmp_path / "ckpt") > 0
+    with pytest.raises(ValueError, match="handoff must be one of"):
+        with S.handoff(spark, "sliced "):
+            pass
