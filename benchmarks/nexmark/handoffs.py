@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ sys.path.insert(0, str(HERE.parent))
 
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
-from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 from timing import interleaved, ratios, spread  # noqa: E402
 
 #: Queries whose operators take rows the handoffs differ on, and that native Spark runs.
@@ -41,11 +39,7 @@ def timed(spark: Any, query: str, side: str, config: Q.QueryConfig, events: Any,
         with S.handoff(spark, side):
             out = S.ours(query, config, df)
     done = S.run_to_end(out, checkpoint, None if native else S.end_watermark(query, config))
-    expected = Q.model(query, events.persons, events.auctions, events.bids, config,
-                       touching_sessions_merge=native and query == "q11")
-    got = S.native_result(query, done.rows) if native else Q.final_result(query, S.ours_panes(done.rows, query))
-    if got != expected:
-        raise AssertionError(f"{query} ({side}): the result differs from the model")
+    S.check_final(query, native, done.rows, events, config, f"{query} ({side})")
     return done.seconds
 
 
@@ -59,14 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if not set(queries) <= set(QUERIES):
         parser.error(f"--queries: one or more of {', '.join(QUERIES)}, not {args.queries!r}")
 
-    from windowed_operator.spark import local_session
-
-    work = Path(tempfile.mkdtemp(prefix="handoffs-"))
-    stream = NexmarkConfig(events=args.events)
-    events = generate(stream)
-    write_files(events, work / "events", -(-args.events // 10), fmt="parquet", end_marker=True)
-    spark = local_session(app_name="handoffs", shuffle_partitions=2, spark_log=str(work / "spark.log"))
-    config = Q.QueryConfig(max_disorder_ms=stream.max_disorder_ms)
+    work, events, spark, config = S.prepared(args.events, "handoffs")
     sides = ("native", *S.HANDOFFS)
 
     def case(query: str, side: str) -> float:

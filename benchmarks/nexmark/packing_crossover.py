@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,6 @@ sys.path.insert(0, str(HERE.parent))
 
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
-from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 from timing import interleaved, ratios, spread  # noqa: E402
 
 # the join function runs on Spark's Python workers, which cannot import this package
@@ -107,14 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from windowed_operator.spark import local_session
-
-    work = Path(tempfile.mkdtemp(prefix="packing-crossover-"))
-    stream = NexmarkConfig(events=args.events)
-    events = generate(stream)
-    write_files(events, work / "events", -(-args.events // 10), fmt="parquet", end_marker=True)
-    spark = local_session(app_name="packing-crossover", shuffle_partitions=2, spark_log=str(work / "spark.log"))
-    config = Q.QueryConfig(max_disorder_ms=stream.max_disorder_ms)
+    work, events, spark, config = S.prepared(args.events, "packing-crossover")
 
     def timed(join: str, handoff: str) -> float:
         done = run(spark, join, config, work / "events", work / f"ckpt-{join}-{time.monotonic_ns()}", handoff)

@@ -101,11 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         out = S.native(query, config, df) if native else S.ours(query, config, df)
         done = S.run_to_end(out, work / f"ckpt-{query}-{on}-{time.monotonic_ns()}",
                             None if native else S.end_watermark(query, config))
-        expected = Q.model(query, events.persons, events.auctions, events.bids, config,
-                           touching_sessions_merge=native and query == "q11")
-        got = S.native_result(query, done.rows) if native else Q.final_result(query, S.ours_panes(done.rows, query))
-        if got != expected:
-            raise AssertionError(f"{query} ({args.side}) with {name}={on}: the result differs from the model")
+        S.check_final(query, native, done.rows, events, config, f"{query} ({args.side}) with {name}={on}")
         return done.seconds
 
     run("q7", True)

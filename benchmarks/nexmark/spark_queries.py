@@ -109,6 +109,33 @@ def _kept(column: str, event_time: str) -> Any:
     return F.when(F.col(event_time).isNotNull(), F.col(column).isNotNull()).otherwise(F.lit(False))
 
 
+def check_final(query: str, native: bool, rows: list[Any], events: Any, config: QueryConfig, label: str) -> None:
+    """A run's final result against the brute-force model over all ``events``: an AssertionError
+    naming ``label`` where they differ."""
+    expected = queries.model(query, events.persons, events.auctions, events.bids, config,
+                             touching_sessions_merge=native and query == "q11")
+    got = native_result(query, rows) if native else queries.final_result(query, ours_panes(rows, query))
+    if got != expected:
+        raise AssertionError(f"{label}: the result differs from the model")
+
+
+def prepared(events: int, name: str) -> tuple[Path, Any, Any, QueryConfig]:
+    """A benchmark's stream and session: a work directory holding ``events`` Nexmark events as ten
+    parquet micro-batches (``work / "events"``), the events, a local[2] session, the queries' config."""
+    import tempfile
+
+    from windowed_operator.spark import local_session
+
+    from .generator import NexmarkConfig, generate, write_files
+
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    stream = NexmarkConfig(events=events)
+    generated = generate(stream)
+    write_files(generated, work / "events", -(-events // 10), fmt="parquet", end_marker=True)
+    spark = local_session(app_name=name, shuffle_partitions=2, spark_log=str(work / "spark.log"))
+    return work, generated, spark, QueryConfig(max_disorder_ms=stream.max_disorder_ms)
+
+
 #: How rows reach ours' stateful processor (``handoff``): pyspark's own regrouping, a tuple per row;
 #: packed in the scan stage (``packed_input``); slices of Arrow batches (``sliced_handoff``, a local
 #: session's default).
