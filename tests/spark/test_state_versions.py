@@ -15,6 +15,9 @@ import pytest
 pytestmark = pytest.mark.spark
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+#: The newest version's fixtures (a layout within a version, like ``state-v7-row-shards``, aside).
+LATEST = max((p.name for p in FIXTURES.glob("state-v*") if re.fullmatch(r"state-v\d+", p.name)),
+             key=lambda name: int(name[len("state-v"):]))
 #: Every (version, case) stored: a version keeps the cases of its day.
 STORED = sorted((p.parent.name, p.name) for p in FIXTURES.glob("state-v*/*") if (p / "checkpoint").is_dir())
 
@@ -38,18 +41,40 @@ def _relocate_state_schemas(checkpoint):
         (meta.parent / f".{meta.name}.crc").unlink(missing_ok=True)  # (the checksum of the old text)
 
 
+def _copy(version: str, case: str, to: Path) -> Path:
+    shutil.copytree(FIXTURES / version / case / "checkpoint", to)
+    _relocate_state_schemas(to)
+    return to
+
+
+def _fingerprints(spark, checkpoint: Path) -> list[dict]:
+    from windowed_operator.spark.inspect import group_records
+
+    return sorted({json.dumps(json.loads(r["meta"])["fingerprint"], sort_keys=True)
+                   for r in group_records(spark, str(checkpoint)).collect()})
+
+
+def _state_variables(checkpoint: Path) -> tuple[dict, list[bytes]]:
+    """The operator's declared state variables (names, kinds, time and output mode) and the bytes of
+    its state schema files (every variable's key and value schema), as Spark stored them."""
+    (meta,) = [p for p in checkpoint.glob("state/0/_metadata/v2/*") if not p.name.startswith(".")]
+    properties = json.loads(json.loads(meta.read_text().split("\n", 1)[1])["operatorPropertiesJson"])
+    properties["stateVariables"] = sorted(properties["stateVariables"], key=lambda v: v["stateName"])
+    schemas = sorted(p.read_bytes() for p in checkpoint.glob("state/0/_stateSchema/default/*")
+                     if not p.name.startswith("."))
+    return properties, schemas
+
+
 @pytest.mark.parametrize("version,case", STORED)
 def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, version, case):
     fixture = _fixture()
     op = fixture.operators()[case]
-    checkpoint = tmp_path / "checkpoint"
-    shutil.copytree(FIXTURES / version / case / "checkpoint", checkpoint)
-    _relocate_state_schemas(checkpoint)
+    checkpoint = _copy(version, case, tmp_path / "checkpoint")
     shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
     try:
         fixture.write_source(len(fixture.BATCHES))
-        continued = fixture.run(spark, op, checkpoint)
-        uninterrupted = fixture.run(spark, op, tmp_path / "fresh")
+        continued = fixture.run(spark, op, checkpoint, case)
+        uninterrupted = fixture.run(spark, op, tmp_path / "fresh", case)
     finally:
         shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
     before = json.loads((FIXTURES / version / case / "panes.json").read_text())
@@ -58,3 +83,21 @@ def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, version, cas
     assert before or case in fixture.CLOSED_AFTER_RESTART, "the run before the restart emitted panes"
     key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
     assert Counter(map(key, before + continued)) == Counter(map(key, uninterrupted))
+    if version == LATEST:
+        _check_stores_what_the_fixture_stores(spark, tmp_path, case, tmp_path / "fresh")
+
+
+def _check_stores_what_the_fixture_stores(spark, tmp_path, case, fresh):
+    """Frozen: a checkpoint written today holds the layout, the fingerprint and the state variables
+    (names, kinds, schemas) of the latest version's stored one, for every layout a checkpoint may
+    hold.  A deliberate change adds a state version, a migration and its fixtures."""
+    from windowed_operator.spark.processor import STATE_VERSION
+
+    assert LATEST == f"state-v{STATE_VERSION}", f"state version {STATE_VERSION} has no fixtures: write them " \
+        "(python tests/fixtures/state_fixture.py) with its migration"
+    stored = _fingerprints(spark, _copy(LATEST, case, tmp_path / "stored"))
+    assert {json.loads(f)["state layout"] for f in stored} == {_fixture().LAYOUTS[case]}
+    assert _fingerprints(spark, fresh) == stored
+    assert _state_variables(fresh) == _state_variables(FIXTURES / LATEST / case / "checkpoint")
+
+
