@@ -45,6 +45,7 @@ GOOD = textwrap.dedent("""
     sinks:
       - {input: sessions, console: {}}
       - {input: joined, memory: {query_name: joined}}
+    trigger_interval: 5s
 """)
 
 
@@ -184,3 +185,14 @@ def test_json_files_work_and_the_cli_exits_non_zero(tmp_path):
                             capture_output=True, text=True)
     assert failed.returncode == 1
     assert "line 14: operators[0].window.sessions.gap: Input should be greater than 0" in failed.stderr
+
+
+def test_a_processing_time_trigger_without_trigger_interval_is_refused_with_the_reason():
+    (issue,) = issues_of(GOOD.replace("trigger_interval: 5s\n", ""))
+    assert issue.startswith("line 15: operators[0].trigger: processing time decides this operator's panes, which "
+                            "needs trigger_interval")
+    fixed_lag = GOOD.replace("trigger_interval: 5s\n", "").replace(
+        "late: {duration: 1m}", "late: {count: 1}").replace("bounded_disorder: 10s", "fixed_lag: 10s")
+    assert [i.split(":")[0] + ":" + i.split(":")[1] for i in issues_of(fixed_lag)] == \
+        ["line 18: operators[0].watermark.fixed_lag"]
+    parse_pipeline(GOOD.replace("late: {duration: 1m}", "late: {count: 1}").replace("trigger_interval: 5s\n", ""))

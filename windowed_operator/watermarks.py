@@ -2,7 +2,7 @@
 rule for quiet streams (``idle_advanced``)."""
 from __future__ import annotations
 
-from typing import ClassVar, Literal, Optional, Union
+from typing import Any, ClassVar, Literal, Optional, Union
 
 from pydantic import Field
 
@@ -189,3 +189,11 @@ def two_input_watermark(marks: dict[str, int], idle: dict[str, bool]) -> int:
     """The minimum over the inputs that are not idle; the largest when all are (Flink's valve)."""
     active = [mark for side, mark in marks.items() if not idle[side]]
     return min(active) if active else max(marks.values())
+
+
+def needs_processing_time(trigger: Any, watermark: Any, idle_timeout: Optional[int] = None) -> bool:
+    """Whether an operator needs processing time to pass (a trigger firing on it, a fixed-lag
+    watermark, an idle timeout): on Spark its query then runs in ProcessingTime mode, where time
+    passes only in micro-batches, so it needs a ``processingTime`` trigger to see quiet time."""
+    return (trigger.to_trigger().uses_processing_time() or isinstance(watermark, FixedLagWatermark)
+            or getattr(watermark, "idle_timeout", None) is not None or idle_timeout is not None)

@@ -27,7 +27,7 @@ from .ddl import parse_columns
 from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, WindowedMergeOperator
 from ..operator import KeyedWindowedOperator, WindowedOperator
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
-from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
+from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark, needs_processing_time
 from ..windows import CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows
 from ..windows.base import WindowOption
 
@@ -606,6 +606,14 @@ class Pipeline(Spec):
                                "an idle timeout needs trigger_interval: quiet time passes only in micro-batches "
                                "without data, which Spark runs with a processingTime trigger (under the default "
                                "availableNow the query would never end)"))
+            if idle_at is None and not self.trigger_interval and needs_processing_time(
+                    op.trigger, op.watermark.build() if op.watermark is not None else None):
+                where = ("operators", i, "watermark", "fixed_lag") if op.watermark is not None and \
+                    op.watermark.fixed_lag is not None else ("operators", i, "trigger")
+                errors.append((where, "processing time decides this operator's panes, which needs trigger_interval "
+                                      "(e.g. trigger_interval: 5s): processing time passes only in micro-batches, and "
+                                      "without an interval Spark runs them back to back, each a stateful batch with "
+                                      "its checkpoint files, for as long as the query runs"))
             markers = {self.sources[name].end_of_input for name in op.inputs if name in self.sources} - {None}
             if len(markers) > 1:
                 errors.append((("operators", i), f"its inputs mark the end of input with different columns "

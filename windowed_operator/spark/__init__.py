@@ -18,7 +18,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["apply_operator", "apply_merge_operator", "local_session", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
+__all__ = ["apply_operator", "apply_merge_operator", "local_session", "stop_at_end_of_input", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
            "SparkPlan"]
 
 
@@ -41,3 +41,10 @@ def apply_merge_operator(*args, **kwargs):
     from .merge import apply_merge_operator as _apply
 
     return _apply(*args, **kwargs)
+
+
+def stop_at_end_of_input(*args, **kwargs):
+    """See :func:`windowed_operator.spark.progress.stop_at_end_of_input`."""
+    from .progress import stop_at_end_of_input as _stop
+
+    return _stop(*args, **kwargs)

@@ -18,12 +18,11 @@ from typing import Any, Callable, Iterable, Mapping, Optional, TextIO
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from ..time import END_OF_INPUT_WATERMARK
 from ..totals import Totals
-from .plan import END_OF_INPUT
 
 #: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``runner.observation_name``).
 OBSERVATION_PREFIX = "windowed_operator "
-_A_YEAR_MS = 366 * 86_400_000
 
 
 @dataclass(frozen=True)
@@ -37,9 +36,21 @@ class BatchProgress:
     panes: int
     late_rows_dropped: int
     bad_rows: int
-    #: Spark's event-time watermark after the batch (epoch ms), None before it has one.
+    #: Spark's event-time watermark of the batch (epoch ms), None before it has one.
     watermark_ms: Optional[int]
     duration_ms: int
+
+    @property
+    def input_ended(self) -> bool:
+        """Whether the input had ended by this batch: its watermark is the end-of-input marker's
+        (``apply(end_of_input=...)``), so this batch closed every window and emitted the last panes."""
+        return ended(self.watermark_ms)
+
+
+def ended(watermark_ms: Optional[int]) -> bool:
+    """Whether a batch's watermark is the end-of-input marker's, less a watermark delay (at most
+    ``time.MAX_END_OF_INPUT_DELAY``): no data row reaches it."""
+    return watermark_ms is not None and watermark_ms >= END_OF_INPUT_WATERMARK
 
 
 def _watermark_ms(text: Optional[str]) -> Optional[int]:
@@ -78,7 +89,7 @@ def format_watermark(ms: Optional[int]) -> str:
     (less the watermark's delay): neither is a time a reader should see."""
     if ms is None or ms <= 0:
         return "none yet"
-    if ms >= END_OF_INPUT - _A_YEAR_MS:  # the marker's time minus the watermark's delay
+    if ended(ms):  # the marker's time minus the watermark's delay
         return "end of input"
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
@@ -105,6 +116,8 @@ class ProgressPrinter(StreamingQueryListener):
         self.prefix = prefix
         self.totals: dict[str, Totals] = {}
         self._ended: set[str] = set()
+        #: Names of the queries whose input has ended (a completed batch at the end-of-input watermark).
+        self.input_ended: set[str] = set()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
 
@@ -123,6 +136,8 @@ class ProgressPrinter(StreamingQueryListener):
         if not self._wanted(batch.query):
             return
         with self._lock:
+            if batch.input_ended:
+                self.input_ended.add(batch.query)
             totals = self.totals.setdefault(batch.query, Totals(input_rows=0))
             totals.add(batch.panes, batch.late_rows_dropped, batch.bad_rows, batch.input_rows)
             print(self.prefix() + batch_line(batch, totals), file=self.out, flush=True)
@@ -149,12 +164,17 @@ class ProgressPrinter(StreamingQueryListener):
 
 
 def await_queries(queries: list[Any], printer: ProgressPrinter) -> None:
-    """Until every query has ended and ``printer`` has seen its last batch.  Polls rather than
-    blocking in ``awaitTermination``, so a Ctrl-C lands in a sleep, not inside a JVM call; the first
-    query to fail stops the others and its error is raised."""
+    """Until every query has ended and ``printer`` has seen its last batch.  A query whose input has
+    ended (a completed batch at the end-of-input watermark: its last panes are written) is stopped,
+    so that a query with a ``processingTime`` trigger, which Spark would run forever, ends too.
+    Polls rather than blocking in ``awaitTermination``, so a Ctrl-C lands in a sleep, not inside a
+    JVM call; the first query to fail stops the others and its error is raised."""
     while any(q.isActive for q in queries):
         if any(not q.isActive and q.exception() is not None for q in queries):
             break
+        for query in queries:
+            if query.isActive and query.name in printer.input_ended:
+                query.stop()
         time.sleep(0.2)
     failed = next((q for q in queries if q.exception() is not None), None)
     if failed is not None:
@@ -162,3 +182,29 @@ def await_queries(queries: list[Any], printer: ProgressPrinter) -> None:
             query.stop()
         raise failed.exception()
     printer.wait_for_end(q.id for q in queries)
+
+
+def stop_at_end_of_input(query: Any, timeout: Optional[float] = None, poll: float = 0.2) -> bool:
+    """Wait until ``query`` has completed a batch at the end of its input, then stop it; return True.
+
+    The input ends at a row of the ``end_of_input`` column given to ``apply()``; the batch after it
+    runs at the end-of-input watermark, closes every window and writes the last panes, and the query
+    is stopped once that batch has committed.  Use it instead of ``query.processAllAvailable()``,
+    which never returns for a query with a ``processingTime`` trigger (processing-time firings,
+    idle timeouts: Spark runs batches without data for as long as the query runs).  Returns False
+    when ``timeout`` seconds pass first (the query keeps running); a failed query's error is raised.
+    A query that ends by itself (``availableNow``) returns True once it has."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        if any(ended(_watermark_ms((p.get("eventTime") or {}).get("watermark"))) for p in
+               (json.loads(progress.json) for progress in query.recentProgress)):
+            query.stop()
+            return True
+        if not query.isActive:
+            error = query.exception()
+            if error is not None:
+                raise error
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)

@@ -14,7 +14,7 @@ from ..columnar_records import supports_columnar_path
 from ..columnar_triggers import row_trigger
 from ..operator import OperatorBase, WindowingOptions
 from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, event_time_in_range, latest_event_time
-from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark
+from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, needs_processing_time
 from ..windows.session_windows import SessionWindows, element_gap
 from .clock import FileClock, SparkBatchClock
 from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
@@ -25,6 +25,7 @@ from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COL
 from .preaggregate import PreAggregation, preaggregable
 from .prechain import PreChaining
 from .heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
+from .session import check_session
 from .packed_input import PACKED_COLUMN, PackRows, packing_conf
 from .prefold import PreFolding, prefoldable
 from .preselect import WEIGHT_COLUMN, PreSelection, preselectable
@@ -77,10 +78,7 @@ def choose_time_mode(op: WindowingOptions, requested: str = "auto") -> str:
         return requested
     if requested != "auto":
         raise SparkOperatorError(f"time_mode {requested!r} is not one of 'auto', 'EventTime', 'ProcessingTime'")
-    if (op.trigger.to_trigger().uses_processing_time() or isinstance(op.watermark, FixedLagWatermark)
-            or idle_timeout_of(op) is not None):
-        return "ProcessingTime"
-    return "EventTime"
+    return "ProcessingTime" if needs_processing_time(op.trigger, op.watermark, idle_timeout_of(op)) else "EventTime"
 
 
 def idle_timeout_of(op: WindowingOptions) -> Optional[int]:
@@ -115,8 +113,12 @@ def declared_schema(schema: Union[str, StructType, None]) -> Optional[StructType
 
 
 def require_streaming(df: Any, what: str = "apply()", trusted: bool = False) -> None:
+    """A streaming DataFrame of a session that can run the operator (``session.check_session``);
+    ``trusted``: a declared schema (Spark Declarative Pipelines), where nothing is asked of it."""
     if not isinstance(df, DataFrame) and not type(df).__name__ == "DataFrame":
         raise SparkOperatorError(f"{what} takes a Spark DataFrame, got {type(df).__name__}")
+    if not trusted:
+        check_session(df.sparkSession)
     if not trusted and not df.isStreaming:
         raise SparkOperatorError(
             f"{what} needs a streaming DataFrame; this one is a batch DataFrame. Read the same data with "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -23,6 +23,34 @@ REQUIRED_CONF = {
     # streaming query's user (a bar per micro-batch); --conf spark.ui.showConsoleProgress=true.
     "spark.ui.showConsoleProgress": "false",
 }
+
+#: What ``apply()`` checks in the caller's session, and why each is needed: a session built
+#: elsewhere (the user's own, a platform's) fails at its first batch without it, in a Java trace.
+NEEDED_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        ROCKSDB_PROVIDER, "transformWithStateInPandas, which runs the operator, keeps its state only in RocksDB"),
+}
+
+
+class SessionSettingsError(RuntimeError):
+    """The session lacks a setting the operator needs."""
+
+
+def check_session(spark: Any) -> None:
+    """Refuse a session that lacks a setting of ``NEEDED_CONF``, naming each key, its current and
+    its required value, before a query starts (set them when the session is built; the state store
+    provider cannot change in a running session)."""
+    wrong = []
+    for key, (needed, why) in NEEDED_CONF.items():
+        current = spark.conf.get(key, None)
+        if current != needed:
+            wrong.append(f"  {key} is {current!r}, needs {needed!r}: {why}")
+    if wrong:
+        raise SessionSettingsError(
+            "this SparkSession cannot run a windowed operator:\n" + "\n".join(wrong) + "\nbuild the session "
+            "with them (SparkSession.builder.config(key, value), spark-submit --conf key=value, or a platform's "
+            "Spark configuration), or use windowed_operator.spark.local_session(), which sets them")
+
 
 #: The directory whose ``sitecustomize`` Spark's Python processes run (``worker_site``), and the setting
 #: that puts it on their path.
