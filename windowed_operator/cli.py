@@ -60,14 +60,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
 
 
+#: Where the demo saves its pane timeline: not the current directory (a checkout's root, in the Quickstart).
+DEMO_PLOT = os.path.join(tempfile.gettempdir(), "windowed-operator-demo-timeline.png")
+
+
 def _main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="windowed-operator", description="Beam-style windowed operators on Spark")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the clickstream demo on local Spark")
     demo.add_argument("--workdir", help="keep generated data and checkpoints here (default: a temporary directory)")
     demo.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
-    demo.add_argument("--plot", default="demo-timeline.png",
-                      help="where to save one user's pane timeline (PNG; needs matplotlib; '' for none)")
+    demo.add_argument("--plot", default=DEMO_PLOT,
+                      help=f"where to save one user's pane timeline (PNG; needs matplotlib; '' for none; default "
+                           f"{DEMO_PLOT})")
     validate = sub.add_parser("validate", help="check a pipeline file; report every error with its line")
     validate.add_argument("file")
     run = sub.add_parser("run", help="run a pipeline file on Spark (local by default)")

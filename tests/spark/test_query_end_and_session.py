@@ -11,7 +11,7 @@ from accumulations import Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
 from windowed_operator.pipeline import parse_pipeline
-from windowed_operator.spark import END_OF_INPUT, stop_at_end_of_input
+from windowed_operator.spark import END_OF_INPUT, print_progress, stop_at_end_of_input
 from windowed_operator.spark.progress import batch_progress
 from windowed_operator.spark.session import ROCKSDB_PROVIDER, SessionSettingsError
 from windowed_operator.testing import TestStream
@@ -49,11 +49,20 @@ def test_a_processing_time_query_is_stopped_once_its_last_panes_are_written(spar
     """processAllAvailable() would never return: the query runs in ProcessingTime mode."""
     write_batches(tmp_path / "in", [ROWS[:2], ROWS[2:]])
     df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
-    query = (_op().apply(df, end_of_input=END_COLUMN).writeStream.format("memory").queryName("ended_pt")
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(processingTime="200 milliseconds")
-             .start())
-    assert stop_at_end_of_input(query, timeout=300)
-    assert not query.isActive
+    out = io.StringIO()
+    printer = print_progress(spark, ["ended_pt"], out=out)
+    try:
+        query = (_op().apply(df, end_of_input=END_COLUMN).writeStream.format("memory").queryName("ended_pt")
+                 .option("checkpointLocation", str(tmp_path / "checkpoint"))
+                 .trigger(processingTime="200 milliseconds").start())
+        assert stop_at_end_of_input(query, timeout=300)
+        assert not query.isActive
+        assert printer.wait_for_end([query.id])
+    finally:
+        spark.streams.removeListener(printer)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("ended_pt: batch 0: 2 rows in, ") and "watermark end of input" in lines[-1]
+    assert printer.input_ended == {"ended_pt"} and printer.totals["ended_pt"].input_rows == len(ROWS) + 1
     last = [batch_progress(p) for p in query.recentProgress]
     assert last[-1].input_ended and not any(b.input_ended for b in last[:-1])
     rows = spark.sql("select key, unix_millis(window_start) as ws, value, timing, is_last from ended_pt").collect()

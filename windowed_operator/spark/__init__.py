@@ -18,7 +18,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["apply_operator", "apply_merge_operator", "local_session", "stop_at_end_of_input", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
+__all__ = ["apply_operator", "apply_merge_operator", "local_session", "stop_at_end_of_input", "print_progress", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
            "SparkPlan"]
 
 
@@ -48,3 +48,10 @@ def stop_at_end_of_input(*args, **kwargs):
     from .progress import stop_at_end_of_input as _stop
 
     return _stop(*args, **kwargs)
+
+
+def print_progress(*args, **kwargs):
+    """See :func:`windowed_operator.spark.progress.print_progress`."""
+    from .progress import print_progress as _print
+
+    return _print(*args, **kwargs)

@@ -132,7 +132,7 @@ def showcase_user(session_rows: list[dict]) -> Optional[str]:
 
 
 def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool = False,
-             plot_path: Optional[str] = "demo-timeline.png", spark_log: Optional[str] = None) -> int:
+             plot_path: Optional[str] = None, spark_log: Optional[str] = None) -> int:
     t0 = time.monotonic()
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="windowed-operator-demo-"))
     shutil.rmtree(base / "checkpoints", ignore_errors=True)

@@ -208,3 +208,20 @@ def stop_at_end_of_input(query: Any, timeout: Optional[float] = None, poll: floa
         if deadline is not None and time.monotonic() >= deadline:
             return False
         time.sleep(poll)
+
+
+def print_progress(spark: Any, names: Optional[Iterable[str]] = None, out: Optional[TextIO] = None) -> ProgressPrinter:
+    """Print the CLI's line per completed micro-batch for the session's queries named ``names``
+    (their ``queryName``; all queries when None) to ``out`` (stdout): rows in, panes out, late rows
+    dropped, bad rows, the watermark ("end of input" once the input has ended).  Returns the
+    listener: ``spark.streams.removeListener(printer)`` stops it; ``printer.totals`` holds the sums
+    per query, ``printer.input_ended`` the queries whose input has ended.
+
+        printer = print_progress(spark, ["sessions"])
+        query = panes.writeStream.queryName("sessions")...start()
+    """
+    import sys
+
+    printer = ProgressPrinter(out if out is not None else sys.stdout, names=names)
+    spark.streams.addListener(printer)
+    return printer
