@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from windowed_operator.pipeline import load_pipeline
+from windowed_operator.pipeline import PipelineError, load_pipeline
 from windowed_operator.pipeline.local_io import typed_rows
 from windowed_operator.pipeline.local_run import run_pipeline_locally
 
@@ -91,11 +91,18 @@ def test_console_sinks_show_timestamps_and_at_most_num_rows(tmp_path, capsys):
 
 
 def test_a_foreach_batch_sink_is_refused_locally_with_the_reason(tmp_path):
-    pipeline = load_pipeline(write_pipeline(tmp_path, "- {input: spend, foreach_batch: {function: mod.f}}"),
-                             code=__import__("windowed_operator.pipeline", fromlist=["CodePolicy"]).CodePolicy(
-                                 allow_all=True))
-    with pytest.raises(ValueError, match=r"sinks\[0\]: a foreach_batch sink \(mod.f\) receives Spark DataFrames"):
+    """(its module, beside the pipeline file, is found and imported when the pipeline is loaded)"""
+    (tmp_path / "beside_local_run.py").write_text("def f(df, batch_id):\n    pass\n")
+    path = write_pipeline(tmp_path, "- {input: spend, foreach_batch: {function: beside_local_run.f}}")
+    allow = __import__("windowed_operator.pipeline", fromlist=["CodePolicy"]).CodePolicy(allow_all=True)
+    pipeline = load_pipeline(path, code=allow)
+    with pytest.raises(ValueError, match=r"sinks\[0\]: a foreach_batch sink \(beside_local_run.f\) receives Spark "
+                                         r"DataFrames"):
         run_pipeline_locally(pipeline, out=io.StringIO())
+    (tmp_path / "beside_local_run.py").unlink()
+    with pytest.raises(PipelineError, match=r"line \d+: sinks\[0\].foreach_batch: cannot import module 'nowhere' of "
+                                            r"'nowhere.f'.*beside the pipeline file"):
+        load_pipeline(write_pipeline(tmp_path, "- {input: spend, foreach_batch: {function: nowhere.f}}"), code=allow)
 
 
 def test_the_cli_output_piped_to_head_ends_quietly(tmp_path):

@@ -148,3 +148,16 @@ def test_ddl_errors(ddl, message):
     with pytest.raises(DDLError) as info:
         parse_columns(ddl)
     assert str(info.value) == message
+
+
+def test_errors_of_every_check_are_reported_at_once(tmp_path: Path):
+    """An unknown input, a column the input lacks, a path outside the directory and a files source
+    with nothing to read: one report, in line order (not one check's errors per run)."""
+    path = tmp_path / "p.yaml"
+    path.write_text(PIPELINE.replace("right: views", "right: veiws").replace("field: amount", "field: amont")
+                    .replace("name: clicks\n", "name: clicks\ncheckpoint: ../elsewhere\n", 1))
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(path, require_inputs=True)
+    issues = [str(i) for i in info.value.issues]
+    assert [i.split(":")[1].strip() for i in issues] == [
+        "checkpoint", "sources.clicks.files.path", "operators[0].accumulation", "operators[1].right"], issues

@@ -160,10 +160,17 @@ def _main(argv: Optional[list[str]] = None) -> int:
 
         def run_on_spark() -> int:
             from .spark.pipeline_run import run_pipeline
+            from .spark.session import is_local_master
 
+            master = args.master or os.environ.get("MASTER")
+            if is_local_master(master or "local"):  # Spark's Python workers find modules beside the file too
+                # (before the JVM starts, which passes its environment to them); a cluster's need --py-files
+                beside = str(Path(args.file).resolve().parent)
+                os.environ["PYTHONPATH"] = os.pathsep.join(
+                    [beside, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
             if spark_log:
                 print(f"Spark's log: {spark_log}", flush=True)
-            run_pipeline(pipeline, master=args.master or os.environ.get("MASTER"), conf=dict(args.conf),
+            run_pipeline(pipeline, master=master, conf=dict(args.conf),
                          py_files=args.py_files, spark_log=spark_log)
             return 0
 

@@ -73,3 +73,46 @@ def test_ctrl_c_keeps_the_checkpoint_and_a_rerun_resumes(tmp_path):
     rows = [json.loads(line) for f in (tmp_path / "out").glob("*.json") for line in f.read_text().splitlines()]
     assert sorted((r["key"], r["value"]) for r in rows) == [("a", 1), ("b", 2)]
     assert "2 rows in" not in log2.read_text()  # nothing read twice
+
+
+def test_run_finds_code_beside_the_file_and_exits_0_after_the_last_panes_of_a_processing_time_pipeline(tmp_path):
+    """A user accumulation in a module beside the pipeline file (no PYTHONPATH, no --py-files), early
+    panes by processing time: ``run`` stops once the input has ended and its last panes are written."""
+    (tmp_path / "my_sums.py").write_text(textwrap.dedent("""
+        from accumulations import Sum
+
+        class DoubleSum(Sum):
+            def get_output(self, accumulated):
+                return 2 * accumulated
+    """))
+    data = tmp_path / "data"
+    data.mkdir()
+    base = 1_700_000_000_000
+    write_batch(data, 0, [{"user": "a", "amount": 1, "ts": base}, {"user": "b", "amount": 2, "ts": base + 1_000}])
+    write_batch(data, 1, [{"user": "a", "amount": 3, "ts": base + 2_000}])
+    write_batch(data, 2, [{"end_of_input": True, "ts": 9_000_000_000_000}])
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(textwrap.dedent("""
+        name: beside
+        checkpoint: checkpoints
+        trigger_interval: 300ms
+        sources:
+          payments: {files: {path: data, format: json, max_files_per_trigger: 1, end_of_input: end_of_input,
+                             schema: "user string, amount bigint, ts bigint, end_of_input boolean"}}
+        operators:
+          - {name: spend, input: payments, key: user, timestamp: ts, window: {tumbling: {size: 10s}},
+             trigger: {kind: at_watermark, early: {duration: 1s}, mode: accumulating},
+             accumulation: {code: {path: "my_sums:DoubleSum", args: {field: amount}}},
+             watermark: {bounded_disorder: 0s}}
+        sinks:
+          - {input: spend, files: {path: out, format: json}}
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-m", "windowed_operator.cli", "run", str(pipeline), "--master", "local[2]",
+                             "--allow-module", "my_sums"], capture_output=True, text=True, timeout=600, env=env,
+                            cwd=str(data))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = [json.loads(line) for f in (tmp_path / "out").glob("*.json") for line in f.read_text().splitlines()]
+    finals = sorted((r["key"], r["value"]) for r in rows if r["is_last"])
+    assert finals == [("a", 8), ("b", 4)]
+    assert "watermark end of input" in result.stdout

@@ -2,8 +2,9 @@
 
 The file is parsed with PyYAML's safe loader (JSON is read as YAML, so both get line numbers):
 no tags, no objects, no code.  Errors come from three places, all reported together: the syntax,
-the pydantic models (each error's location is mapped back to its line), and names that do not
-resolve (an operator's input, a sink's input, user code the command did not allow).
+the pydantic models (each error's location is mapped back to its line), and then, all at once,
+names that do not resolve (an operator's input, a sink's input, user code the command did not
+allow), columns an input lacks, paths, missing inputs and allowed user code that cannot be imported.
 
 A pipeline file is input, not a program: it cannot allow code for itself (the ``CodePolicy`` comes
 from the command line), its paths stay inside its own directory unless the command allows more,
@@ -12,14 +13,15 @@ aliases otherwise expand to gigabytes).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 import yaml
 from pydantic import ValidationError
 
-from .spec import CodePolicy, Pipeline
+from .spec import CodePolicy, Pipeline, import_dotted
 
 #: Largest pipeline file read (pipelines are a few kilobytes; an in-memory source's rows add some).
 MAX_FILE_BYTES = 1_000_000
@@ -148,6 +150,15 @@ _FILE_CANNOT_ALLOW_CODE = ("a pipeline file cannot allow code for itself: whoeve
 
 def parse_pipeline(text: str, source: str = "<pipeline>", code: CodePolicy = CodePolicy()) -> Pipeline:
     """``code``: which user code the pipeline may import (none unless the caller says so)."""
+    pipeline, index, issues = _parse(text, source, code)
+    if issues:
+        raise PipelineError(source, issues)
+    return pipeline
+
+
+def _parse(text: str, source: str, code: CodePolicy) -> tuple[Pipeline, dict, list[PipelineIssue]]:
+    """The pipeline, its line index and its reference errors (names, columns, user code, time); a
+    file that is not a valid pipeline at all raises with every structural error."""
     node = _compose(text, source)
     duplicates = _duplicate_keys(node)
     if duplicates:
@@ -175,11 +186,11 @@ def parse_pipeline(text: str, source: str = "<pipeline>", code: CodePolicy = Cod
                 message = _FILE_CANNOT_ALLOW_CODE if loc == ("allow_code",) else f"unknown field {loc[-1]!r}"
             issues.append(PipelineIssue(_format_path(loc), _line_of(index, loc), message))
         raise PipelineError(source, issues) from None
-    references = pipeline.reference_errors(code)
-    if references:
-        raise PipelineError(source, [PipelineIssue(_format_path(loc), _line_of(index, loc), msg)
-                                     for loc, msg in references])
-    return pipeline
+    return pipeline, index, _issues(index, pipeline.reference_errors(code))
+
+
+def _issues(index: dict, errors: list[tuple[tuple, str]]) -> list[PipelineIssue]:
+    return [PipelineIssue(_format_path(loc), _line_of(index, loc), msg) for loc, msg in errors]
 
 
 def load_pipeline(path: Union[str, Path], code: CodePolicy = CodePolicy(), outside_paths: bool = False,
@@ -187,19 +198,53 @@ def load_pipeline(path: Union[str, Path], code: CodePolicy = CodePolicy(), outsi
     """Relative paths in the file (sources, sinks, checkpoints) are relative to the file's directory,
     and every path must stay inside it unless ``outside_paths`` (the CLI's ``--allow-outside-paths``).
     ``require_inputs``: a files source whose path does not exist is an error (the CLI's commands:
-    Spark would only say so after starting)."""
+    Spark would only say so after starting).  User code the pipeline may run (``code``) is imported
+    here, with the file's directory on the module path (so a module beside the file is found), and a
+    module that cannot be imported is an error.  Every error of every check is reported at once."""
     path = Path(path)
     if not path.is_file():
         raise PipelineError(str(path), [PipelineIssue("", 0, "no such file")])
     text = path.read_text()
-    pipeline = resolve_paths(parse_pipeline(text, str(path), code), path.parent, str(path), outside_paths)
+    pipeline, index, issues = _parse(text, str(path), code)
+    resolved, path_issues = _resolved_paths(pipeline, path.parent, outside_paths)
+    issues += path_issues
     if require_inputs:
-        missing = missing_inputs(pipeline)
-        if missing:
-            index = _line_index(_compose(text, str(path)))
-            raise PipelineError(str(path), [PipelineIssue(_format_path(loc), _line_of(index, loc), message)
-                                            for loc, message in missing])
-    return pipeline
+        issues += _issues(index, missing_inputs(resolved))
+    issues += _issues(index, user_code_errors(pipeline, code, path.parent))
+    if issues:
+        raise PipelineError(str(path), sorted(issues, key=lambda issue: issue.line))
+    return resolved
+
+
+def user_code_errors(pipeline: Pipeline, code: CodePolicy, directory: Optional[Path] = None) -> list[tuple[tuple, str]]:
+    """Each piece of user code the pipeline may run that cannot be imported, with its location;
+    ``directory`` (the file's) is put first on the module path for it (``run`` does the same for
+    Spark's Python workers on a local master)."""
+    if directory is not None:
+        add_module_directory(directory)
+    found = []
+    used = [(("operators", i, "accumulation"), dotted) for i, op in enumerate(pipeline.operators)
+            for dotted in op.accumulation.code_paths()]
+    used += [(("sinks", i, "foreach_batch"), sink.foreach_batch.function) for i, sink in enumerate(pipeline.sinks)
+             if sink.foreach_batch is not None]
+    for loc, dotted in used:
+        if not code.permits(dotted):
+            continue  # (refused by ``reference_errors``)
+        try:
+            import_dotted(dotted)
+        except ValueError as exc:
+            where = f" (modules beside the pipeline file, in {str(directory)!r}, are found; on a cluster ship them " \
+                    "with --py-files)" if directory is not None else ""
+            found.append((loc, f"{exc}{where}"))
+    return found
+
+
+def add_module_directory(directory: Path) -> str:
+    """Put ``directory`` first on this process's module path; returns it as an absolute path."""
+    entry = str(directory.resolve())
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+    return entry
 
 
 def missing_inputs(pipeline: Pipeline) -> list[tuple[tuple, str]]:
@@ -216,6 +261,13 @@ def missing_inputs(pipeline: Pipeline) -> list[tuple[tuple, str]]:
 
 
 def resolve_paths(pipeline: Pipeline, base: Path, source: str = "<pipeline>", outside_paths: bool = False) -> Pipeline:
+    resolved, issues = _resolved_paths(pipeline, base, outside_paths)
+    if issues:
+        raise PipelineError(source, issues)
+    return resolved
+
+
+def _resolved_paths(pipeline: Pipeline, base: Path, outside_paths: bool) -> tuple[Pipeline, list[PipelineIssue]]:
     root = base.resolve()
     issues: list[PipelineIssue] = []
 
@@ -242,6 +294,4 @@ def resolve_paths(pipeline: Pipeline, base: Path, source: str = "<pipeline>", ou
             updates["checkpoint"] = absolute(sink.checkpoint, f"sinks[{i}].checkpoint")
         sinks.append(sink.model_copy(update=updates))
     checkpoint = absolute(pipeline.checkpoint, "checkpoint")
-    if issues:
-        raise PipelineError(source, issues)
-    return pipeline.model_copy(update={"sources": sources, "sinks": sinks, "checkpoint": checkpoint})
+    return pipeline.model_copy(update={"sources": sources, "sinks": sinks, "checkpoint": checkpoint}), issues

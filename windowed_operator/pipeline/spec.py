@@ -626,7 +626,7 @@ class Pipeline(Spec):
             if sink.foreach_batch is not None and not code.permits(sink.foreach_batch.function):
                 errors.append((("sinks", i, "foreach_batch"), code.refusal(sink.foreach_batch.function,
                                                                            "calls user code")))
-        return errors or self.column_errors()
+        return errors + self.column_errors()  # (a column of an unknown input is not checked)
 
     def build_operators(self) -> dict[str, Any]:
         """Every operator, by name; an operator fed by another must be able to consume its
