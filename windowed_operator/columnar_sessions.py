@@ -38,7 +38,7 @@ from .columnar import Panes
 from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize, lexsort_ints, running_max_by_run
-from .time_rules import is_end_reached, is_expired
+from .time_rules import is_end_reached, is_expired, sets_element_hold
 from .windows.session_windows import SessionWindows
 
 
@@ -237,7 +237,7 @@ class ColumnarSessions(TriggeredRows):
         result = SessionTable(
             keys=uniques[g_codes], starts=g_starts, ends=g_ends, acc=self.form.reduce_segments(columns, first),
             pending=np.add.reduceat(pending, first),
-            hold=np.logical_or.reduceat(held, first) | (touched & ~reached),
+            hold=np.logical_or.reduceat(held, first) | (touched & sets_element_hold(g_ends - 1, watermark)),
             nonspeculative=carried(table.nonspeculative, 0), index=carried(table.index, 0),
             last=carried(table.last, None), late=np.where(kept, carried(table.late, False), late_now),
             count=np.where(kept, carried(table.count, 0), count) + g_elements,

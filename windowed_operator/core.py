@@ -66,6 +66,12 @@ class WindowedCore:
     def _context(self, window: Window, ws: WindowState, watermark: int, processing_time: int) -> TriggerContext:
         return TriggerContext(window, ws.trigger_state, ws.timers, watermark, processing_time)
 
+    @staticmethod
+    def _timer_hold(window: Window, ws: WindowState) -> bool:
+        """Whether the trigger's pending end-of-window timer holds the window's output watermark at its
+        end (read before the step consumes the timer: it holds until it has fired)."""
+        return any(time_rules.timer_holds(t, window.max_timestamp) for t in ws.timer_times(_WATERMARK))
+
     def _new_window_state(self) -> WindowState:
         return WindowState(acc=self.accumulation.default_accumulated_value())
 
@@ -98,8 +104,10 @@ class WindowedCore:
                 continue
             ctx = self._context(window, ws, watermark, processing_time)
             if self.trigger.should_fire(ctx):
+                timer_hold = self._timer_hold(window, ws)
                 finished = self.trigger.on_fire(ctx)
-                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
+                                                          timer_hold=timer_hold))
 
     def accumulate_into(self, window: Window, ws: WindowState, partial: Any, count: int, watermark: int,
                         processing_time: int, earliest: Optional[int], latest: Optional[int],
@@ -122,7 +130,7 @@ class WindowedCore:
             ws.acc = self.accumulation.subtract(ws.acc, value.value)
         else:
             ws.acc = self.accumulation.accumulate(ws.acc, value)
-        held = ts if time_rules.holds_output_timestamp(ts, watermark) else None
+        held = ts if time_rules.sets_element_hold(ts, watermark) else None
         self._note_elements(window, ws, 1, held, held, watermark, processing_time)
 
     def _note_elements(self, window: Window, ws: WindowState, count: int, earliest: Optional[int],
@@ -130,7 +138,7 @@ class WindowedCore:
         ws.add_pending(count)
         ws.hold(earliest)
         ws.hold(latest)
-        if not time_rules.is_end_reached(window.max_timestamp, watermark):
+        if time_rules.sets_element_hold(window.max_timestamp, watermark):
             ws.on_time_hold = True
         self.trigger.on_element(self._context(window, ws, watermark, processing_time), count)
 
@@ -300,6 +308,7 @@ class WindowedCore:
                 continue
             due = [k for k, t in ws.timers.items() if k.endswith(_WATERMARK_SUFFIX)
                    and time_rules.is_timer_due(t, watermark)]
+            timer_hold = self._timer_hold(window, ws)
             fired = False
             if due:
                 for k in due:
@@ -307,11 +316,13 @@ class WindowedCore:
                 ctx = self._context(window, ws, watermark, processing_time)
                 if self.trigger.should_fire(ctx):
                     finished = self.trigger.on_fire(ctx) or expired
-                    emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
+                    emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
+                                                              timer_hold=timer_hold))
                     fired = True
             if expired and not fired and not ws.closed and ws.pending:
                 # Garbage collection fires what the trigger has not (Beam's FIRE_IF_NON_EMPTY).
-                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=True))
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=True,
+                                                          timer_hold=timer_hold))
             if expired:
                 del state.windows[window]
         if per_record:
@@ -343,8 +354,10 @@ class WindowedCore:
                 del ws.timers[k]
             ctx = self._context(window, ws, watermark, processing_time)
             if self.trigger.should_fire(ctx):
+                timer_hold = self._timer_hold(window, ws)
                 finished = self.trigger.on_fire(ctx)
-                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
+                                                          timer_hold=timer_hold))
         return emission
 
     def next_event_time(self, state: KeyState) -> Optional[int]:
