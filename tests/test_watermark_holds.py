@@ -111,6 +111,41 @@ def test_after_watermark_in_a_window_whose_data_all_came_after_its_end_is_late()
     assert runner.states["k"].windows == {} or not any(ws.timers for ws in runner.states["k"].windows.values())
 
 
+def test_a_session_merge_re_places_the_end_of_window_hold_at_the_merged_end_for_later_bundles():
+    runner = operator(count(3), window=SessionWindows(1000)).local_runner()
+    assert runner.add_elements(T(1, 1000)) == []  # [1000, 2000) holds its end
+    runner.advance_watermark_to(5000)
+    # a late element's proto-session merges with it: the hold moves to 2499, behind the watermark: dropped
+    assert runner.add_elements(T(2, 1500)) == []
+    assert fmts(runner.add_elements(T(4, 1600))) == ["k [1000,2600) 7 LATE #0 F"]
+
+
+def test_the_bundle_of_a_merge_still_reads_the_hold_it_drops():
+    runner = operator(count(2), window=SessionWindows(1000)).local_runner()
+    assert runner.add_elements(T(1, 1000)) == []
+    runner.advance_watermark_to(5000)
+    # Beam's pane reads the output watermark as the bundle before left it: held at 1999
+    assert fmts(runner.add_elements(T(2, 1500))) == ["k [1000,2500) 3 ON_TIME #0 F"]
+
+
+def test_a_proto_session_inside_a_session_is_a_merge_too_but_one_with_its_bounds_is_not():
+    runner = operator(TriggerOption.of(Repeatedly(AfterCount(4))), window=SessionWindows(1000)).local_runner()
+    assert runner.add_elements(T(1, 1000, "a"), T(2, 1400, "a"), T(1, 1000, "b")) == []
+    runner.advance_watermark_to(5000)
+    # [1200, 2200) inside [1000, 2400) merges: the hold is dropped; [1000, 2000) again merges nothing
+    assert runner.add_elements(T(4, 1200, "a"), T(2, 1000, "b")) == []
+    assert fmts(runner.add_elements(T(8, 1300, "a"), T(4, 1000, "b"))) == ["a [1000,2400) 15 LATE #0 F"]
+    assert fmts(runner.add_elements(T(8, 1000, "b"))) == ["b [1000,2000) 15 ON_TIME #0 F"]
+
+
+def test_a_session_merge_combines_earliest_holds():
+    runner = operator(count(2), EARLIEST, window=SessionWindows(1000)).local_runner()
+    assert runner.add_elements(T(1, 1000)) == []
+    runner.advance_watermark_to(5000)
+    on_time = runner.add_elements(T(2, 1500))
+    assert fmts(on_time) == ["k [1000,2500) 3 ON_TIME #0 F"] and on_time[0].timestamp == 1000
+
+
 # -- state written by version 8 ----------------------------------------------------------------------
 def _after_early_pane(extra_before_end=()):
     core = operator(count(2)).build_core()

@@ -80,8 +80,9 @@ class WindowedCore:
                          watermark: int, processing_time: int) -> Emission:
         """Add a bundle, then ask each window it touched, once, whether to fire."""
         emission = Emission()
+        merged: list[Window] = []
         if self.kind == "merging":
-            touched = self._add_to_sessions(key, state, list(elements), watermark, processing_time, emission)
+            touched = self._add_to_sessions(key, state, list(elements), watermark, processing_time, emission, merged)
         else:
             touched = {}
             for ts, value, inherited in elements:
@@ -93,6 +94,13 @@ class WindowedCore:
                 if reason is not None:
                     emission.dropped.append(DroppedElement(reason, value, key, ts, watermark))
         self.fire_ready(key, state, touched, watermark, processing_time, emission)
+        for window in merged:
+            # After the bundle (its panes read the output watermark as it was before it), a merge
+            # re-places the END_OF_WINDOW hold at the merged session's end (``time_rules``).
+            ws = state.windows.get(window)
+            if ws is not None:
+                ws.on_time_hold = ws.on_time_hold and bool(time_rules.sets_element_hold(window.max_timestamp,
+                                                                                        watermark))
         return emission
 
     def fire_ready(self, key: Optional[Hashable], state: KeyState, windows: Iterable[Window], watermark: int,
@@ -159,11 +167,12 @@ class WindowedCore:
         return None
 
     def _add_to_sessions(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
-                         watermark: int, processing_time: int, emission: Emission) -> dict:
+                         watermark: int, processing_time: int, emission: Emission, merged: list) -> dict:
         """Beam's bundle-level merge (ReduceFnRunner.processElements): drop elements whose
         proto-session has expired; merge the bundle's proto-sessions with the key's active sessions
         all at once (a session whose trigger finished is no longer active and merges with nothing);
-        then add each element to its merged session.  Returns the sessions to consider firing."""
+        then add each element to its merged session.  Returns the sessions to consider firing, and
+        appends the merges' results to ``merged``."""
         assert isinstance(self.window_option, MergingWindowOption)
         live: list[tuple[int, Any, Window]] = []
         for ts, value, read_window in elements:
@@ -178,7 +187,8 @@ class WindowedCore:
         for members, result in self.window_option.merge_windows([*active, *(p for _, _, p in live)]):
             for window in members:
                 merged_into[window] = result
-            self._merge_sessions(key, state, members, result, watermark, processing_time, emission)
+            if self._merge_sessions(key, state, members, result, watermark, processing_time, emission):
+                merged.append(result)
         touched: dict[Window, None] = {}
         for ts, value, proto in live:
             window = merged_into.get(proto, proto)
@@ -193,17 +203,18 @@ class WindowedCore:
         return touched
 
     def _merge_sessions(self, key: Optional[Hashable], state: KeyState, members: list[Window], result: Window,
-                        watermark: int, processing_time: int, emission: Emission) -> None:
+                        watermark: int, processing_time: int, emission: Emission) -> bool:
         """One merge group: the active sessions among ``members`` become ``result``; each absorbed
-        session that fired is retracted (retracting mode); the trigger merges their states."""
+        session that fired is retracted (retracting mode); the trigger merges their states.  Returns
+        whether the group merged (not when ``result`` has the bounds of a finished session)."""
         sources = [w for w in members if w in state.windows and not state.windows[w].closed]
         if sources == [result]:
-            return  # new proto-sessions inside an active session: Beam's merge is a no-op there
+            return True  # new proto-sessions inside an active session: Beam's merge is a no-op there (but holds)
         if result in state.windows:
             # ``result`` has the bounds of a session whose trigger finished.  Beam Java would merge the
             # live sessions into it and never emit them; we keep them as they are, and the bundle's
             # elements of ``result`` are dropped as closed_window, as in Java.
-            return
+            return False
         merged = self._new_window_state()
         contexts = []
         for window in sources:
@@ -213,6 +224,7 @@ class WindowedCore:
             contexts.append(self._context(window, old, watermark, processing_time))
         state.windows[result] = merged
         self.trigger.on_merge(self._context(result, merged, watermark, processing_time), contexts)
+        return True
 
     def _add_per_record(self, state: KeyState, ts: int, value: Any, watermark: int, processing_time: int,
                         touched: dict) -> Optional[DropReason]:

@@ -24,6 +24,10 @@ pending *end-of-window timer* of its trigger:
   sets none (``sets_element_hold``).  The held times of EARLIEST/LATEST are also the pane's output
   timestamp;
 - every pane, EARLY ones included, releases the window's element holds (``extractAndRelease``);
+- when sessions merge (a proto-session inside a session included), EARLIEST/LATEST holds combine,
+  and the END_OF_WINDOW hold is re-placed at the merged session's max timestamp by the same test,
+  so it is dropped once that end is reached (``WatermarkHold.onMerge``) -- for the bundles after the
+  merge's: a bundle's panes read the output watermark as the bundle before left it;
 - the trigger's end-of-window timer (``AfterWatermark``: the default trigger and ``at_watermark()``
   with early/late firings), set only before the end, holds the watermark at the max timestamp
   while pending, up to and including the step at which it fires (``timer_holds``); other timers
