@@ -80,9 +80,8 @@ class WindowedCore:
                          watermark: int, processing_time: int) -> Emission:
         """Add a bundle, then ask each window it touched, once, whether to fire."""
         emission = Emission()
-        merged: list[Window] = []
         if self.kind == "merging":
-            touched = self._add_to_sessions(key, state, list(elements), watermark, processing_time, emission, merged)
+            touched = self._add_to_sessions(key, state, list(elements), watermark, processing_time, emission)
         else:
             touched = {}
             for ts, value, inherited in elements:
@@ -94,13 +93,14 @@ class WindowedCore:
                 if reason is not None:
                     emission.dropped.append(DroppedElement(reason, value, key, ts, watermark))
         self.fire_ready(key, state, touched, watermark, processing_time, emission)
-        for window in merged:
-            # After the bundle (its panes read the output watermark as it was before it), a merge
-            # re-places the END_OF_WINDOW hold at the merged session's end (``time_rules``).
-            ws = state.windows.get(window)
-            if ws is not None:
-                ws.on_time_hold = ws.on_time_hold and bool(time_rules.sets_element_hold(window.max_timestamp,
-                                                                                        watermark))
+        if self.kind == "merging":
+            for window, merged in touched.items():
+                # After the bundle (its panes read the output watermark as it was before it), a merge
+                # re-places the END_OF_WINDOW hold at the merged session's end (``time_rules``).
+                ws = state.windows.get(window) if merged else None
+                if ws is not None:
+                    ws.on_time_hold = ws.on_time_hold and bool(time_rules.sets_element_hold(window.max_timestamp,
+                                                                                            watermark))
         return emission
 
     def fire_ready(self, key: Optional[Hashable], state: KeyState, windows: Iterable[Window], watermark: int,
@@ -167,12 +167,12 @@ class WindowedCore:
         return None
 
     def _add_to_sessions(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
-                         watermark: int, processing_time: int, emission: Emission, merged: list) -> dict:
+                         watermark: int, processing_time: int, emission: Emission) -> dict:
         """Beam's bundle-level merge (ReduceFnRunner.processElements): drop elements whose
         proto-session has expired; merge the bundle's proto-sessions with the key's active sessions
         all at once (a session whose trigger finished is no longer active and merges with nothing);
-        then add each element to its merged session.  Returns the sessions to consider firing, and
-        appends the merges' results to ``merged``."""
+        then add each element to its merged session.  Returns the sessions to consider firing, each
+        mapped to whether it is a merge's result."""
         assert isinstance(self.window_option, MergingWindowOption)
         live: list[tuple[int, Any, Window]] = []
         for ts, value, read_window in elements:
@@ -184,12 +184,13 @@ class WindowedCore:
                 live.append((ts, value, proto))
         active = [w for w, ws in state.windows.items() if not ws.closed]
         merged_into: dict[Window, Window] = {}
+        merges: set[Window] = set()
         for members, result in self.window_option.merge_windows([*active, *(p for _, _, p in live)]):
             for window in members:
                 merged_into[window] = result
             if self._merge_sessions(key, state, members, result, watermark, processing_time, emission):
-                merged.append(result)
-        touched: dict[Window, None] = {}
+                merges.add(result)
+        touched: dict[Window, bool] = {}
         for ts, value, proto in live:
             window = merged_into.get(proto, proto)
             ws = state.windows.get(window)
@@ -199,7 +200,7 @@ class WindowedCore:
                 emission.dropped.append(DroppedElement(DropReason.CLOSED_WINDOW, value, key, ts, watermark))
                 continue
             self._accumulate_into(window, ws, ts, value, watermark, processing_time)
-            touched[window] = None
+            touched[window] = window in merges
         return touched
 
     def _merge_sessions(self, key: Optional[Hashable], state: KeyState, members: list[Window], result: Window,
