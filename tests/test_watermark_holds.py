@@ -317,8 +317,8 @@ def test_the_array_path_equals_the_object_path_where_holds_decide_the_timing(ste
         for key in sorted({"a", "b"}):
             mine = [(ts, v) for k, ts, v in elements if k == key]
             plain = plain_core.process_batch(key, plain_states[key], [(ts, v, None) for ts, v in mine], watermark, now)
-            fast = process_batch_arrays(fast_core, key, fast_states[key], np.array([t for t, _ in mine], dtype=np.int64),
-                                        np.array([v for _, v in mine], dtype=np.int64), watermark, now,
+            stamps, values = (np.array([row[i] for row in mine], dtype=np.int64) for i in (0, 1))
+            fast = process_batch_arrays(fast_core, key, fast_states[key], stamps, values, watermark, now,
                                         lambda i: mine[i])
             assert fast.outputs == plain.outputs
             assert fast_states[key] == plain_states[key]
