@@ -15,7 +15,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from accumulations import Sum
@@ -287,6 +287,114 @@ def test_pane_timing_equals_a_brute_force_model_of_the_holds(steps, window, trig
             assert pane.timing == model.expected(pane.key, pane.window_start), (pane, kind)
             model.fired(pane.key, pane.window_start, pane.timing)
         model.end_step(kind == "watermark")
+
+
+class SessionHoldModel:
+    """Per key, its sessions (gap ``gap``) with their holds and output watermarks, merged per bundle as
+    Beam does: a group of two or more distinct overlapping windows is a merge, whose result takes the
+    least of its sources' output watermarks (a proto-session's: the watermark), their EARLIEST/LATEST
+    holds, and an END_OF_WINDOW hold only if its end is not reached; it starts its own panes."""
+
+    def __init__(self, gap, combiner, lateness):
+        self.gap, self.combiner, self.lateness = gap, combiner, lateness
+        self.watermark = -(10 ** 9)
+        self.sessions = defaultdict(dict)  # key -> (start, end) -> {"holds", "output", "panes"}
+
+    def _settle(self):
+        for sessions in self.sessions.values():
+            for (start, end), w in sessions.items():
+                w["output"] = max(w["output"], min([self.watermark, *w["holds"]]))
+
+    def advance(self, watermark):
+        self.watermark = max(self.watermark, watermark)
+        self._settle()
+
+    def add_bundle(self, key, stamps):
+        sessions = self.sessions[key]
+        protos = sorted({(ts, ts + self.gap) for ts in stamps if ts + self.gap - 1 + self.lateness >= self.watermark})
+        groups = []
+        for window in sorted({*sessions, *protos}):
+            if groups and window[0] < groups[-1][1]:
+                groups[-1] = (groups[-1][0], max(groups[-1][1], window[1]), groups[-1][2] + [window])
+            else:
+                groups.append((window[0], window[1], [window]))
+        for start, end, members in groups:
+            if len(members) < 2:
+                sessions.setdefault(members[0], {"holds": [], "output": self.watermark, "panes": []})
+                continue
+            sources = [sessions.pop(m) for m in members if m in sessions]
+            result = sessions.get((start, end)) if len(sources) == 1 and (start, end) in members else None
+            if result is None:
+                result = {"holds": [], "output": min([self.watermark, *(w["output"] for w in sources)]),
+                          "panes": []}
+                if self.combiner != EOW:
+                    result["holds"] = [h for w in sources for h in w["holds"]]
+            if self.combiner == EOW:
+                result["holds"] = [end - 1] if end - 1 >= self.watermark else []
+            sessions[(start, end)] = result
+        for ts in stamps:
+            if ts + self.gap - 1 + self.lateness < self.watermark:
+                continue
+            [(start, end)] = [w for w in sessions if w[0] <= ts < w[1]]
+            w = sessions[(start, end)]
+            hold = end - 1 if self.combiner == EOW else ts
+            if hold >= w["output"] and end - 1 >= self.watermark:
+                w["holds"].append(hold)
+
+    def expected(self, key, start, end):
+        w = self.sessions[key][(start, end)]
+        if w["output"] > end - 1 or any(t != Timing.EARLY for t in w["panes"]):
+            return Timing.LATE
+        return Timing.EARLY if self.watermark <= end - 1 else Timing.ON_TIME
+
+    def fired(self, key, start, end, timing):
+        w = self.sessions[key][(start, end)]
+        w["panes"].append(timing)
+        w["holds"] = []
+
+    def end_step(self):
+        for sessions in self.sessions.values():
+            for window in [w for w in sessions if w[1] - 1 + self.lateness < self.watermark]:
+                del sessions[window]
+        self._settle()
+
+
+session_element = st.tuples(st.sampled_from("ab"), near_boundaries(0, 16, periods=(4,), offsets=(0,),
+                                                                   lateness=(0, 4)))
+session_step = st.one_of(st.tuples(st.just("elements"), st.lists(session_element, min_size=1, max_size=3)),
+                         st.tuples(st.just("watermark"), near_boundaries(0, 30, periods=(4,), offsets=(0,),
+                                                                         lateness=(0, 4, 10))))
+
+
+@settings(max_examples=400, deadline=None)
+@given(steps=st.lists(session_step, min_size=1, max_size=14), n=st.sampled_from([2, 3]),
+       combiner=st.sampled_from([EOW, EARLIEST, LATEST]), lateness=st.sampled_from([0, 4, 10, 30]),
+       discarding=st.booleans())
+@example(steps=[("elements", [("a", 0)]), ("watermark", 5), ("elements", [("a", 1)]), ("elements", [("a", 1)])],
+         n=3, combiner=EOW, lateness=4, discarding=False)  # a merge drops the hold for the next bundle
+def test_session_pane_timing_equals_a_brute_force_model_of_the_holds(steps, n, combiner, lateness, discarding):
+    option = TriggerOption.of(Repeatedly(AfterCount(n)))
+    option = option.discarding_fired_panes() if discarding else option.accumulating_fired_panes()
+    core = operator(option, combiner, lateness, SessionWindows(4)).build_core()
+    model = SessionHoldModel(4, combiner, lateness)
+    states, watermark = defaultdict(KeyState), -(10 ** 9)
+    for kind, payload in [*steps, ("watermark", 10 ** 6)]:
+        by_key = defaultdict(list)
+        if kind == "watermark":
+            watermark = max(watermark, payload)
+            model.advance(watermark)
+        else:
+            for key, ts in payload:
+                by_key[key].append((ts, 1, None))
+            for key, items in by_key.items():
+                model.add_bundle(key, [ts for ts, _, _ in items])
+        outputs = []
+        for key in sorted({*states, *by_key}):
+            outputs += core.process_batch(key, states[key], by_key[key], watermark, 0).outputs
+        for pane in outputs:
+            assert pane.timing == model.expected(pane.key, pane.window_start, pane.window_end), (pane, kind)
+            model.fired(pane.key, pane.window_start, pane.window_end, pane.timing)
+        model.end_step()
 
 
 # -- the array and columnar paths equal the object path on streams drawn to hit the rule -------------------
