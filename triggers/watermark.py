@@ -59,7 +59,8 @@ class AfterWatermark(Trigger):
             if late is not None:
                 late.on_element(ctx.nested("late"), count)
         else:
-            ctx.set_end_of_window_timer()
+            if not ctx.is_past_end_of_window:  # (as Beam: only a timer set before the end holds the watermark)
+                ctx.set_end_of_window_timer()
             early = self._early()
             if early is not None:
                 early.on_element(ctx.nested("early"), count)
@@ -75,7 +76,8 @@ class AfterWatermark(Trigger):
                 late.on_merge(ctx.nested("late"), [s.nested("late") for s in sources])
         else:
             ctx.clear("late")
-            ctx.set_end_of_window_timer()
+            if not ctx.is_past_end_of_window:
+                ctx.set_end_of_window_timer()
             if early is not None:
                 early.on_merge(ctx.nested("early"), [s.nested("early") for s in sources])
             ctx.nested("late").clear_subtree()

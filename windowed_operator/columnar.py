@@ -19,8 +19,8 @@ this trigger does with them (``tests/test_columnar.py`` runs this path against `
 random streams with watermarks at window boundaries):
 
 - watermark step from W0 to W: each window with data whose end is reached at W but was not at W0
-  fires ON_TIME (its last pane if it also expires at W); a pane is dropped once every window over it
-  has expired;
+  fires ON_TIME (its last pane if it also expires at W; the end-of-window timer its data set held it:
+  ``time_rules``); a pane is dropped once every window over it has expired;
 - elements: an element whose every window has expired is dropped (EXPIRED); the others go into
   their pane; every live window whose end is reached and that got elements fires a LATE pane per
   bundle, with the bundle's elements only (discarding) or all of them (accumulating).  Its pane

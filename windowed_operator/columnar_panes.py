@@ -1,8 +1,8 @@
 """Firing panes of many windows at once: ``firing.PaneEmitter`` for the columnar window tables.
 
 The columnar paths keep one row per window (or session) with the same bookkeeping a
-``WindowState`` holds: accumulator columns, elements since the last pane, whether the window holds
-the output watermark to its end (``on_time_hold``), ON_TIME/LATE panes fired, panes fired, and the
+``WindowState`` holds: accumulator columns, elements since the last pane, whether its element hold
+at the end of the window is set (``on_time_hold``), ON_TIME/LATE panes fired, panes fired, and the
 last pane's value (for retractions and for suppressing unchanged panes).  Firing a set of rows is
 ``PaneEmitter.emit`` applied to each: the timing rule, the retraction before a re-fired pane, the
 only-updated suppression, and what the accumulation mode keeps.  Both the session table and the
@@ -20,7 +20,7 @@ from triggers.option import TriggerOption
 
 from .columnar import ColumnarForm, Panes
 from .panes import Timing, WindowOverflowError
-from .time_rules import is_end_reached
+from .time_rules import is_end_reached, is_on_time
 from .windows.base import Window
 
 
@@ -65,14 +65,18 @@ class ColumnarEmitter:
                                       Window(int(table.starts[row]), int(table.ends[row])), values[bad])
         return values
 
-    def fire(self, table: WindowRows, rows: np.ndarray, watermark: int, finished: np.ndarray, out: Panes) -> None:
+    def fire(self, table: WindowRows, rows: np.ndarray, watermark: int, finished: np.ndarray, out: Panes,
+             timer_hold: Optional[np.ndarray] = None) -> None:
         """One pane of each of ``rows``, the table updated in place (the trigger's own state is the
-        caller's); ``finished``: the trigger finished with this pane (``is_last``)."""
+        caller's); ``finished``: the trigger finished with this pane (``is_last``); ``timer_hold``:
+        the rows whose end-of-window timer held their output watermark until this step (None: none).
+        Every pane releases the row's element hold (``time_rules``)."""
         if not len(rows):
             return
         values = self.values(table, rows)
         reached = is_end_reached(table.ends[rows] - 1, watermark)
-        on_time = reached & (table.nonspeculative[rows] == 0) & table.hold[rows]
+        held = table.hold[rows] if timer_hold is None else table.hold[rows] | timer_hold
+        on_time = is_on_time(table.ends[rows] - 1, watermark, table.nonspeculative[rows], held)
         timing = np.where(reached, np.where(on_time, Timing.ON_TIME.value, Timing.LATE.value),
                           Timing.EARLY.value).astype(object)
         index = table.index[rows]
@@ -92,7 +96,7 @@ class ColumnarEmitter:
             out.add(table.keys[shown_rows], table.starts[shown_rows], table.ends[shown_rows],
                     np.asarray(values)[emitted], timing[emitted], index[emitted], finished[emitted])
         table.nonspeculative[rows] += reached
-        table.hold[rows] &= ~reached
+        table.hold[rows] = False
         table.index[rows] += emitted
         table.last[rows[emitted]] = shown[emitted]
         table.pending[rows] = 0

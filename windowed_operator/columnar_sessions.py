@@ -38,7 +38,7 @@ from .columnar import Panes
 from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
 from .range_ops import factorize, lexsort_ints, running_max_by_run
-from .time_rules import is_end_reached, is_expired
+from .time_rules import is_end_reached, is_expired, sets_element_hold
 from .windows.session_windows import SessionWindows
 
 
@@ -175,7 +175,9 @@ class ColumnarSessions(TriggeredRows):
         # group of proto-sessions with one set of bounds is a new session; any other group is a merge.
         kept = (g_rows == 1) & (table.starts[row_of_group] == starts[first]) & \
             (table.ends[row_of_group] == g_ends) if n_rows else np.zeros(n_groups, dtype=bool)
-        single = (g_rows == 0) & (np.add.reduceat(other.astype(np.int64), first) == 1)
+        distinct = np.add.reduceat(other.astype(np.int64), first)
+        single = (g_rows == 0) & (distinct == 1)
+        merging = distinct > 1  # (a merge to Beam: a proto-session inside a session too)
         if merged_members is not None:  # (a chain of elements at several times is a merge of its own)
             single &= ~np.logical_or.reduceat(~is_row & merged_members[np.where(is_row, 0, -1 - member)], first)
         # A group with the bounds of a finished session merges nothing: its sessions stay as they are
@@ -190,7 +192,7 @@ class ColumnarSessions(TriggeredRows):
             keep = ~out_of
             codes, starts, ends, member, is_row = codes[keep], starts[keep], ends[keep], member[keep], is_row[keep]
             survivors = ~blocked
-            kept, single, g_ends = kept[survivors], single[survivors], g_ends[survivors]
+            kept, single, merging, g_ends = kept[survivors], single[survivors], merging[survivors], g_ends[survivors]
             row_of_group, n_groups = row_of_group[survivors], int(survivors.sum())
             old_group = group_of[keep]
             starts_group = np.concatenate(([True], old_group[1:] != old_group[:-1])) if len(old_group) else \
@@ -237,13 +239,15 @@ class ColumnarSessions(TriggeredRows):
         result = SessionTable(
             keys=uniques[g_codes], starts=g_starts, ends=g_ends, acc=self.form.reduce_segments(columns, first),
             pending=np.add.reduceat(pending, first),
-            hold=np.logical_or.reduceat(held, first) | (touched & ~reached),
+            hold=np.logical_or.reduceat(held, first) | (touched & sets_element_hold(g_ends - 1, watermark)),
             nonspeculative=carried(table.nonspeculative, 0), index=carried(table.index, 0),
             last=carried(table.last, None), late=np.where(kept, carried(table.late, False), late_now),
             count=np.where(kept, carried(table.count, 0), count) + g_elements,
             fire_at=np.where(kept, carried(table.fire_at, NOT_SET), fire_at),
             closed=np.zeros(n_groups, dtype=bool), watermark=table.watermark)
         self.on_elements(result, np.flatnonzero(touched), watermark, processing_time, out)
+        # After the bundle, a merge re-places the END_OF_WINDOW hold at the merged session's end (``time_rules``).
+        result.hold &= ~merging | sets_element_hold(g_ends - 1, watermark)
         return RowTable.concat([result, table.take(unchanged), closed], table.watermark), dropped
 
 

@@ -163,7 +163,7 @@ class RowTable:
     ends: np.ndarray = field(default_factory=_ints)
     acc: list = field(default_factory=list)  # accumulator columns (ColumnarForm)
     pending: np.ndarray = field(default_factory=_ints)  # elements since the last pane
-    hold: np.ndarray = field(default_factory=_bools)  # on_time_hold: data came before the end
+    hold: np.ndarray = field(default_factory=_bools)  # on_time_hold: an element since the last pane came before the end
     nonspeculative: np.ndarray = field(default_factory=_ints)  # ON_TIME and LATE panes fired
     index: np.ndarray = field(default_factory=_ints)  # panes fired: the next pane's index
     last: np.ndarray = field(default_factory=object_array)  # the last pane's value (None before the first)
@@ -253,10 +253,10 @@ class TriggeredRows:
                 rows = np.flatnonzero(fire)
                 rows = rows[lexsort_ints((table.starts[rows], table.ends[rows]))]  # in event-time order
                 finished = expired[rows] | collected[rows]
-                on_time = due[rows]
+                on_time = due[rows]  # (the end-of-window timer fires: it held the watermark until now)
                 finished[on_time] |= self.trigger.on_fire(table.ends, table.late, table.count, table.fire_at,
                                                           rows[on_time], watermark)
-                self.fire(table, rows, watermark, finished, out)
+                self.fire(table, rows, watermark, finished, out, timer_hold=on_time)
             if expired.any():
                 table = table.take(~expired)
         table.watermark = watermark
@@ -284,10 +284,13 @@ class TriggeredRows:
             finished = trigger.on_fire(table.ends, table.late, table.count, table.fire_at, fire, watermark)
             self.fire(table, fire, watermark, finished, out)
 
-    def fire(self, table: Any, rows: np.ndarray, watermark: int, finished: np.ndarray, out: Panes) -> None:
+    def fire(self, table: Any, rows: np.ndarray, watermark: int, finished: np.ndarray, out: Panes,
+             timer_hold: Optional[np.ndarray] = None) -> None:
         """One pane of each of ``rows``; those whose trigger finished are closed (kept, holding
-        nothing, until they expire, so that their later elements are dropped as closed_window)."""
-        self.emitter.fire(table, rows, watermark, finished, out)
+        nothing, until they expire, so that their later elements are dropped as closed_window).
+        ``timer_hold``: ``ColumnarEmitter.fire``'s (only a watermark step fires by the end-of-window
+        timer: a row whose end is reached is never left with the timer pending after it)."""
+        self.emitter.fire(table, rows, watermark, finished, out, timer_hold)
         done = rows[finished]
         if len(done):
             table.closed[done] = True

@@ -35,7 +35,7 @@ from .columnar import Panes
 from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from .panes import DropReason, DroppedElement
 from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_sums, run_starts
-from .time_rules import is_end_reached, is_expired, latest_max_timestamp_expired
+from .time_rules import is_expired, latest_max_timestamp_expired, sets_element_hold
 from .windows.base import WindowOption
 
 
@@ -186,7 +186,7 @@ class ColumnarWindows(TriggeredRows):
         result = WindowTable(
             keys=uniques[all_codes[first]], starts=all_starts[first], ends=g_ends,
             acc=self.form.reduce_segments(columns, first), pending=carried(table.pending, 0) + g_arrived,
-            hold=carried(table.hold, False) | (touched & ~is_end_reached(g_ends - 1, watermark)),
+            hold=carried(table.hold, False) | (touched & sets_element_hold(g_ends - 1, watermark)),
             nonspeculative=carried(table.nonspeculative, 0), index=carried(table.index, 0),
             last=carried(table.last, None),
             late=carried(table.late, False), count=carried(table.count, 0) + g_arrived,

@@ -66,6 +66,12 @@ class WindowedCore:
     def _context(self, window: Window, ws: WindowState, watermark: int, processing_time: int) -> TriggerContext:
         return TriggerContext(window, ws.trigger_state, ws.timers, watermark, processing_time)
 
+    @staticmethod
+    def _timer_hold(window: Window, ws: WindowState) -> bool:
+        """Whether the trigger's pending end-of-window timer holds the window's output watermark at its
+        end (read before the step consumes the timer: it holds until it has fired)."""
+        return any(time_rules.timer_holds(t, window.max_timestamp) for t in ws.timer_times(_WATERMARK))
+
     def _new_window_state(self) -> WindowState:
         return WindowState(acc=self.accumulation.default_accumulated_value())
 
@@ -87,6 +93,14 @@ class WindowedCore:
                 if reason is not None:
                     emission.dropped.append(DroppedElement(reason, value, key, ts, watermark))
         self.fire_ready(key, state, touched, watermark, processing_time, emission)
+        if self.kind == "merging":
+            for window, merged in touched.items():
+                # After the bundle (its panes read the output watermark as it was before it), a merge
+                # re-places the END_OF_WINDOW hold at the merged session's end (``time_rules``).
+                ws = state.windows.get(window) if merged else None
+                if ws is not None:
+                    ws.on_time_hold = ws.on_time_hold and bool(time_rules.sets_element_hold(window.max_timestamp,
+                                                                                            watermark))
         return emission
 
     def fire_ready(self, key: Optional[Hashable], state: KeyState, windows: Iterable[Window], watermark: int,
@@ -98,8 +112,10 @@ class WindowedCore:
                 continue
             ctx = self._context(window, ws, watermark, processing_time)
             if self.trigger.should_fire(ctx):
+                timer_hold = self._timer_hold(window, ws)
                 finished = self.trigger.on_fire(ctx)
-                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
+                                                          timer_hold=timer_hold))
 
     def accumulate_into(self, window: Window, ws: WindowState, partial: Any, count: int, watermark: int,
                         processing_time: int, earliest: Optional[int], latest: Optional[int],
@@ -122,7 +138,7 @@ class WindowedCore:
             ws.acc = self.accumulation.subtract(ws.acc, value.value)
         else:
             ws.acc = self.accumulation.accumulate(ws.acc, value)
-        held = ts if time_rules.holds_output_timestamp(ts, watermark) else None
+        held = ts if time_rules.sets_element_hold(ts, watermark) else None
         self._note_elements(window, ws, 1, held, held, watermark, processing_time)
 
     def _note_elements(self, window: Window, ws: WindowState, count: int, earliest: Optional[int],
@@ -130,7 +146,7 @@ class WindowedCore:
         ws.add_pending(count)
         ws.hold(earliest)
         ws.hold(latest)
-        if not time_rules.is_end_reached(window.max_timestamp, watermark):
+        if time_rules.sets_element_hold(window.max_timestamp, watermark):
             ws.on_time_hold = True
         self.trigger.on_element(self._context(window, ws, watermark, processing_time), count)
 
@@ -155,7 +171,8 @@ class WindowedCore:
         """Beam's bundle-level merge (ReduceFnRunner.processElements): drop elements whose
         proto-session has expired; merge the bundle's proto-sessions with the key's active sessions
         all at once (a session whose trigger finished is no longer active and merges with nothing);
-        then add each element to its merged session.  Returns the sessions to consider firing."""
+        then add each element to its merged session.  Returns the sessions to consider firing, each
+        mapped to whether it is a merge's result."""
         assert isinstance(self.window_option, MergingWindowOption)
         live: list[tuple[int, Any, Window]] = []
         for ts, value, read_window in elements:
@@ -167,11 +184,13 @@ class WindowedCore:
                 live.append((ts, value, proto))
         active = [w for w, ws in state.windows.items() if not ws.closed]
         merged_into: dict[Window, Window] = {}
+        merges: set[Window] = set()
         for members, result in self.window_option.merge_windows([*active, *(p for _, _, p in live)]):
             for window in members:
                 merged_into[window] = result
-            self._merge_sessions(key, state, members, result, watermark, processing_time, emission)
-        touched: dict[Window, None] = {}
+            if self._merge_sessions(key, state, members, result, watermark, processing_time, emission):
+                merges.add(result)
+        touched: dict[Window, bool] = {}
         for ts, value, proto in live:
             window = merged_into.get(proto, proto)
             ws = state.windows.get(window)
@@ -181,21 +200,22 @@ class WindowedCore:
                 emission.dropped.append(DroppedElement(DropReason.CLOSED_WINDOW, value, key, ts, watermark))
                 continue
             self._accumulate_into(window, ws, ts, value, watermark, processing_time)
-            touched[window] = None
+            touched[window] = window in merges
         return touched
 
     def _merge_sessions(self, key: Optional[Hashable], state: KeyState, members: list[Window], result: Window,
-                        watermark: int, processing_time: int, emission: Emission) -> None:
+                        watermark: int, processing_time: int, emission: Emission) -> bool:
         """One merge group: the active sessions among ``members`` become ``result``; each absorbed
-        session that fired is retracted (retracting mode); the trigger merges their states."""
+        session that fired is retracted (retracting mode); the trigger merges their states.  Returns
+        whether the group merged (not when ``result`` has the bounds of a finished session)."""
         sources = [w for w in members if w in state.windows and not state.windows[w].closed]
         if sources == [result]:
-            return  # new proto-sessions inside an active session: Beam's merge is a no-op there
+            return True  # new proto-sessions inside an active session: Beam's merge is a no-op there (but holds)
         if result in state.windows:
             # ``result`` has the bounds of a session whose trigger finished.  Beam Java would merge the
             # live sessions into it and never emit them; we keep them as they are, and the bundle's
             # elements of ``result`` are dropped as closed_window, as in Java.
-            return
+            return False
         merged = self._new_window_state()
         contexts = []
         for window in sources:
@@ -205,6 +225,7 @@ class WindowedCore:
             contexts.append(self._context(window, old, watermark, processing_time))
         state.windows[result] = merged
         self.trigger.on_merge(self._context(result, merged, watermark, processing_time), contexts)
+        return True
 
     def _add_per_record(self, state: KeyState, ts: int, value: Any, watermark: int, processing_time: int,
                         touched: dict) -> Optional[DropReason]:
@@ -300,6 +321,7 @@ class WindowedCore:
                 continue
             due = [k for k, t in ws.timers.items() if k.endswith(_WATERMARK_SUFFIX)
                    and time_rules.is_timer_due(t, watermark)]
+            timer_hold = self._timer_hold(window, ws)
             fired = False
             if due:
                 for k in due:
@@ -307,11 +329,13 @@ class WindowedCore:
                 ctx = self._context(window, ws, watermark, processing_time)
                 if self.trigger.should_fire(ctx):
                     finished = self.trigger.on_fire(ctx) or expired
-                    emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
+                    emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
+                                                              timer_hold=timer_hold))
                     fired = True
             if expired and not fired and not ws.closed and ws.pending:
                 # Garbage collection fires what the trigger has not (Beam's FIRE_IF_NON_EMPTY).
-                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=True))
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=True,
+                                                          timer_hold=timer_hold))
             if expired:
                 del state.windows[window]
         if per_record:
@@ -343,8 +367,10 @@ class WindowedCore:
                 del ws.timers[k]
             ctx = self._context(window, ws, watermark, processing_time)
             if self.trigger.should_fire(ctx):
+                timer_hold = self._timer_hold(window, ws)
                 finished = self.trigger.on_fire(ctx)
-                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished))
+                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
+                                                          timer_hold=timer_hold))
         return emission
 
     def next_event_time(self, state: KeyState) -> Optional[int]:

@@ -13,7 +13,7 @@ from triggers.option import TriggerOption
 
 from .panes import PaneRecord, TimestampCombiner, Timing, WindowOverflowError
 from .state import WindowState
-from .time_rules import is_end_reached
+from .time_rules import is_end_reached, is_on_time
 from .windows.base import Window
 
 
@@ -34,22 +34,23 @@ class PaneEmitter:
             return ws.pane_max_ts
         return window.max_timestamp
 
-    @staticmethod
-    def _timing(window: Window, ws: WindowState, watermark: int) -> Timing:
-        """Beam's PaneInfoTracker: EARLY until the end is reached; then ON_TIME for the first pane of a
-        window that held the output watermark back to its end (it had data before the end), LATE
-        for every other."""
+    def _timing(self, window: Window, ws: WindowState, watermark: int, timer_hold: bool) -> Timing:
+        """Beam's PaneInfoTracker over the window's holds (``time_rules.is_on_time``)."""
         if not is_end_reached(window.max_timestamp, watermark):
             return Timing.EARLY
-        return Timing.ON_TIME if ws.nonspeculative_index == 0 and ws.on_time_hold else Timing.LATE
+        held = timer_hold or ws.has_element_hold(self.combiner == TimestampCombiner.END_OF_WINDOW)
+        return Timing.ON_TIME if is_on_time(window.max_timestamp, watermark, ws.nonspeculative_index, held) \
+            else Timing.LATE
 
     def emit(self, key: Optional[Hashable], window: Window, ws: WindowState, watermark: int, *,
-             finished: bool) -> list[PaneRecord]:
-        """Fire one pane of ``window`` and apply the accumulation mode to its state."""
-        timing = self._timing(window, ws, watermark)
+             finished: bool, timer_hold: bool = False) -> list[PaneRecord]:
+        """Fire one pane of ``window`` and apply the accumulation mode to its state; ``timer_hold``: the
+        trigger's end-of-window timer held the window's output watermark until this step.  Every pane
+        releases the window's element holds."""
+        timing = self._timing(window, ws, watermark, timer_hold)
         if timing != Timing.EARLY:
             ws.nonspeculative_index += 1
-            ws.on_time_hold = False
+        ws.on_time_hold = False
         value = self.accumulation.get_output(ws.acc)
         if not fits_int64(value):
             raise WindowOverflowError(self.label, self.column, key, window, value)

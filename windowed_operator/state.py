@@ -32,11 +32,15 @@ class WindowState:
     #: the EARLIEST/LATEST timestamp combiners output (Beam's element holds; later ones hold nothing).
     pane_min_ts: Optional[int] = None
     pane_max_ts: Optional[int] = None
-    #: The window got data before its end was reached and has fired no ON_TIME or LATE pane since:
-    #: it holds the output watermark back to its end (Beam's element and end-of-window holds), so
-    #: its first pane after the end is ON_TIME; a window that only ever got data after its end
-    #: fires LATE panes.
+    #: The window's END_OF_WINDOW element hold is set: an element since its last pane arrived before
+    #: its end (``time_rules.sets_element_hold`` at its max timestamp; every pane releases it).
+    #: Under EARLIEST/LATEST the element holds are ``pane_min_ts``/``pane_max_ts`` instead.
+    #: (State version 8 and before kept the flag across EARLY panes: ``state_codec`` reads it so.)
     on_time_hold: bool = False
+
+    def has_element_hold(self, end_of_window: bool) -> bool:
+        """Whether an element hold is set: the END_OF_WINDOW one, or (EARLIEST/LATEST) a held timestamp."""
+        return self.on_time_hold if end_of_window else self.pane_min_ts is not None
 
     def add_pending(self, count: int) -> None:
         self.pending += count

@@ -172,12 +172,16 @@ class KeyStateCodec:
     def _read_window(self, data: dict) -> tuple[Window, WindowState]:
         read = self.read_value
         low, high = data.get("pane_ts", (None, None))
+        pending = data.get("pending", 0)
+        # ``on_time_hold`` is the END_OF_WINDOW element hold, which every pane releases; state version 8
+        # and before kept it across EARLY panes.  A hold needs an element since the last pane, so the
+        # flag is read with ``pending`` (state written since always has one when it has the other).
         ws = WindowState(acc=read(data["acc"]), trigger_state=read(data.get("trigger_state", ["d", []])),
                          timers=dict(data.get("timers", {})), pane_index=data.get("pane_index", 0),
                          nonspeculative_index=data.get("nonspeculative_index", 0), fired=data.get("fired", False),
                          last_output=read(data.get("last_output")), last_timestamp=data.get("last_timestamp", 0),
-                         closed=data.get("closed", False), pending=data.get("pending", 0), pane_min_ts=low,
-                         pane_max_ts=high, on_time_hold=data.get("on_time_hold", False))
+                         closed=data.get("closed", False), pending=pending, pane_min_ts=low,
+                         pane_max_ts=high, on_time_hold=data.get("on_time_hold", False) and pending > 0)
         return Window(data["start"], data["end"]), ws
 
     # -- a key ------------------------------------------------------------------------------------

@@ -11,9 +11,35 @@ is easy to get wrong and was once wrong in seven places.  They follow Beam Java:
   (``LateDataUtils``: ``watermark > max_timestamp + allowed_lateness``); its state is purged and
   elements whose windows have all expired are dropped; the end of input (a watermark at
   ``MAX_TIMESTAMP``) expires every window;
-- an element whose timestamp equals the watermark is on time; only elements at or after the
-  watermark hold back a pane's output timestamp (``WatermarkHold``: an element behind the
-  watermark sets no hold).
+- an element whose timestamp equals the watermark is on time;
+- watermark holds and pane timing (``WatermarkHold``, ``PaneInfoTracker``), below.
+
+Watermark holds.  A window holds the output watermark back while it has an *element hold* or a
+pending *end-of-window timer* of its trigger:
+
+- an element sets an element hold at its output time -- its timestamp under the EARLIEST and
+  LATEST timestamp combiners, the window's max timestamp under END_OF_WINDOW -- only when that
+  time is not before the watermark (``WatermarkHold.addHolds``): under EARLIEST/LATEST an element
+  behind the watermark sets none, under END_OF_WINDOW an element arriving after the window's end
+  sets none (``sets_element_hold``).  The held times of EARLIEST/LATEST are also the pane's output
+  timestamp;
+- every pane, EARLY ones included, releases the window's element holds (``extractAndRelease``);
+- when sessions merge (a proto-session inside a session included), EARLIEST/LATEST holds combine,
+  and the END_OF_WINDOW hold is re-placed at the merged session's max timestamp by the same test,
+  so it is dropped once that end is reached (``WatermarkHold.onMerge``) -- for the bundles after the
+  merge's: a bundle's panes read the output watermark as the bundle before left it;
+- the trigger's end-of-window timer (``AfterWatermark``: the default trigger and ``at_watermark()``
+  with early/late firings), set only before the end, holds the watermark at the max timestamp
+  while pending, up to and including the step at which it fires (``timer_holds``); other timers
+  hold nothing that matters here;
+- a pane is ON_TIME when the end is reached, only EARLY panes came before, and the window's
+  output watermark is not after its max timestamp -- it still holds it there (``is_on_time``).
+  Otherwise it is EARLY before the end and LATE after.  So after an EARLY pane, a window holds
+  at its end only through elements that arrived on time since that pane or through its
+  trigger's pending end-of-window timer.
+
+Beam's output watermark is the whole stage's, which other windows and keys hold back too; here each
+window's own holds decide (see the README's "Differences from Beam").
 
 Timers are kept as *due times*: the first watermark at which they are due (``watermark >= due``),
 which is also how Spark fires an event-time timer.  So the end-of-window timer of a window is due
@@ -65,7 +91,21 @@ def latest_max_timestamp_expired(watermark: Any, allowed_lateness: int) -> Any:
     return watermark - allowed_lateness - 1
 
 
-def holds_output_timestamp(timestamp: Any, watermark: Any) -> Any:
-    """Whether an element counts for the EARLIEST/LATEST output timestamp of its pane: it arrived at or
-    after the watermark (Beam sets no watermark hold for an element behind it)."""
-    return timestamp >= watermark
+def sets_element_hold(output_time: Any, watermark: Any) -> Any:
+    """Whether an element arriving at ``watermark`` sets an element hold at ``output_time``: its
+    timestamp (EARLIEST/LATEST: the hold is also the pane's output timestamp) or the window's max
+    timestamp (END_OF_WINDOW: the element arrived before the window's end)."""
+    return output_time >= watermark
+
+
+def timer_holds(due: Any, max_timestamp: Any) -> Any:
+    """Whether a pending event-time timer of the trigger, due at ``due``, holds the window's output
+    watermark at or before its max timestamp (the end-of-window timer does)."""
+    return due <= end_of_window_due(max_timestamp)
+
+
+def is_on_time(max_timestamp: Any, watermark: Any, nonspeculative_index: Any, held: Any) -> Any:
+    """Whether a pane fired at ``watermark`` is ON_TIME: the end is reached, no ON_TIME or LATE pane
+    came before (``nonspeculative_index`` 0) and the window ``held`` its output watermark at its max
+    timestamp (an element hold, or its trigger's end-of-window timer pending or firing now)."""
+    return is_end_reached(max_timestamp, watermark) & (nonspeculative_index == 0) & held

@@ -141,7 +141,7 @@ def _held_extremes(ufunc: np.ufunc, stamps: np.ndarray, first: np.ndarray, none:
 def segment_holds(stamps: np.ndarray, first: np.ndarray, watermark: int) -> tuple[list, list]:
     """Per segment of ``stamps`` (starting at ``first``), the earliest and latest timestamp at or
     after the watermark, which hold a pane's EARLIEST/LATEST output timestamp (None if none)."""
-    held = time_rules.holds_output_timestamp(stamps, watermark)
+    held = time_rules.sets_element_hold(stamps, watermark)
     return (_held_extremes(np.minimum, np.where(held, stamps, _NO_HOLD_MIN), first, _NO_HOLD_MIN),
             _held_extremes(np.maximum, np.where(held, stamps, _NO_HOLD_MAX), first, _NO_HOLD_MAX))
 

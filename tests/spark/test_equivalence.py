@@ -100,6 +100,27 @@ def test_spark_equals_local_runner_at_window_boundaries(spark, tmp_path, trigger
     assert spark_panes(run_spark(spark, op, batches, tmp_path)) == expected
 
 
+def test_spark_labels_panes_after_an_early_pane_as_beam_does(spark, tmp_path):
+    """Issue 61: a count trigger's EARLY pane releases the window's holds, so its next pane after the
+    end is LATE (key a) unless an element arrived on time since (key e); an unfired on-time element
+    holds the window to its end (key c).  The watermark (key b's rows) reaches the end of
+    [BASE, BASE + 10 s) for the third batch."""
+    from triggers import AfterCount, Repeatedly
+
+    op = operator(TimeWindows(10_000), TriggerOption.of(Repeatedly(AfterCount(2))).discarding_fired_panes())
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": "a", "amount": 2, "ts": BASE + 1_500},
+                {"user": "c", "amount": 4, "ts": BASE + 2_000},
+                {"user": "e", "amount": 8, "ts": BASE + 1_000}, {"user": "e", "amount": 16, "ts": BASE + 1_200}],
+               [{"user": "e", "amount": 32, "ts": BASE + 3_000}, {"user": "b", "amount": 1, "ts": BASE + 13_000}],
+               [{"user": "a", "amount": 64, "ts": BASE + 4_000}, {"user": "a", "amount": 128, "ts": BASE + 4_500},
+                {"user": "c", "amount": 256, "ts": BASE + 5_000}, {"user": "e", "amount": 512, "ts": BASE + 6_000}]]
+    expected = local_panes(run_local_like_spark(op, batches, DELAY))
+    first = {(p[0], p[5]): (p[3], p[4]) for p in expected if p[1] == BASE}
+    assert first == {("a", 0): (3, "EARLY"), ("a", 1): (192, "LATE"), ("c", 0): (260, "ON_TIME"),
+                     ("e", 0): (24, "EARLY"), ("e", 1): (544, "ON_TIME")}
+    assert spark_panes(run_spark(spark, op, batches, tmp_path)) == expected
+
+
 def test_the_global_window_fires_at_the_end_of_input(spark, tmp_path):
     op = operator(GlobalWindow(), TriggerOption.default(), lateness=0)
     batches = make_batches(10, n_batches=3, per_batch=5)
