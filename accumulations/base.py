@@ -9,34 +9,19 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable, ClassVar, Generic, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from .config import Config
 
 I = TypeVar("I")
 A = TypeVar("A")
 O = TypeVar("O")
 
 
-class ParameterModel(BaseModel):
-    """A frozen pydantic model whose first parameters may be given positionally (``Sum("amount")``);
-    accumulations of one input and of two share it.  They must be picklable: the Spark runner ships
-    them to executors."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-    _positional: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(self._positional):
-            raise TypeError(f"{type(self).__name__} takes at most {len(self._positional)} positional argument(s)")
-        for name, value in zip(self._positional, args):
-            kwargs[name] = value
-        super().__init__(**kwargs)
-
-
-class Accumulation(ParameterModel, Generic[I, A, O]):
+class Accumulation(Config, Generic[I, A, O]):
     """Subclass and implement the five methods; ``subtract`` is optional (an inverse of accumulate).
 
-    Accumulations are pydantic models so their parameters are validated and they can be named in
-    pipeline files.
+    Accumulations are pydantic models (``accumulations.config.Config``) so their parameters are
+    validated and they can be named in pipeline files; they must be picklable: the Spark runner
+    ships them to executors.
     """
 
     def default_accumulated_value(self) -> A:

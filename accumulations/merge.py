@@ -14,7 +14,8 @@ from typing import Any, Callable, ClassVar, Generic, Optional, TypeVar
 
 import numpy as np
 
-from .base import Accumulation, ParameterModel
+from .base import Accumulation
+from .config import Config
 
 I1 = TypeVar("I1")
 I2 = TypeVar("I2")
@@ -26,7 +27,7 @@ RIGHT = "right"
 SIDES = (LEFT, RIGHT)
 
 
-class MergeAccumulation(ParameterModel, Generic[I1, I2, A, O]):
+class MergeAccumulation(Config, Generic[I1, I2, A, O]):
     """Subclass and implement ``default_accumulated_value``, ``accumulate1``, ``accumulate2``, ``merge``
     and ``get_output``; ``get_retraction`` defaults to the output itself (marked ``is_retraction``)."""
 

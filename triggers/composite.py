@@ -1,9 +1,9 @@
 """Triggers of triggers: Repeatedly, AfterEach, AfterAny, AfterAll, OrFinally (Beam semantics)."""
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .base import Trigger, TriggerContext
 
@@ -42,12 +42,8 @@ class Repeatedly(Trigger):
 class _Parallel(Trigger):
     """Triggers that watch all their children at once."""
 
+    _varargs: ClassVar[Optional[str]] = "triggers"
     triggers: list[Trigger] = Field(min_length=1)
-
-    def __init__(self, *triggers: Trigger, **kwargs: Any) -> None:
-        if triggers:
-            kwargs["triggers"] = list(triggers)
-        BaseModel.__init__(self, **kwargs)
 
     def on_element(self, ctx: TriggerContext, count: int = 1) -> None:
         for i, trigger in enumerate(self.triggers):
@@ -105,12 +101,8 @@ class AfterAll(_Parallel):
 class AfterEach(Trigger):
     """Runs its children in sequence: the next one starts when the current one finishes."""
 
+    _varargs: ClassVar[Optional[str]] = "triggers"
     triggers: list[Trigger] = Field(min_length=1)
-
-    def __init__(self, *triggers: Trigger, **kwargs: Any) -> None:
-        if triggers:
-            kwargs["triggers"] = list(triggers)
-        BaseModel.__init__(self, **kwargs)
 
     def _current(self, ctx: TriggerContext) -> int:
         return ctx.get("index", 0)
@@ -148,12 +140,10 @@ class AfterEach(Trigger):
 
 
 class OrFinally(AfterAny):
-    """``main.orfinally(until)``: fires as ``main`` does and finishes as soon as ``until`` fires."""
+    """``main.orfinally(until)``, or ``OrFinally(main, until)``: fires as ``main`` does and finishes as
+    soon as ``until`` fires."""
 
-    def __init__(self, main: Trigger | None = None, until: Trigger | None = None, **kwargs: Any) -> None:
-        if main is not None and until is not None:
-            kwargs["triggers"] = [main, until]
-        BaseModel.__init__(self, **kwargs)
+    triggers: list[Trigger] = Field(min_length=2, max_length=2, description="[main, until]")
 
     def on_fire(self, ctx: TriggerContext) -> bool:
         main, until = self.triggers[0], self.triggers[1]

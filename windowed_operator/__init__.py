@@ -2,41 +2,46 @@
 
 The semantic core (windows, watermarks, triggers, accumulation modes, retractions) is pure Python;
 the local runner drives it in-process and the Spark runner (``windowed_operator.spark``) inside
-``transformWithStateInPandas``.
+``transformWithStateInPandas``.  This module is the package's public surface: ``__all__`` lists it.
+Importing it does not import pyspark (only ``windowed_operator.spark`` does).
 
-Names are exported lazily: ``triggers`` and ``accumulations`` import small modules of this package
-(``config``, ``windows``), and an eager import of the operators here would make that a cycle.
+``triggers`` builds on small modules of this package (``config``, ``time_rules``, ``windows``) and
+the operators here build on ``triggers``: ``triggers/__init__.py`` therefore imports this package
+first, so that whichever of the two a program imports first, each module runs to its end before
+another uses it.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ._version import __version__
+from .chain import Chain
+from .elements import BadElementError, TimestampedValue
+from .merge_operator import InputOptions, KeyedWindowedMergeOperator, WindowedMergeOperator
+from .operator import KeyedWindowedOperator, OperatorBase, WindowedOperator
+from .panes import DroppedElement, DropReason, PaneRecord, TimestampCombiner, Timing, WindowOverflowError
+from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from .watermarks import (
+    BoundedDisorderWatermark,
+    FixedLagWatermark,
+    UpstreamWatermark,
+    bounded_disorder,
+    fixed_watermark,
+    upstream_watermark,
+)
+from .windows import CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows, Window, WindowOption
 
-_EXPORTS = {
-    "KeyedWindowedOperator": "operator", "WindowedOperator": "operator", "OperatorBase": "operator",
-    "KeyedWindowedMergeOperator": "merge_operator", "WindowedMergeOperator": "merge_operator",
-    "InputOptions": "merge_operator", "Chain": "chain",
-    "PaneRecord": "panes", "DroppedElement": "panes", "DropReason": "panes", "Timing": "panes",
-    "TimestampCombiner": "panes", "WindowOverflowError": "panes",
-    "TimestampedValue": "elements", "BadElementError": "elements",
-    "GlobalWindow": "windows", "TimeWindows": "windows", "SessionWindows": "windows", "SlidingWindows": "windows",
-    "CumulativeWindows": "windows", "Window": "windows", "WindowOption": "windows",
-    "UpstreamWatermark": "watermarks", "FixedLagWatermark": "watermarks", "BoundedDisorderWatermark": "watermarks",
-    "upstream_watermark": "watermarks", "fixed_watermark": "watermarks", "bounded_disorder": "watermarks",
-    "MIN_TIMESTAMP": "time", "MAX_TIMESTAMP": "time",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'windowed_operator' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__ = [
+    "__version__",
+    # operators
+    "KeyedWindowedOperator", "WindowedOperator", "OperatorBase", "KeyedWindowedMergeOperator",
+    "WindowedMergeOperator", "InputOptions", "Chain",
+    # windows
+    "TimeWindows", "SessionWindows", "SlidingWindows", "CumulativeWindows", "GlobalWindow", "Window", "WindowOption",
+    # watermarks
+    "UpstreamWatermark", "FixedLagWatermark", "BoundedDisorderWatermark", "upstream_watermark", "fixed_watermark",
+    "bounded_disorder",
+    # outputs and inputs
+    "PaneRecord", "DroppedElement", "DropReason", "Timing", "TimestampCombiner", "WindowOverflowError",
+    "TimestampedValue", "BadElementError",
+    # time
+    "MIN_TIMESTAMP", "MAX_TIMESTAMP",
+]

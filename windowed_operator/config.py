@@ -1,17 +1,22 @@
-"""Base for user-facing configuration: frozen pydantic models that also take positional arguments.
+"""Durations in user-facing configuration, and the one configuration base every option class uses.
 
-``TimeWindows(10_000)`` reads better than ``TimeWindows(size=10_000)``; pydantic models only take
-keywords, so each model lists the fields its positional arguments fill.
+``Config`` (frozen pydantic models that also take positional arguments, one rule for all) is
+defined in ``accumulations.config``, the lowest package, and named here too for the library's
+own option classes (windows, watermarks, operators).
 """
 from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BeforeValidator
+
+from accumulations.config import REQUIRED, Config
 
 from .time import to_duration_millis
+
+__all__ = ["Config", "REQUIRED", "Duration", "DurationLike", "duration_text_millis"]
 
 
 _UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -49,36 +54,5 @@ def _duration(value: Any) -> Any:
 Duration = Annotated[int, BeforeValidator(_duration)]
 
 
-class _OptionClass(type(BaseModel)):  # type: ignore[misc]  # pydantic's model metaclass
-    def __dir__(cls) -> list[str]:
-        """``help()`` of an option class shows its own API (its signature, docstring and the
-        methods the library defines), not the ~400 lines of pydantic internals and BaseModel
-        methods every model inherits; they still work (``model_dump``, ``model_copy``...) and an
-        instance's ``dir()`` still lists them."""
-        names = {"__init__"}
-        for klass in cls.__mro__:
-            if klass not in (BaseModel, object):
-                names.update(name for name in vars(klass) if not name.startswith("_") and name != "model_config")
-        return sorted(names)
-
-
-class Config(BaseModel, metaclass=_OptionClass):
-    """Frozen, strict-about-extra-fields model with positional-argument support."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-    _positional: ClassVar[tuple[str, ...]] = ()
-    #: Said when a call gives more positional arguments than the class takes (what was probably meant).
-    _misuse_hint: ClassVar[str] = ""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(self._positional):
-            raise TypeError(
-                f"{type(self).__name__} takes at most {len(self._positional)} positional argument(s) "
-                f"({', '.join(self._positional) or 'none'}), got {len(args)}"
-                + (f": {self._misuse_hint}" if self._misuse_hint else "")
-            )
-        for name, value in zip(self._positional, args):
-            if name in kwargs:
-                raise TypeError(f"{type(self).__name__} got {name!r} both positionally and by keyword")
-            kwargs[name] = value
-        super().__init__(**kwargs)
+#: What a duration parameter takes, for signatures: int ms, a ``timedelta`` or a text such as ``"10s"``.
+DurationLike = Union[int, float, timedelta, str]
