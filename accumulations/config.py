@@ -159,10 +159,10 @@ class Config(BaseModel, metaclass=_OptionClass):
 
     @classmethod
     def _document_options(cls) -> None:
-        """Append the class's options (name, type, default, description) to its docstring once, so
-        ``help()`` shows them right after the class's own text."""
+        """Append the class's options (name, type, default, description) to its docstring, so
+        ``help()`` shows them right after the class's own text (unless that text lists them)."""
         own = vars(cls).get("__doc__") or ""
-        if not cls.model_fields or "\nOptions:\n" in own:
+        if not cls.model_fields or "Options" in own:
             return
         lines = []
         for name, field in cls.model_fields.items():

@@ -24,12 +24,21 @@ from windowed_operator.time import END_OF_INPUT
     (lambda: KeyedWindowedOperator(TimeWindows(10), Sum(), on_bad_element="ignore"), "on_bad_element"),
     (lambda: KeyedWindowedOperator(TimeWindows(10), Sum(), watermark={"kind": "fixed_lag", "lag": -3}),
      "watermark"),
-    (lambda: KeyedWindowedOperator(TimeWindows(10), Sum(), windw=TimeWindows(5)), "windw"),
 ])
 def test_bad_configuration_names_the_field(make, field):
     with pytest.raises(ValidationError) as info:
         make()
     assert field in info.value.errors()[0]["loc"]
+
+
+def test_a_misspelled_option_names_itself():
+    """Operators have named parameters (type checkers and IDEs see them): Python refuses an unknown
+    keyword; the other option classes refuse it as a pydantic error on the field."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'windw'"):
+        KeyedWindowedOperator(TimeWindows(10), Sum(), windw=TimeWindows(5))
+    with pytest.raises(ValidationError) as info:
+        TimeWindows(10, sise=5)
+    assert "sise" in info.value.errors()[0]["loc"]
 
 
 def test_firing_needs_exactly_one_of_duration_and_count():

@@ -8,17 +8,20 @@ new rule is the watermark: the minimum over the inputs that are not idle
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
 from pydantic import Field
 
 from accumulations.base import Accumulation
 from accumulations.merge import LEFT, RIGHT, SIDES, MergeAccumulation, SidedAccumulation
+from triggers.base import Trigger
+from triggers.option import TriggerOption
 
-from .config import Config, Duration
+from .config import REQUIRED, Config, Duration, DurationLike
 from .elements import ElementReader, ReadElement
-from .operator import Extractor, ValueExtractor, WindowingOptions
-from .panes import PaneRecord
+from .operator import Extractor, OnBadElement, ValueExtractor, ValueOption, WatermarkOption, WindowingOptions
+from .panes import PaneRecord, TimestampCombiner
+from .windows.base import WindowOption
 from .windows.session_windows import element_gap
 
 if TYPE_CHECKING:
@@ -107,12 +110,44 @@ class MergeOperatorBase(WindowingOptions):
 
 
 class WindowedMergeOperator(MergeOperatorBase):
-    """Non-keyed: all elements of both inputs share one state per window; outputs have ``key=None``."""
+    """Non-keyed: all elements of both inputs share one state per window; outputs have ``key=None``.
+    ``WindowedMergeOperator(window, accumulation, ...)`` takes the options of
+    ``KeyedWindowedMergeOperator`` but ``key``."""
+
+    def __init__(
+        self, window: Optional[WindowOption] = None, accumulation: MergeAccumulation = REQUIRED, *,
+        left: Optional[InputOptions] = None, right: Optional[InputOptions] = None,
+        idle_timeout: Optional[DurationLike] = None, trigger: Union[TriggerOption, Trigger, None] = None,
+        allowed_lateness: DurationLike = 0, timestamp: Extractor = None, value: ValueOption = None,
+        watermark: Optional[WatermarkOption] = None,
+        timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, late_data_output: bool = False,
+        on_bad_element: OnBadElement = "raise", max_future_skew: Optional[DurationLike] = None,
+        name: Optional[str] = None, key_type: Optional[str] = None, value_type: Optional[str] = None,
+    ) -> None:
+        self._init_given(locals())
 
 
 class KeyedWindowedMergeOperator(MergeOperatorBase):
     """Keyed: both inputs are keyed the same way (``key=``, per input ``left=InputOptions(key=...)``,
-    or ``(key, value)`` pairs); only elements with equal keys meet."""
+    or ``(key, value)`` pairs); only elements with equal keys meet.
+
+    ``KeyedWindowedMergeOperator(window, accumulation, ...)``: ``accumulation`` is a merge
+    accumulation (``InnerJoin``, ``LeftOuterJoin``, ``FullOuterJoin``, ``Cogroup``); ``left`` and
+    ``right`` (``InputOptions``) read each input where it differs from the operator's ``key``,
+    ``timestamp`` and ``value``; ``idle_timeout`` (ms) lets an input without elements stop holding
+    the watermark back; the other options are ``KeyedWindowedOperator``'s."""
 
     keyed: ClassVar[bool] = True
     key: Extractor = Field(default=None, description="field name or callable giving each element's key")
+
+    def __init__(
+        self, window: Optional[WindowOption] = None, accumulation: MergeAccumulation = REQUIRED, *,
+        key: Extractor = None, left: Optional[InputOptions] = None, right: Optional[InputOptions] = None,
+        idle_timeout: Optional[DurationLike] = None, trigger: Union[TriggerOption, Trigger, None] = None,
+        allowed_lateness: DurationLike = 0, timestamp: Extractor = None, value: ValueOption = None,
+        watermark: Optional[WatermarkOption] = None,
+        timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, late_data_output: bool = False,
+        on_bad_element: OnBadElement = "raise", max_future_skew: Optional[DurationLike] = None,
+        name: Optional[str] = None, key_type: Optional[str] = None, value_type: Optional[str] = None,
+    ) -> None:
+        self._init_given(locals())

@@ -16,7 +16,7 @@ from accumulations.base import Accumulation
 from triggers.base import Trigger
 from triggers.option import TriggerOption
 
-from .config import Config, Duration
+from .config import REQUIRED, Config, Duration, DurationLike
 from .core import WindowedCore
 from .elements import ElementReader
 from .panes import PaneRecord, TimestampCombiner
@@ -50,6 +50,10 @@ def _checked_record(value: Any) -> Any:
 #: "value"}``: output field -> the element's field read), which runners can read as columns where a
 #: callable must be called per element.
 ValueExtractor = Annotated[Optional[Union[str, dict[str, str], Callable[[Any], Any]]], AfterValidator(_checked_record)]
+#: What ``value=`` takes, for signatures.
+ValueOption = Optional[Union[str, dict[str, str], Callable[[Any], Any]]]
+WatermarkOption = Union[UpstreamWatermark, FixedLagWatermark, BoundedDisorderWatermark]
+OnBadElement = Literal["raise", "dead_letter"]
 
 
 class WindowingOptions(Config):
@@ -67,11 +71,10 @@ class WindowingOptions(Config):
     value: ValueExtractor = Field(
         default=None, description="field name, record of field names ({output field: field}) or callable giving what "
                                   "is accumulated")
-    watermark: Union[UpstreamWatermark, FixedLagWatermark, BoundedDisorderWatermark] = Field(
-        default_factory=UpstreamWatermark, discriminator="kind")
+    watermark: WatermarkOption = Field(default_factory=UpstreamWatermark, discriminator="kind")
     timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW
     late_data_output: bool = Field(default=False, description="send dropped late elements to the late-data output")
-    on_bad_element: Literal["raise", "dead_letter"] = "raise"
+    on_bad_element: OnBadElement = "raise"
     max_future_skew: Optional[Duration] = Field(
         default=None, gt=0, description="ms an element's event time may be ahead of processing time; later ones are "
                                         "bad elements (invalid_timestamp) and move no bounded-disorder watermark")
@@ -181,7 +184,19 @@ class OperatorBase(WindowingOptions):
 
 
 class WindowedOperator(OperatorBase):
-    """Non-keyed: all elements share one state per window; outputs have ``key=None``."""
+    """Non-keyed: all elements share one state per window; outputs have ``key=None``.
+    ``WindowedOperator(window, accumulation, ...)`` takes the options of ``KeyedWindowedOperator``
+    but ``key``."""
+
+    def __init__(
+        self, window: Optional[WindowOption] = None, accumulation: Accumulation = REQUIRED, *,
+        trigger: Union[TriggerOption, Trigger, None] = None, allowed_lateness: DurationLike = 0,
+        timestamp: Extractor = None, value: ValueOption = None, watermark: Optional[WatermarkOption] = None,
+        timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, late_data_output: bool = False,
+        on_bad_element: OnBadElement = "raise", max_future_skew: Optional[DurationLike] = None,
+        name: Optional[str] = None, key_type: Optional[str] = None, value_type: Optional[str] = None,
+    ) -> None:
+        self._init_given(locals())
 
 
 class KeyedWindowedOperator(OperatorBase):
@@ -206,3 +221,14 @@ class KeyedWindowedOperator(OperatorBase):
 
     keyed: ClassVar[bool] = True
     key: Extractor = Field(default=None, description="field name or callable giving each element's key")
+
+    def __init__(
+        self, window: Optional[WindowOption] = None, accumulation: Accumulation = REQUIRED, *,
+        key: Extractor = None, trigger: Union[TriggerOption, Trigger, None] = None,
+        allowed_lateness: DurationLike = 0, timestamp: Extractor = None, value: ValueOption = None,
+        watermark: Optional[WatermarkOption] = None,
+        timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, late_data_output: bool = False,
+        on_bad_element: OnBadElement = "raise", max_future_skew: Optional[DurationLike] = None,
+        name: Optional[str] = None, key_type: Optional[str] = None, value_type: Optional[str] = None,
+    ) -> None:
+        self._init_given(locals())
