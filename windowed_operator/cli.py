@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from ._version import __version__
+
 #: What a shell reports for a program stopped by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130
 
@@ -66,6 +68,7 @@ DEMO_PLOT = os.path.join(tempfile.gettempdir(), "windowed-operator-demo-timeline
 
 def _main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="windowed-operator", description="Beam-style windowed operators on Spark")
+    parser.add_argument("--version", action="version", version=f"windowed-operator {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the clickstream demo on local Spark")
     demo.add_argument("--workdir", help="keep generated data and checkpoints here (default: a temporary directory)")
