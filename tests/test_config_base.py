@@ -224,3 +224,22 @@ def test_cli_prints_its_version():
                             text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"windowed-operator {windowed_operator.__version__}\n"
+
+
+def test_the_version_outside_a_source_tree_is_the_installed_distribution_s(tmp_path):
+    from importlib import metadata
+
+    from windowed_operator import _version
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "another"\nversion = "9.9"\n')
+    assert _version.source_tree_version(tmp_path) is None
+    copy = tmp_path / "pkg"
+    copy.mkdir()
+    (copy / "_version.py").write_text((ROOT / "windowed_operator" / "_version.py").read_text())
+    try:
+        installed = metadata.version("windowed-operator")
+    except metadata.PackageNotFoundError:
+        installed = "0+unknown"
+    probe = subprocess.run([sys.executable, "-c", "import runpy, sys; print(runpy.run_path(sys.argv[1])['__version__'])",
+                            str(copy / "_version.py")], capture_output=True, text=True, timeout=60)
+    assert probe.stdout.strip() == installed, probe.stderr

@@ -3,7 +3,6 @@ not installed) the one ``pyproject.toml`` beside the package declares."""
 from __future__ import annotations
 
 import re
-from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
@@ -30,6 +29,8 @@ def _version() -> str:
     declared = source_tree_version(Path(__file__).resolve().parent.parent)
     if declared is not None:
         return declared
+    from importlib import metadata  # only here: it costs ~10 ms to import
+
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
