@@ -243,3 +243,25 @@ def test_the_version_outside_a_source_tree_is_the_installed_distribution_s(tmp_p
     probe = subprocess.run([sys.executable, "-c", "import runpy, sys; print(runpy.run_path(sys.argv[1])['__version__'])",
                             str(copy / "_version.py")], capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == installed, probe.stderr
+
+
+#: What ``triggers`` may import of ``windowed_operator``: the model (the public surface first, see
+#: ``triggers/__init__.py``), never the engine, state or runners.
+TRIGGERS_MAY_IMPORT = {"windowed_operator", "windowed_operator.config", "windowed_operator.time",
+                       "windowed_operator.time_rules", "windowed_operator.windows.base"}
+
+
+@pytest.mark.parametrize("package", ["triggers", "accumulations"])
+def test_triggers_and_accumulations_import_only_the_model(package):
+    import ast
+
+    imported = set()
+    for path in sorted((ROOT / package).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+    library = {m for m in imported if m.split(".")[0] in ("windowed_operator", "triggers", "accumulations")}
+    allowed = TRIGGERS_MAY_IMPORT if package == "triggers" else set()
+    assert library <= allowed, sorted(library - allowed)
