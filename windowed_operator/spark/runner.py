@@ -609,12 +609,13 @@ def _prechains(op: WindowingOptions, key_type: Optional[str], value_type: Option
 
 def _prefolds(op: WindowingOptions, value_column: Optional[str], value_type: Optional[str]) -> bool:
     """Whether each (key, pane) can be folded into one sketch before the shuffle (``prefold``): a
-    sketch accumulation over a column of a plain type, a trigger that does not count elements,
+    sketch accumulation over a column of a plain type other than the event time (the fold's rows
+    carry the pane's start in that column), a trigger that does not count elements,
     windows with a pane layout, panes stamped with the window's end, and no element kept aside and
     no skew check (the scan stage has no batch time)."""
     from ..panes import TimestampCombiner
 
-    return (value_column is not None and value_column != WHOLE_ROWS and folds_before_shuffle(op)
+    return (value_column is not None and value_column not in (WHOLE_ROWS, op.timestamp) and folds_before_shuffle(op)
             and op.timestamp_combiner == TimestampCombiner.END_OF_WINDOW
             and prefoldable(op.core_accumulation(), value_type))
 
