@@ -147,6 +147,10 @@ def test_a_join_on_the_array_path_reports_late_rows_and_dead_letters_as_the_loca
     assert sum(late.values()) >= 3, "the data has late rows"
     dead = sorted(r["reason"] for r in rows if r["record_type"] == "dead_letter")
     assert dead == sorted(d.reason.value for d in runner.dead_letters) == ["invalid_value", "invalid_value"]
+    # a dead letter is the input's row, as the local runner keeps it (not the union's internal columns)
+    assert sorted(json.dumps(json.loads(r["element"]), sort_keys=True) for r in rows
+                  if r["record_type"] == "dead_letter") == sorted(
+        json.dumps(d.element, sort_keys=True) for d in runner.dead_letters)
 
 
 def _plain(value):

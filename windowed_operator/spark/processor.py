@@ -620,7 +620,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 if self.plan.operator.on_bad_element == "raise":
                     raise
                 key = record.get(self.plan.key_column) if self.plan.key_column else None
-                bad.append(DroppedElement(exc.reason, record, key, None, watermark, exc.detail))
+                element = exc.element if self.plan.merge else record  # (a merge's: the input's row, not the union's)
+                bad.append(DroppedElement(exc.reason, element, key, None, watermark, exc.detail))
                 continue
             batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
         for key, elements in batches.items():
