@@ -49,11 +49,12 @@ def test_a_change_of_execution_the_state_cannot_follow_is_named(execution, part)
 
 
 @pytest.mark.parametrize("before, after", [
-    (dict(), dict(allowed_lateness=60_000, late_data_output=True, on_bad_element="dead_letter", name="renamed")),
+    (dict(allowed_lateness=60_000),
+     dict(allowed_lateness=5_000, late_data_output=True, on_bad_element="dead_letter", name="renamed")),
     (dict(trigger=TriggerOption.default().accumulating_fired_panes()),
      dict(trigger=TriggerOption.default().accumulating_and_retracting_fired_panes())),
     (dict(trigger=TriggerOption.default().accumulating_and_retracting_fired_panes()),
-     dict(trigger=TriggerOption.default().discarding_fired_panes())),
+     dict(trigger=TriggerOption.default().accumulating_fired_panes())),
     (dict(trigger=TriggerOption.default().accumulating_fired_panes()),
      dict(trigger=TriggerOption.default().accumulating_fired_panes().fire_only_updated_panes())),
 ])
@@ -78,11 +79,29 @@ def test_version_8_continues_versions_6_and_7_and_neither_continues_8(stored):
     assert problem.startswith(f"state version changed from 8 to {stored}")
 
 
-def test_discarding_to_accumulating_is_refused_because_the_accumulators_lost_fired_elements():
-    before = op(trigger=TriggerOption.default().discarding_fired_panes())
-    after = op(trigger=TriggerOption.default().accumulating_fired_panes())
-    with pytest.raises(IncompatibleRestartError, match="accumulation mode changed from discarding to accumulating"):
-        check_restart(fingerprint(before), fingerprint(after), "op")
+@pytest.mark.parametrize("before, after", [("discarding", "accumulating"), ("discarding", "accumulating_and_retracting"),
+                                           ("accumulating", "discarding"),
+                                           ("accumulating_and_retracting", "discarding")])
+def test_a_switch_to_or_from_discarding_is_refused(before, after):
+    """After discarding panes the accumulators lost the fired elements; after accumulating ones they
+    hold elements already fired, which a discarding pane would count again (issue 56)."""
+    modes = {"discarding": TriggerOption.default().discarding_fired_panes(),
+             "accumulating": TriggerOption.default().accumulating_fired_panes(),
+             "accumulating_and_retracting": TriggerOption.default().accumulating_and_retracting_fired_panes()}
+    stored, current = fingerprint(op(trigger=modes[before])), fingerprint(op(trigger=modes[after]))
+    with pytest.raises(IncompatibleRestartError, match=(
+            f"accumulation mode changed from {stored['accumulation mode']} to {current['accumulation mode']}: "
+            "after discarding panes")):
+        check_restart(stored, current, "op")
+
+
+def test_raising_allowed_lateness_is_refused_and_lowering_is_not():
+    """A window the old lateness purged would re-open empty under a larger one (issue 56)."""
+    with pytest.raises(IncompatibleRestartError, match=(
+            "allowed lateness changed from 0 to 30000: windows the old lateness expired are purged")) as caught:
+        check_restart(fingerprint(op()), fingerprint(op(allowed_lateness=30_000)), "op")
+    assert "allowed lateness (not raised)" in str(caught.value)
+    assert restart_problems(fingerprint(op(allowed_lateness=30_000)), fingerprint(op(allowed_lateness=29_999))) == []
 
 
 def test_several_changes_are_all_named_with_what_may_change():
@@ -123,3 +142,30 @@ def test_a_restart_moves_session_and_window_rows_into_row_shards_and_back(stored
     (``spark.windowed_operator.rowShards``); rows of another kind stay refused."""
     problems = restart_problems(fingerprint(op(), layout=stored), fingerprint(op(), layout=current))
     assert (problems == []) == allowed
+
+
+def _readme_restart_lists() -> dict[str, str]:
+    """The README's "what a restart may change" lists: {"Exact": text, "Refused": text}."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("**Restarts with a changed operator: what a restart may change.**"):]
+    exact = section[section.index("\nExact:\n"):section.index("\nRefused:\n")]
+    refused = section[section.index("\nRefused:\n"):section.index("\n\n", section.index("\nRefused:\n") + 1)]
+    return {"Exact": exact, "Refused": refused}
+
+
+def test_the_readmes_restart_rules_are_the_fingerprints():
+    """What the README says a restart may change is ``SAFE_CHANGES`` (each refused direction named as
+    ``REFUSED_DIRECTIONS`` says), and what it refuses is ``ADVICE``: the two cannot drift apart."""
+    import re
+
+    from windowed_operator.fingerprint import ADVICE, REFUSED_DIRECTIONS, SAFE_CHANGES
+
+    lists = _readme_restart_lists()
+    bold = {name: set(re.findall(r"\*\*([a-z ]+)\*\*", text)) for name, text in lists.items()}
+    assert bold["Exact"] == set(SAFE_CHANGES)
+    assert bold["Refused"] == set(ADVICE)
+    for part, direction in REFUSED_DIRECTIONS.items():
+        assert f"- **{part}** {direction}" in lists["Refused"]
+        assert part in ADVICE, f"a refused direction of {part!r} needs its advice"

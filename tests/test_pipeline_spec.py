@@ -152,6 +152,15 @@ def test_a_yaml_alias_bomb_is_refused_before_it_expands():
     assert issues_of(modest) == ["line 32: defaults: unknown field 'defaults'", "line 33: more: unknown field 'more'"]
 
 
+@pytest.mark.parametrize("text", ["[" * 1_000 + "]" * 1_000, "{a: " * 200 + "1" + "}" * 200,
+                                  "".join(f"{'  ' * i}k{i}:\n" for i in range(300)) + "  " * 300 + "v"],
+                         ids=["brackets", "braces", "indented"])
+def test_values_nested_too_deep_are_one_error_not_a_recursion_error(text):
+    """A 2 KB file of 1,000 nested brackets made the YAML parser overflow the stack (issue 56)."""
+    assert issues_of(text) == ["file: <root>: values nest more than 64 levels deep (a pipeline's values nest a "
+                               "few levels)"]
+
+
 def test_an_oversized_file_is_refused():
     text = GOOD + "#" * 1_000_001
     assert issues_of(text) == [f"file: <root>: the file has {len(text):,} bytes; pipeline files are limited to "

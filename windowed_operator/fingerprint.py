@@ -17,15 +17,25 @@ from typing import Any, Mapping, Optional
 
 from triggers.option import AccumulationMode
 
-#: Parts of the fingerprint a restart may change, and why each is safe.
+#: Parts of the fingerprint a restart may change, and why the panes then equal those of an
+#: uninterrupted run with the new operator (from the restart on).  Some parts only in one direction:
+#: ``ADVICE`` says why the other is refused.
 SAFE_CHANGES: dict[str, str] = {
-    "allowed lateness": "windows are kept or expired by the new lateness from the next watermark on (windows "
-                        "already expired stay expired)",
-    "accumulation mode": "from accumulating or accumulating-and-retracting to any mode (their accumulators hold "
-                         "every element of the window; the last pane is kept for retractions)",
-    "only updated panes": "only decides whether an unchanged pane is emitted",
-    "watermark": "the watermark policy decides when state fires, not what it holds",
+    "allowed lateness": "lowered only: every window the new lateness keeps the old one kept too, with the same "
+                        "elements; windows it expires are purged at the next watermark",
+    "accumulation mode": "between accumulating and accumulating-and-retracting: both keep every element of the "
+                         "window and the last pane fired (for retractions)",
+    "only updated panes": "only decides whether an unchanged pane is emitted (the last pane fired is kept in every "
+                          "mode)",
+    "watermark": "the watermark policy decides when state fires, not what it holds (a watermark never moves back: "
+                 "a larger delay takes effect once event times pass the stored watermark)",
     "outputs": "late-data and dead-letter outputs, names and bad-element handling hold no state",
+}
+
+#: Changes of the parts above that are refused all the same (``_change_is_safe``), named for the docs.
+REFUSED_DIRECTIONS: dict[str, str] = {
+    "allowed lateness": "raised",
+    "accumulation mode": "to or from discarding",
 }
 
 #: Parts whose change makes the stored state mean something else, and what to do about each.
@@ -43,8 +53,11 @@ ADVICE: dict[str, str] = {
                     "trigger and early/late firings with vectorized=True), whose state is laid out differently: "
                     "start a new checkpoint or restore the options that chose the stored layout",
     "time mode": "timers of the other time domain are stored: start a new checkpoint",
-    "accumulation mode": "after discarding panes, the accumulators hold only the elements since the last pane: "
-                         "a restart may not switch to accumulating modes (start a new checkpoint)",
+    "accumulation mode": "after discarding panes the accumulators hold only the elements since the last pane, "
+                         "and after accumulating panes they hold elements already fired: a restart may switch "
+                         "between accumulating and accumulating-and-retracting only (start a new checkpoint)",
+    "allowed lateness": "windows the old lateness expired are purged and would re-open as new windows under a "
+                        "larger one: a restart may only lower it (start a new checkpoint)",
 }
 
 #: State layouts whose records a later layout reads and rewrites key by key (stored -> current).
@@ -124,13 +137,27 @@ VERSION_MIGRATIONS: set[tuple[str, str]] = {("6", "7"), ("6", "8"), ("7", "8")}
 
 
 def _mode_change_is_safe(stored: str, current: str) -> bool:
-    return stored != AccumulationMode.DISCARDING.value or current == stored
+    """Discarding panes leaves accumulators of the elements since the last pane, accumulating ones of
+    every element: neither continues as the other."""
+    discarding = AccumulationMode.DISCARDING.value
+    return current == stored or discarding not in (stored, current)
+
+
+def _lateness_change_is_safe(stored: str, current: str) -> bool:
+    """Lowering: a window the new lateness keeps, the old kept with the same elements.  Raising: a
+    window the old lateness purged would come back empty (state says nothing of purged windows)."""
+    try:
+        return int(current) <= int(stored)
+    except ValueError:
+        return False
 
 
 def _change_is_safe(part: str, stored: str, current: str) -> bool:
     """Whether ``part`` may change from ``stored`` to ``current`` (see ``SAFE_CHANGES``)."""
     if part == "accumulation mode":
         return _mode_change_is_safe(stored, current)
+    if part == "allowed lateness":
+        return _lateness_change_is_safe(stored, current)
     if part == "state version":
         return (stored, current) in VERSION_MIGRATIONS
     if part == "state layout":
@@ -157,7 +184,8 @@ def check_restart(stored: Optional[Mapping[str, str]], current: Mapping[str, str
         return
     problems = restart_problems(stored, current)
     if problems:
-        safe = "; ".join(SAFE_CHANGES)
+        safe = "; ".join(f"{part} (not {REFUSED_DIRECTIONS[part]})" if part in REFUSED_DIRECTIONS else part
+                         for part in SAFE_CHANGES)
         raise IncompatibleRestartError(
             f"{label}: the checkpoint's state was written by a different operator and cannot be continued:\n  "
             + "\n  ".join(problems) + f"\n(changes a restart may make: {safe})")

@@ -3,8 +3,9 @@ which one the operator's options choose.
 
 The pane log serves the default trigger with no allowed lateness (``pane_log``); the same operator
 with allowed lateness keeps pane rows per key (``columnar_records.PaneRecords``), and checkpoints
-written before the pane log existed hold per-key rows too.  Allowed lateness is a change a restart
-may make (``fingerprint.SAFE_CHANGES``), so neither direction may strand state: the first batch of
+written before the pane log existed hold per-key rows too.  A restart may lower allowed lateness to
+none (``fingerprint.SAFE_CHANGES``) or switch the log off or on (``spark.windowed_operator.paneLog``),
+so neither direction may strand state: the first batch of
 a group whose record names the other layout reads all of the group's rows once, in the old layout,
 and writes them in the new one.  Both directions read what the group holds (once), not more:
 - per key -> pane log: every key holding rows is in the event-time due index (its next window end or

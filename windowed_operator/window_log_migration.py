@@ -3,8 +3,9 @@ one the operator's options choose.
 
 The window log serves the default trigger with no allowed lateness (``window_log``); the same
 operator with allowed lateness keeps windows per key, and checkpoints written before the window log
-existed hold per-key windows too.  Allowed lateness is a change a restart may make
-(``fingerprint.SAFE_CHANGES``), so neither direction may strand state: the first batch of a group
+existed hold per-key windows too.  A restart may lower allowed lateness to none
+(``fingerprint.SAFE_CHANGES``) or switch the log off or on (``spark.windowed_operator.paneLog``), so
+neither direction may strand state: the first batch of a group
 whose record names the other layout reads all of the group's state once, in the old layout, and
 writes it in the new one.
 

@@ -1,4 +1,5 @@
 """Chains on Spark equal the local chain, pane for pane, on the same batches and watermarks."""
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -302,3 +303,39 @@ def test_a_null_upstream_pane_value_is_a_dead_letter_of_the_stage_that_sums_it(s
     assert [r["reason"] for r in dead] == ["invalid_value"]
     assert spark_panes({0: [r for r in rows if r["record_type"] == "pane"]}) == local_panes(runner)
     assert sorted(r["value"] for r in rows if r["record_type"] == "pane") == [4, 7]
+
+
+def _side_first_stage():
+    return KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts",
+                                 watermark=bounded_disorder(DELAY), late_data_output=True,
+                                 on_bad_element="dead_letter")
+
+
+SIDE_CHAINS = {
+    "two stages": lambda: _side_first_stage().then(
+        WindowedOperator(None, Sum(), on_bad_element="dead_letter", late_data_output=True)),
+    "through a stage without side outputs": lambda: _side_first_stage().then(
+        KeyedWindowedOperator(None, Count())).then(WindowedOperator(None, Sum())),
+}
+
+
+@pytest.mark.parametrize("case", list(SIDE_CHAINS))
+def test_every_stages_late_data_and_dead_letters_reach_the_chains_output(spark, tmp_path, case):
+    """The first stage's dead letters (a null key, a null amount) and late data (an expired row) reach
+    the chain's output tagged with their stage, as the local chain keeps each stage's (issue 56)."""
+    chain = SIDE_CHAINS[case]()
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": None, "amount": 2, "ts": BASE + 2_000},
+                {"user": "b", "amount": None, "ts": BASE + 3_000}],
+               [{"user": "c", "amount": 7, "ts": BASE + 25_000}],
+               [{"user": "a", "amount": 5, "ts": BASE + 4_000}, {"user": "b", "amount": 3, "ts": BASE + 31_000}]]
+    runner = run_local_like_spark(chain, batches, DELAY)
+    expected = Counter((stage, "late" if d.reason.value in ("expired", "closed_window") else "dead_letter",
+                        d.reason.value, json.dumps(d.element, sort_keys=True))
+                       for stage, stage_runner in enumerate(runner.runners)
+                       for d in [*stage_runner.late_data, *stage_runner.dead_letters])
+    assert {(stage, kind) for stage, kind, _, _ in expected} == {(0, "late"), (0, "dead_letter")}
+    rows = [r for batch in run_spark(spark, chain, batches, tmp_path).values() for r in batch]
+    side = Counter((r["stage"], r["record_type"], r["reason"], json.dumps(json.loads(r["element"]), sort_keys=True))
+                   for r in rows if r["record_type"] != "pane")
+    assert side == expected
+    assert spark_panes({0: [r for r in rows if r["record_type"] == "pane"]}) == local_panes(runner)

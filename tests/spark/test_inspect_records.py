@@ -95,3 +95,30 @@ def test_a_joins_window_log_part_is_printed_with_each_windows_inputs():
         "  7: [0, 10) acc=([{'id': 7, 'name': 'Ann'}], [{'reserve': 5}]) elements=2",
         "  8: [0, 10) acc=([], [{'reserve': 6}]) elements=1"]
     assert list(describe_window_part(10, 0, text, key="8"))[1:] == ["  8: [0, 10) acc=([], [{'reserve': 6}]) elements=1"]
+
+
+def test_the_keys_of_a_window_log_part_and_a_row_shard_are_counted():
+    """``windowed-operator state`` counts the keys held in logs and row shards, not only per-key
+    records (it said "0 key(s) with state" for a pane-log or row-shard checkpoint: issue 56)."""
+    from accumulations import InnerJoin, Sum
+    from accumulations.merge import SidedAccumulation
+    from triggers import TriggerOption
+    from windowed_operator import TimeWindows
+    from windowed_operator.columnar_records import SessionRecords
+    from windowed_operator.columnar_sessions import ColumnarSessions
+    from windowed_operator.core import WindowedCore
+    from windowed_operator.row_columns_text import rows_text
+    from windowed_operator.spark.inspect import _part_keys
+    from windowed_operator.window_log import Partial, WindowLog
+    from windowed_operator.windows.base import Window
+    from windowed_operator.windows.session_windows import SessionWindows
+
+    log = WindowLog(WindowedCore(TimeWindows(10), SidedAccumulation(inner=InnerJoin()), TriggerOption.default()))
+    text = log.part_text([(7, Window(0, 10), Partial(([{"id": 7}], []), 1)), (8, Window(0, 10), Partial(([], []), 1))])
+    assert _part_keys("window log", text) == [7, 8]
+    engine = ColumnarSessions(SessionWindows(10), Sum(), TriggerOption.default(), 0, label="op", column=None)
+    one = KeySessions(starts=[0], ends=[9], acc=[[1]], pending=[1], hold=[True], nonspeculative=[0], index=[0],
+                      last=[None], late=[False], count=[1], fire_at=[NOT_SET], closed=[False])
+    table = SessionRecords(engine).build(["u1", ("t", 2)], [one, one], 0)
+    shard = json.dumps([15, None, json.loads(rows_text(table, "sessions"))])
+    assert _part_keys("row shards", shard) == ["u1", ("t", 2)]

@@ -96,6 +96,7 @@ def test_row_shards_give_the_local_runners_panes(spark, tmp_path):
     lines = list(describe_checkpoint(spark, str(checkpoint), limit=1000))
     held = sorted({r["user"] for batch in BATCHES for r in batch if r["ts"] >= BASE + 20_000})
     assert any(line.startswith("the row shards:") and f"{in_rows} key(s)" in line for line in lines)
+    assert lines[0].endswith(f": {in_rows} key(s) with state:")  # (not the per-key records' 0: issue 56)
     assert sorted(line.strip()[:-1] for line in lines if line.startswith("  '")) == sorted(repr(k) for k in held)
 
 

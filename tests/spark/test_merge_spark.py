@@ -147,6 +147,10 @@ def test_a_join_on_the_array_path_reports_late_rows_and_dead_letters_as_the_loca
     assert sum(late.values()) >= 3, "the data has late rows"
     dead = sorted(r["reason"] for r in rows if r["record_type"] == "dead_letter")
     assert dead == sorted(d.reason.value for d in runner.dead_letters) == ["invalid_value", "invalid_value"]
+    # a dead letter is the input's row, as the local runner keeps it (not the union's internal columns)
+    assert sorted(json.dumps(json.loads(r["element"]), sort_keys=True) for r in rows
+                  if r["record_type"] == "dead_letter") == sorted(
+        json.dumps(d.element, sort_keys=True) for d in runner.dead_letters)
 
 
 def _plain(value):
@@ -211,3 +215,17 @@ def test_merge_value_records_and_callables_get_their_types_or_a_clear_error(spar
     whole = rows.apply(marked_left, marked_right, end_of_input="end_of_input").schema["value"].dataType
     assert whole.simpleString() == ("struct<left:array<struct<user:string,amount:bigint,ts:bigint>>,"
                                     "right:array<struct<user:string,page:string,ts:bigint>>>")  # (no marker field)
+
+
+@pytest.mark.parametrize("side, field, named", [("right", "ts", r"right input: timestamp 'ts' is null \(None\)"),
+                                                ("left", "user", r"left input: key is null \(None\)")])
+def test_a_bad_row_of_a_join_is_named_by_its_input_and_column(spark, tmp_path, side, field, named):
+    """Not by the columns the union of the inputs uses inside (issue 56): the error names the input
+    and the user's column, and shows the input's row."""
+    op = merge_op(TimeWindows(10_000), InnerJoin(), TriggerOption.default())
+    left, right = make_sides(7, n_batches=2)
+    (left if side == "left" else right)[1][0][field] = None
+    with pytest.raises(Exception, match=named) as caught:
+        run_spark_merge(spark, op, left, right, tmp_path)
+    lines = [line for line in str(caught.value).splitlines() if "bad element (" in line]
+    assert lines and not any("__wo_" in line for line in lines)

@@ -1,5 +1,6 @@
 """The pane log on Spark: the default trigger with no allowed lateness keeps its rows by pane, gives
-the local runner's panes, and a restart that changes allowed lateness moves the state across layouts."""
+the local runner's panes, and a restart that lowers allowed lateness to none, or turns the log off, moves
+the state across layouts."""
 import json
 from collections import Counter
 
@@ -77,7 +78,7 @@ def test_the_pane_log_gives_the_local_runners_panes_and_keeps_no_key_records(spa
     from windowed_operator.spark.inspect import describe_checkpoint
 
     lines = list(describe_checkpoint(spark, str(checkpoint), key="b"))
-    assert lines[0].endswith("0 key(s) with state:") and lines[1].startswith("the pane log:")
+    assert lines[0].endswith("1 key(s) with state:") and lines[1].startswith("the pane log:")
     assert f"pane from {BASE + 30_000} (part 0): 1 row(s)" in lines and "  'b': acc=[4]" in lines
 
 
@@ -90,9 +91,12 @@ def _file_sink(store):
 
 
 def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
-    """Per key (lateness 5 s) -> the log (none) -> per key (5 s) on one checkpoint: the values are one
-    run's, and between the restarts the state is in the layout the options choose (``log_parts``:
-    the log's parts in a checkpoint)."""
+    """Per key (lateness 5 s) -> the log (lateness lowered to none) -> per key (the log turned off,
+    ``PANE_LOG_CONF``; raising the lateness is refused) on one checkpoint: the values are one run's,
+    and between the restarts the state is in the layout the options choose (``log_parts``: the log's
+    parts in a checkpoint)."""
+    from windowed_operator.spark.runner import PANE_LOG_CONF
+
     in_order = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 11_000)),
                 rows(("b", 4, 12_000), ("c", 5, 23_000)),
                 rows(("a", 6, 24_000), ("b", 7, 35_000)),
@@ -100,10 +104,15 @@ def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
     source, checkpoint, store = tmp_path / "in", tmp_path / "checkpoint", {}
     staged = write_batches(tmp_path / "staging", in_order)
 
-    def run(op, upto):
+    def run(op, upto, log=True):
         release_batches(tmp_path / "staging", source, upto)
         df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-        query = (op.apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(store))
+        spark.conf.set(PANE_LOG_CONF, str(log).lower())
+        try:
+            out = op.apply(df, end_of_input=END_COLUMN)
+        finally:
+            spark.conf.unset(PANE_LOG_CONF)
+        query = (out.writeStream.foreachBatch(_file_sink(store))
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
         query.awaitTermination()
 
@@ -112,7 +121,7 @@ def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
     assert key_records(spark, checkpoint) and not log_parts(spark, checkpoint)
     run(make_op(lateness=0), 3)
     assert log_parts(spark, checkpoint) and not key_records(spark, checkpoint)
-    run(make_op(lateness=5_000), len(staged))
+    run(make_op(lateness=0), len(staged), log=False)
     assert not log_parts(spark, checkpoint)
 
     def values(panes):  # (is_last follows the lateness in force when a window fired)
@@ -122,7 +131,7 @@ def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
     assert values(got) == values(local_panes(run_local_like_spark(make_op(), in_order, DELAY)))
 
 
-def test_a_restart_that_changes_allowed_lateness_moves_the_state_between_layouts(spark, tmp_path):
+def test_a_restart_that_changes_the_layout_moves_the_state_between_layouts(spark, tmp_path):
     check_restarts_between_layouts(spark, tmp_path, hopping_sum, pane_parts)
 
 

@@ -73,3 +73,13 @@ def test_float_values_travel_as_float64():
     rows = folded(chaining(Sum("amount"), value_type="double"), user=["a", "a"], ts=[0, 1], amount=[0.5, 0.25])
     _, values = chain_elements(rows["__wo_times"][0], rows["__wo_values"][0], value_dtype("double"))
     assert values.dtype == np.float64 and values.tolist() == [0.5, 0.25] and rows["__wo_agg0"] == [0.75]
+
+
+def test_a_fold_over_the_event_time_column_reads_it_once():
+    """``Sum("ts")`` with ``timestamp="ts"``: the chain's values are its times (issue 56)."""
+    op = KeyedWindowedOperator(SessionWindows(5), Sum("ts"), key="user", timestamp="ts")
+    fold = PreChaining(form=columnar_form(Sum("ts")), key_column="user", time_column="ts", value_column="ts",
+                       key_type="string", value_type="bigint", reader=op.build_reader(), gap=5)
+    assert fold.input_columns == ["user", "ts"]
+    rows = folded(fold, user=["a", "a", "b"], ts=[10, 12, 3])
+    assert list(zip(rows["user"], rows["__wo_n"], rows["__wo_agg0"])) == [("a", 2, 22), ("b", 1, 3)]

@@ -1,6 +1,6 @@
 """The window log on Spark: the object path under the default trigger with no allowed lateness keeps
-its windows' accumulators by window, gives the local runner's panes, and a restart that changes
-allowed lateness moves the state across layouts."""
+its windows' accumulators by window, gives the local runner's panes, and a restart that lowers allowed
+lateness to none, or turns the log off, moves the state across layouts."""
 import pytest
 
 from accumulations import ToList
@@ -29,10 +29,10 @@ def test_the_window_log_gives_the_local_runners_panes_and_keeps_no_key_records(s
     from windowed_operator.spark.inspect import describe_checkpoint
 
     lines = list(describe_checkpoint(spark, str(checkpoint), key="b"))
-    assert lines[0].endswith("0 key(s) with state:") and lines[1].startswith("the window log:")
+    assert lines[0].endswith("1 key(s) with state:") and lines[1].startswith("the window log:")
     assert f"  'b': [{BASE + 30_000}, {BASE + 40_000}) acc=[4] elements=1" in lines
 
 
-def test_a_restart_that_changes_allowed_lateness_moves_the_state_between_layouts(spark, tmp_path):
-    """Per key (lateness 5 s) -> window log (none) -> per key (5 s) on one checkpoint."""
+def test_a_restart_that_changes_the_layout_moves_the_state_between_layouts(spark, tmp_path):
+    """Per key (lateness 5 s) -> window log (none) -> per key (the log turned off) on one checkpoint."""
     check_restarts_between_layouts(spark, tmp_path, hopping_list, window_parts)

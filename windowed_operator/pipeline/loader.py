@@ -27,6 +27,8 @@ from .spec import CodePolicy, Pipeline, import_dotted
 MAX_FILE_BYTES = 1_000_000
 #: Most nodes the document may have once its YAML aliases are expanded.
 MAX_EXPANDED_NODES = 100_000
+#: How deep values may nest (a pipeline nests a few levels; the YAML parser recurses per level).
+MAX_NESTING_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,30 @@ def _expanded_size(node: yaml.Node, limit: int) -> int:
     return size(node)
 
 
+def _too_deep(source: str) -> PipelineError:
+    return PipelineError(source, [PipelineIssue("", 0, f"values nest more than {MAX_NESTING_DEPTH} levels deep (a "
+                                                       "pipeline's values nest a few levels)")])
+
+
+def _depth(node: yaml.Node, limit: int) -> int:
+    """How deep collections nest in the document (iteratively, stopping past ``limit``)."""
+    deepest, stack = 0, [(node, 1)]
+    seen: set[int] = set()
+    while stack:
+        current, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        if id(current) in seen:  # (an alias: the same node again)
+            continue
+        seen.add(id(current))
+        if isinstance(current, yaml.MappingNode):
+            stack.extend((part, depth + 1) for pair in current.value for part in pair)
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend((item, depth + 1) for item in current.value)
+    return deepest
+
+
 def _syntax_error(source: str, exc: yaml.YAMLError) -> PipelineError:
     mark = getattr(exc, "problem_mark", None)
     return PipelineError(source, [PipelineIssue("", mark.line + 1 if mark else 0,
@@ -138,6 +164,10 @@ def _compose(text: str, source: str) -> yaml.Node:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         raise _syntax_error(source, exc) from None
+    except RecursionError:  # (the YAML parser recurses per level of nesting)
+        raise _too_deep(source) from None
+    if node is not None and _depth(node, MAX_NESTING_DEPTH) > MAX_NESTING_DEPTH:
+        raise _too_deep(source)
     if node is not None and _expanded_size(node, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
         raise PipelineError(source, [PipelineIssue("", 0, f"the document expands to more than {MAX_EXPANDED_NODES:,} "
                                                           "values through YAML aliases (&anchor / *alias)")])

@@ -24,6 +24,7 @@ Spark type given by the operator's ``key_type``).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Union
 
@@ -35,12 +36,12 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 from ..chain import check_consumable, panes_from_columns
 from ..elements import BadElementError
 from ..operator import OperatorBase, WindowingOptions
-from ..panes import OUTPUT_COLUMNS
+from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
 from ..watermarks import UpstreamWatermark
 from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
 from .errors import SparkOperatorError
-from .plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF, PHASE_COLUMN, SparkPlan
+from .plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF, PHASE_COLUMN, STAGE_COLUMN, SparkPlan
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
 from .processor import ROUTE_COLUMN
 
@@ -66,6 +67,26 @@ class Feed:
     #: The window option the panes' windows come from (the operator's, or, where it keeps its
     #: upstream's windows, the one of the first stage that has one).
     windows: Any = None
+    #: The operator's place in its chain (0: the first).
+    stage: int = 0
+    #: The next stage is one of a chain's (``handing_on``): its output tags side rows with their stage.
+    in_chain: bool = False
+    #: ``frame`` also holds side rows (``pane_rows``), which the next stage hands on (``handing_on``).
+    side_rows: bool = False
+    #: The pane rows with the side rows, where the operator has side outputs (``pane_rows``).
+    with_side_rows: Optional[DataFrame] = None
+
+
+def handing_on(out: DataFrame) -> DataFrame:
+    """``out`` (an operator's panes) for the next stage of a chain, which hands on the side rows of
+    the stages before it: a chain's output has every stage's, while a stage applied to another's
+    output alone leaves them in that output (a pipeline's sink of it)."""
+    feed = feed_of(out)
+    if feed is None:
+        return out
+    if feed.with_side_rows is None:
+        return attach_feed(out, dataclasses.replace(feed, in_chain=True))
+    return attach_feed(out, dataclasses.replace(feed, frame=feed.with_side_rows, side_rows=True, in_chain=True))
 
 
 def attach_feed(panes: DataFrame, feed: Feed) -> DataFrame:
@@ -79,12 +100,18 @@ def feed_of(df: Any) -> Optional[Feed]:
     return getattr(df, "__dict__", {}).get(_FEED)
 
 
-def pane_rows(out: DataFrame, plan: SparkPlan, event_time: bool = False) -> DataFrame:
+def pane_rows(out: DataFrame, plan: SparkPlan, event_time: bool = False, side_rows: bool = False) -> DataFrame:
     """The processor's pane rows (no late-data or dead-letter rows), as the next stage reads them
-    (``event_time``: with the event-time column, which ``plan`` must output)."""
+    (``event_time``: with the event-time column, which ``plan`` must output).  ``side_rows`` (where
+    ``plan`` has side outputs): its late data and dead letters too, its own and those it handed on,
+    each tagged with its stage (``STAGE_COLUMN``), for a next stage of its chain to hand on to the
+    chain's output, as the local chain keeps every stage's."""
+    columns = [c for c in OUTPUT_COLUMNS if plan.keyed or c != "key"]
+    if plan.side_outputs and side_rows:
+        stage = F.col(STAGE_COLUMN) if plan.stage_column else F.lit(0).cast("int").alias(STAGE_COLUMN)
+        return out.select(*columns, *SIDE_OUTPUT_COLUMNS, stage, PHASE_COLUMN)
     if plan.side_outputs:
         out = out.where(F.col("record_type") == "pane")
-    columns = [c for c in OUTPUT_COLUMNS if plan.keyed or c != "key"]
     return out.select(*columns, PHASE_COLUMN, *([EVENT_TIME_COLUMN] if event_time else []))
 
 
@@ -104,9 +131,13 @@ class RouteKeys:
 
     def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for frame in frames:
-            panes = panes_from_columns({c: frame[c].to_numpy() for c in frame.columns}, self.upstream)
-            keys = [self._key(pane) for pane in panes]
-            yield frame.assign(**{ROUTE_COLUMN: pd.Series(keys, dtype=object, index=frame.index)})
+            keys = pd.Series(None, dtype=object, index=frame.index)
+            is_pane = frame["record_type"] == "pane" if STAGE_COLUMN in frame.columns else slice(None)
+            panes_frame = frame[is_pane]  # (side rows are handed on, keyed by none)
+            panes = panes_from_columns({c: panes_frame[c].to_numpy() for c in panes_frame.columns
+                                        if c not in (*SIDE_OUTPUT_COLUMNS, STAGE_COLUMN)}, self.upstream)
+            keys[is_pane] = pd.Series([self._key(pane) for pane in panes], dtype=object, index=panes_frame.index)
+            yield frame.assign(**{ROUTE_COLUMN: keys})
 
 
 def _route(op: OperatorBase, feed: Feed, key_type: Optional[str]) -> tuple[DataFrame, Optional[str], Optional[str],
@@ -162,7 +193,8 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
             fields.append(StructField(name, data_type, True))
         return StructType(fields).simpleString()
     if value is None and op.keyed and op.key is not None:  # the reader folds the whole pane (as locally)
-        return StructType([f for f in frame.schema.fields if f.name != PHASE_COLUMN]).simpleString()
+        return StructType([f for f in frame.schema.fields
+                           if f.name not in (PHASE_COLUMN, STAGE_COLUMN, *SIDE_OUTPUT_COLUMNS)]).simpleString()
     column = PANE_COLUMN_OF.get(value or "value")
     if column is None or column not in frame.columns:
         raise SparkOperatorError(f"{op.label()}: value {value!r} is not an attribute of the panes it reads; use a "
@@ -217,7 +249,8 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         raise SparkOperatorError(f"{op.label()}: cannot map the output of {type(op.accumulation).__name__} {what} "
                                  "to a Spark type; give the operator value_type='<DDL type>'")
     mode, groups = choose_time_mode(op, time_mode), resolve_key_groups(key_groups)  # (checked on either plan)
-    if (native and conf_flag(feed.frame, NATIVE_STAGES_CONF, default=False)  # (off by default: ``native_stage``)
+    if (native and not feed.side_rows  # (a native aggregation would not hand the side rows on)
+            and conf_flag(feed.frame, NATIVE_STAGES_CONF, default=False)  # (off by default: ``native_stage``)
             and native_refusal(op, feed, ansi=_ansi(feed)) is None):
         stage = NativeStage(op=op, upstream=feed.operator, value_type=resolved_value_type, schema=feed.frame.schema)
         observation = observation_name(op)
@@ -226,7 +259,8 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
                                      observation=observation, native_stage=True))
     plan = SparkPlan(
         operator=op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
-        key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
+        key_type=key_type, stage=feed.stage + 1 if feed.in_chain else None,
+        side_outputs=op.late_data_output or op.on_bad_element == "dead_letter" or feed.side_rows,
         clock=clock or SparkBatchClock(), key_column=group_column, time_column="timestamp",
         key_groups=groups, state_key=state_key, drop_counter=drop_counter,
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
@@ -255,8 +289,8 @@ def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **optio
         return last.apply(df, *others, **options, **event_time)
     out = inner[0].apply(df, *others, **options)
     for op in inner[1:]:  # (a stage the next one reads keeps its panes: never a native aggregation)
-        out = apply_fed_operator(op, feed_of(out), native=False, **passed)  # type: ignore[arg-type]
-    return last.apply(out, **passed, **event_time)
+        out = apply_fed_operator(op, feed_of(handing_on(out)), native=False, **passed)  # type: ignore[arg-type]
+    return last.apply(handing_on(out), **passed, **event_time)
 
 
 __all__ = ["Feed", "attach_feed", "feed_of", "pane_rows", "apply_fed_operator", "apply_chain"]

@@ -196,28 +196,43 @@ def _describe_windows(state: dict, read: Any) -> Iterator[str]:
         yield f"  element buffer: {len(state['buffer'])} timestamps"
 
 
+def _part_keys(name: str, text: str) -> list[Any]:
+    """The keys one part of a log or one row shard holds rows of."""
+    data = json.loads(text)
+    stored = data["keys"] if name == "pane log" else data["k"] if name == "window log" else data[2][1]
+    read = KeyStateCodec().read_value
+    return [read(k) for k in stored]
+
+
+_LOGS = (("pane log", pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they are "
+          "summed when read"),
+         ("window log", window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
+          "merged when read"),
+         ("row shards", row_shard_parts, "shard", describe_row_shard, "each holds the rows of the keys whose hash "
+          "falls in it"))
+
+
 def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, limit: int = 50,
                         operator_id: int = 0) -> Iterator[str]:
     df = key_records(spark, checkpoint, operator_id)
     if key is not None:
         df = df.where(df.key.cast("string") == key)
     rows = df.orderBy("key_group", "key").limit(limit + 1).collect()
-    total = df.count()
-    yield f"{checkpoint}: {total} key(s) with state" + (f", the first {limit}:" if total > limit else ":")
+    records = df.count()
+    logs = [(name, parts(spark, checkpoint, operator_id).orderBy(bucket, "part", "key_group").collect(), bucket,
+             describe, note) for name, parts, bucket, describe, note in _LOGS]
+    # keys held in logs or row shards (a key's rows may span parts: each key counted once)
+    held = {(part["key_group"], repr(k)) for name, found, *_ in logs for part in found
+            for k in _part_keys(name, part["rows"]) if key is None or str(k) == key}
+    total = records + len(held)
+    yield f"{checkpoint}: {total} key(s) with state" + (f", the first {limit}:" if records > limit else ":")
     for row in rows[:limit]:
         yield from describe_record(row["key"], row["record"])
     lines = 0
-    for name, parts, bucket, describe, note in (
-            ("pane log", pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they "
-             "are summed when read"),
-            ("window log", window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
-             "merged when read"),
-            ("row shards", row_shard_parts, "shard", describe_row_shard, "each holds the rows of the keys whose "
-             "hash falls in it")):
-        found = parts(spark, checkpoint, operator_id).orderBy(bucket, "part", "key_group").collect()
-        if found and parts is row_shard_parts:
-            held = sum(len(json.loads(part["rows"])[2][1]) for part in found)
-            yield f"the {name}: {len(found)} shard(s), {held} key(s) ({note})"
+    for name, found, bucket, describe, note in logs:
+        if found and name == "row shards":
+            in_shards = sum(len(_part_keys(name, part["rows"])) for part in found)
+            yield f"the {name}: {len(found)} shard(s), {in_shards} key(s) ({note})"
         elif found:
             yield f"the {name}: {len(found)} part(s) ({note})"
         for part in found:

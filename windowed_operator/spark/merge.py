@@ -73,7 +73,7 @@ def _folds_sided_arrays(op: MergeOperatorBase) -> bool:
 
 
 def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str], timestamp: Optional[str],
-             end_of_input: Optional[str], gap: Any = None) -> tuple[DataFrame, Optional[str]]:
+             end_of_input: Optional[str], gap: Any = None) -> tuple[DataFrame, Optional[str], str]:
     """``gap``: the session gap as given (a column name or expression: computed here, on this input)."""
     require_streaming(df, f"apply() ({side} input)")
     ts_col = resolve_column(df, timestamp, op.side_extractor(side, "timestamp"), f"{side} timestamp",
@@ -92,7 +92,7 @@ def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str]
         columns.append(resolved_gap(op, df, gap, df.columns, f"the {side} DataFrame").alias(GAP_COLUMN))
     if key_col is not None:
         columns.insert(0, F.col(key_col).alias(MERGE_KEY_COLUMN))
-    return kept.select(*columns), key_col
+    return kept.select(*columns), key_col, ts_col
 
 
 def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFrame, *,
@@ -132,10 +132,10 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     gap = element_gap(op.window)
     if gap is not None and not callable(gap):  # each input's gap, beside its row (``_project``)
         op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
-    projected_left, left_key_col = _project(op, LEFT, left, left_key or key, left_timestamp or timestamp,
-                                            end_of_input, gap)
-    projected_right, right_key_col = _project(op, RIGHT, right, right_key or key, right_timestamp or timestamp,
-                                              end_of_input, gap)
+    projected_left, left_key_col, left_ts_col = _project(op, LEFT, left, left_key or key,
+                                                         left_timestamp or timestamp, end_of_input, gap)
+    projected_right, right_key_col, right_ts_col = _project(op, RIGHT, right, right_key or key,
+                                                            right_timestamp or timestamp, end_of_input, gap)
     key_type = None
     if op.keyed:
         left_type = projected_left.schema[MERGE_KEY_COLUMN].dataType
@@ -160,9 +160,13 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
         time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, vectorized=arrays,
+        integral_columns=(MERGE_TIME_COLUMN,),
         key_groups=resolve_key_groups(key_groups),
         drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
-        state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None)
+        state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None,
+        merge_names=((LEFT, MERGE_TIME_COLUMN, left_ts_col), (RIGHT, MERGE_TIME_COLUMN, right_ts_col),
+                     *(((LEFT, MERGE_KEY_COLUMN, str(left_key_col)), (RIGHT, MERGE_KEY_COLUMN, str(right_key_col)))
+                       if op.keyed else ())))
     assert set(PAYLOAD_COLUMNS) == set(SIDES)
     columns = None
     if idle:  # each group learns each input's batches and largest event times (``heartbeat``)

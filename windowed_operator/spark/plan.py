@@ -9,7 +9,8 @@ import pandas as pd
 
 from ..chain import pane_from_row
 from ..core import Emission
-from ..elements import ReadElement, element_json
+from ..elements import BadElementError, ReadElement, element_json
+from ..group_batch import Phase
 from ..operator import WindowingOptions
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord  # noqa: F401 (re-exported)
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
@@ -36,6 +37,8 @@ PHASE_COLUMN = "__wo_phase"
 #: The union of a merge operator's two inputs: which input a row came from, its key and event time
 #: (epoch ms), and the input's own row as a struct column per side (null on the other side's rows).
 SIDE_COLUMN = "__wo_side"
+#: A chain's output column naming the stage (0: the first) whose late data or dead letter a row is.
+STAGE_COLUMN = "stage"
 MERGE_KEY_COLUMN = "__wo_key"
 MERGE_TIME_COLUMN = "__wo_ts"
 PAYLOAD_COLUMNS = {"left": "__wo_left", "right": "__wo_right"}
@@ -48,13 +51,26 @@ WHOLE_ROWS = "*"
 
 
 class SideDispatchReader:
-    """Reads a row of the merged inputs with the reader of the input it came from."""
+    """Reads a row of the merged inputs with the reader of the input it came from; a bad row's error
+    names the input and the user's columns (``names``: (side, internal column, user's column)), and
+    shows the input's row, not the union's internal columns."""
 
-    def __init__(self, readers: dict[str, Any]) -> None:
+    def __init__(self, readers: dict[str, Any], names: tuple[tuple[str, str, str], ...] = ()) -> None:
         self.readers = readers
+        self.names = names
 
     def read(self, record: dict, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
-        return self.readers[record[SIDE_COLUMN]].read(record, default_timestamp, now)
+        side = record[SIDE_COLUMN]
+        try:
+            return self.readers[side].read(record, default_timestamp, now)
+        except BadElementError as exc:
+            detail = exc.detail
+            for named_side, internal, column in self.names:
+                if named_side == side:
+                    detail = detail.replace(repr(internal), repr(column))
+            error = BadElementError(exc.reason, record.get(PAYLOAD_COLUMNS[side], record), f"{side} input: {detail}")
+            error.key = exc.key
+            raise error from None
 
 
 class UpstreamPaneReader:
@@ -128,6 +144,11 @@ class SparkPlan:
     row_shards: bool = True
     #: The session's time zone, converting packed timestamps as pyspark's row path would.
     timezone: Optional[str] = None
+    #: A merge's (side, internal column, user's column) for each column it renames (errors name the user's).
+    merge_names: tuple[tuple[str, str, str], ...] = ()
+    #: A chained stage's place in its chain (the first: 0): its side rows, and those of the stages
+    #: before it that it hands on, say which stage kept them in ``STAGE_COLUMN``.  None: one operator.
+    stage: Optional[int] = None
     #: The operator whose panes are the input (a chained stage: ``spark.chain``), or None for raw rows.
     upstream: Optional[WindowingOptions] = None
     #: A chained stage's end-of-input watermark: its upstream's (see ``end_of_input_watermark``).
@@ -181,7 +202,7 @@ class SparkPlan:
         return SideDispatchReader({
             side: self.operator.build_reader(side, payload=column, key=key,  # type: ignore[attr-defined]
                                              timestamp=MERGE_TIME_COLUMN)
-            for side, column in PAYLOAD_COLUMNS.items()})
+            for side, column in PAYLOAD_COLUMNS.items()}, self.merge_names)
 
     def processor_fields(self) -> list[tuple[str, str]]:
         """The processor's output columns and their DDL types: times as epoch ms (converted to
@@ -193,8 +214,15 @@ class SparkPlan:
         if self.side_outputs:
             fields += [("record_type", "string"), ("reason", "string"), ("element", "string"),
                        ("element_timestamp", "bigint")]
+        if self.stage_column:
+            fields.append((STAGE_COLUMN, "int"))
         fields += [(PHASE_COLUMN, "int")] + [(name, "bigint") for name in COUNT_COLUMNS]
         return fields + [(EVENT_TIME_COLUMN, "timestamp")] if self.event_time_output else fields
+
+    @property
+    def stage_column(self) -> bool:
+        """Whether the output tags side rows with the stage that kept them (a chained stage's)."""
+        return self.side_outputs and self.stage is not None
 
     def processor_schema(self) -> str:
         return ", ".join(f"{name} {type_name}" for name, type_name in self.processor_fields())
@@ -230,6 +258,8 @@ class SparkPlan:
         names = list(OUTPUT_COLUMNS if self.keyed else OUTPUT_COLUMNS[1:])
         if self.side_outputs:
             names += SIDE_OUTPUT_COLUMNS
+        if self.stage_column:
+            names.append(STAGE_COLUMN)
         columns: dict[str, list[Any]] = {name: [] for name in names}
         for pane in emission.outputs:
             self._add_pane(columns, pane)
@@ -258,6 +288,8 @@ class SparkPlan:
             columns = {name: values.tolist() for name, values in columns.items()}
             for name in SIDE_OUTPUT_COLUMNS:
                 columns[name] = ["pane" if name == "record_type" else None] * len(ends)
+            if self.stage_column:
+                columns[STAGE_COLUMN] = [None] * len(ends)
             for item in dropped:
                 self._add_dropped(columns, item)
         columns[PHASE_COLUMN] = np.full(len(columns["value"]), phase, dtype=np.int32)
@@ -280,6 +312,24 @@ class SparkPlan:
         if self.side_outputs:
             for name in SIDE_OUTPUT_COLUMNS:
                 columns[name].append("pane" if name == "record_type" else None)
+            if self.stage_column:
+                columns[STAGE_COLUMN].append(None)
+
+    def forwarded_rows(self, rows: pd.DataFrame) -> dict[str, list[Any]]:
+        """Side rows of the stages before this one, handed on as they came (each with its stage;
+        the key where this stage keys by the upstream's key, whose type it shares)."""
+        n = len(rows)
+        columns: dict[str, list[Any]] = {name: [None] * n for name, _ in self.processor_fields()
+                                         if name != EVENT_TIME_COLUMN}
+        columns["timestamp"] = [None] * n  # (the event-time output reads it)
+        for name in (*SIDE_OUTPUT_COLUMNS, STAGE_COLUMN):
+            columns[name] = [None if value is None or value != value else value for value in rows[name].tolist()]
+        columns["element_timestamp"] = [None if t is None else int(t) for t in columns["element_timestamp"]]
+        columns[STAGE_COLUMN] = [int(stage) for stage in columns[STAGE_COLUMN]]
+        if self.keyed and self.key_column == "key":
+            columns["key"] = [None if k is None or k != k else k for k in rows["key"].tolist()]
+        columns[PHASE_COLUMN] = [int(Phase.ELEMENTS)] * n
+        return columns
 
     def _add_dropped(self, columns: dict[str, list[Any]], dropped: DroppedElement) -> None:
         for name in columns:
@@ -291,6 +341,8 @@ class SparkPlan:
         columns["reason"][-1] = dropped.reason.value
         columns["element"][-1] = element_json(dropped.element, self.integral_columns)
         columns["element_timestamp"][-1] = dropped.timestamp
+        if self.stage_column:
+            columns[STAGE_COLUMN][-1] = self.stage
 
 
 def array_values(operator: WindowingOptions) -> tuple[bool, Optional[str]]:

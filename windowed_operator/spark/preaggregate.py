@@ -80,7 +80,8 @@ class ScanFold:
 
     @property
     def input_columns(self) -> list[str]:
-        return [c for c in (self.key_column, self.time_column, self.value_column) if c is not None]
+        """Each column read once (an accumulation may fold the event-time column itself)."""
+        return list(dict.fromkeys(c for c in (self.key_column, self.time_column, self.value_column) if c is not None))
 
     def aggregate_columns(self) -> list[str]:
         return [name for name, _ in aggregate_fields(self.form, self.value_type)]

@@ -56,8 +56,8 @@ from .heartbeat import max_known, split_beats
 from .group_store import SparkGroupStore
 from .output_frame import output_frame
 from .packed_input import PACKED_POSITION, unpack_rows
-from .plan import (EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, PHASE_COLUMN, SIDE_COLUMN, SIDED_VALUES,
-                   WHOLE_ROWS, SparkPlan)
+from .plan import (EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, PHASE_COLUMN, SIDE_COLUMN, SIDE_OUTPUT_COLUMNS,
+                   SIDED_VALUES, STAGE_COLUMN, WHOLE_ROWS, SparkPlan)
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 from .prechain import FIRST_COLUMN, LAST_COLUMN, TIMES_COLUMN, VALUES_COLUMN, chain_elements
 from .preselect import WEIGHT_COLUMN
@@ -188,6 +188,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         bad: list[DroppedElement] = []
         batch = GroupBatch()
         arrays: Optional[ArrayElements] = None
+        frame, forwarded = self._split_forwarded(frame)
         if frame is not None and len(frame):
             if self.plan.upstream is not None:
                 self._upstream_work(frame, meta, watermark, processing_time, batch, bad)
@@ -219,7 +220,18 @@ class WindowedStatefulProcessor(StatefulProcessor):
             rejected = bad if phase is Phase.ELEMENTS and self.plan.side_outputs else []
             if emission.outputs or rejected or (late and emission.dropped):
                 parts.append(self.plan.rows(emission, rejected, phase))
+        if forwarded is not None:
+            parts.append(self.plan.forwarded_rows(forwarded))
         yield from self._frame(parts, behind, n_dropped, len(bad))
+
+    def _split_forwarded(self, frame: Optional[pd.DataFrame]) -> tuple[Optional[pd.DataFrame], Optional[pd.DataFrame]]:
+        """A chained stage's input: the upstream's panes, and the side rows of the stages before (late
+        data, dead letters), which it hands on unchanged (None: there are none)."""
+        if frame is None or self.plan.upstream is None or STAGE_COLUMN not in frame.columns:
+            return frame, None
+        side = frame["record_type"].to_numpy() != "pane"
+        forwarded = frame[side] if side.any() else None
+        return frame[~side].drop(columns=[*SIDE_OUTPUT_COLUMNS, STAGE_COLUMN]), forwarded
 
     def _window_log_steps(self, group: GroupState, batch: GroupBatch, watermark: int, processing_time: int,
                           spark_now: int, arrays: Optional[ArrayElements]) -> PhasedEmission:
@@ -354,7 +366,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if gap is not None:
             gaps, readable = read_gaps(frame[gap].to_numpy())
             clean &= readable  # (the others: the reader's invalid_gap error or dead letter)
-        for record in frame[~clean].to_dict("records"):
+        for record in self._records(frame[~clean]):
             self._reject(record, watermark, bad)
         frame = frame[clean]
         values = frame[plan.value_column].to_numpy() if plan.value_column is not None else None
@@ -403,6 +415,17 @@ class WindowedStatefulProcessor(StatefulProcessor):
         latest = latest_event_time(self.now, plan.operator.max_future_skew)
         clean[clean] = event_time_in_range(times[clean].astype(np.int64), latest)
         return clean
+
+    def _records(self, frame: pd.DataFrame) -> list[dict]:
+        """The rows as dicts, a null of an integral column as None (pandas holds a column of integers
+        with a null as floats, the null as NaN), as Arrow's rows on the other paths show it: bad-element
+        messages then say ``null (None)`` on every path."""
+        floats = [name for name in self.plan.integral_columns
+                  if name in frame.columns and frame[name].dtype.kind == "f" and frame[name].isna().any()]
+        if floats:
+            frame = frame.assign(**{name: frame[name].astype(object).where(frame[name].notna(), None)
+                                    for name in floats})
+        return frame.to_dict("records")
 
     def _reject(self, record: dict, watermark: int, bad: list) -> None:
         record.pop(GROUP_COLUMN, None)
@@ -587,7 +610,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def _record_work(self, frame: pd.DataFrame, watermark: int, processing_time: int, work: list,
                      bad: list[DroppedElement]) -> None:
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
-        for record in frame.to_dict("records"):
+        for record in self._records(frame):
             record.pop(GROUP_COLUMN, None)
             record.pop(ROUTE_COLUMN, None)  # (a fed stage's phase column is popped by _upstream_work)
             record.pop(WEIGHT_COLUMN, None)  # (pre-selected rows are all clean: they take the array path)
@@ -597,7 +620,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
                 if self.plan.operator.on_bad_element == "raise":
                     raise
                 key = record.get(self.plan.key_column) if self.plan.key_column else None
-                bad.append(DroppedElement(exc.reason, record, key, None, watermark, exc.detail))
+                element = exc.element if self.plan.merge else record  # (a merge's: the input's row, not the union's)
+                bad.append(DroppedElement(exc.reason, element, key, None, watermark, exc.detail))
                 continue
             batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
         for key, elements in batches.items():

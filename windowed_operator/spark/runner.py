@@ -21,7 +21,7 @@ from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
 from .errors import SparkOperatorError
 from .connect_compat import is_connect, map_in_arrow, parse_ddl_schema, transform_with_state
 from .plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, END_OF_INPUT, EVENT_TIME_COLUMN, LATE_COUNT_COLUMN,
-                   PHASE_COLUMN, WHOLE_ROWS, SparkPlan, array_values, vector_value_column)
+                   PHASE_COLUMN, STAGE_COLUMN, WHOLE_ROWS, SparkPlan, array_values, vector_value_column)
 from .preaggregate import PreAggregation, preaggregable
 from .prechain import PreChaining
 from .heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
@@ -329,7 +329,9 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
 
     feed = Feed(frame=frame, operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark,
                 observation=observation, event_time_frame=event_time_frame, time_mode=plan.time_mode,
-                windows=plan.operator.window if plan.operator.window is not None else inherited_windows)
+                windows=plan.operator.window if plan.operator.window is not None else inherited_windows,
+                stage=plan.stage or 0,
+                with_side_rows=pane_rows(out, plan, side_rows=True) if plan.side_outputs else None)
     columns: list[Column] = []
     if plan.keyed:
         columns.append(F.col("key"))
@@ -338,6 +340,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                 shown_timestamp("timestamp")]
     if plan.side_outputs:
         columns += [F.col("record_type"), F.col("reason"), F.col("element"), shown_timestamp("element_timestamp")]
+    if plan.stage_column:
+        columns.append(F.col(STAGE_COLUMN))
     if plan.event_time_output:
         columns.append(F.col(EVENT_TIME_COLUMN))
     return attach_feed(out.select(*columns), feed)
@@ -383,7 +387,9 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     Output columns: ``key`` (keyed operators), ``window_start``, ``window_end`` (timestamps),
     ``value`` (typed by the accumulation), ``timing``, ``pane_index``, ``is_first``, ``is_last``,
     ``is_retraction``, ``timestamp``; plus ``record_type``, ``reason``, ``element``,
-    ``element_timestamp`` when the operator has a late-data output or dead letters.
+    ``element_timestamp`` when the operator has a late-data output or dead letters; a chained stage
+    whose stages have any adds ``stage`` (0: the first) and hands on the side rows of the stages
+    before it.
     """
     feed = feed_of(df)
     if feed is not None:  # the panes of an operator: a chained stage
@@ -611,12 +617,13 @@ def _prechains(op: WindowingOptions, key_type: Optional[str], value_type: Option
 
 def _prefolds(op: WindowingOptions, value_column: Optional[str], value_type: Optional[str]) -> bool:
     """Whether each (key, pane) can be folded into one sketch before the shuffle (``prefold``): a
-    sketch accumulation over a column of a plain type, a trigger that does not count elements,
+    sketch accumulation over a column of a plain type other than the event time (the fold's rows
+    carry the pane's start in that column), a trigger that does not count elements,
     windows with a pane layout, panes stamped with the window's end, and no element kept aside and
     no skew check (the scan stage has no batch time)."""
     from ..panes import TimestampCombiner
 
-    return (value_column is not None and value_column != WHOLE_ROWS and folds_before_shuffle(op)
+    return (value_column is not None and value_column not in (WHOLE_ROWS, op.timestamp) and folds_before_shuffle(op)
             and op.timestamp_combiner == TimestampCombiner.END_OF_WINDOW
             and prefoldable(op.core_accumulation(), value_type))
 
