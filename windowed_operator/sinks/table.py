@@ -504,9 +504,11 @@ class TableSink:
     # -- reading it back ------------------------------------------------------------------------
     def rows(self) -> list[dict]:
         """The table's rows (window bounds as UTC datetimes), ordered by key and window."""
-        if not self._exists():
-            return []
-        table = sa.Table(self.table_name, sa.MetaData(), autoload_with=self.engine)
+        table = self._table
+        if table is None:
+            if not self._exists():
+                return []
+            table = sa.Table(self.table_name, sa.MetaData(), autoload_with=self.engine)
         order = [table.c[c] for c in ([self.key_column] if self.key_column in table.c else []) + list(WINDOW_COLUMNS)]
         with self.engine.connect() as conn:
             found = [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(*order))]
