@@ -240,6 +240,11 @@ def resolve_paths(pipeline: Pipeline, base: Path, source: str = "<pipeline>", ou
                                                                                f"sinks[{i}].files.path")})
         if sink.checkpoint is not None:
             updates["checkpoint"] = absolute(sink.checkpoint, f"sinks[{i}].checkpoint")
+        if sink.table is not None and sink.table.url is not None and sink.table.url.startswith("sqlite:///"):
+            database = sink.table.url[len("sqlite:///"):]  # (sqlite:////abs/path: absolute)
+            if database and not database.startswith(":"):
+                updates["table"] = sink.table.model_copy(update={
+                    "url": "sqlite:///" + absolute(database.split("?", 1)[0], f"sinks[{i}].table.url")})
         sinks.append(sink.model_copy(update=updates))
     checkpoint = absolute(pipeline.checkpoint, "checkpoint")
     if issues:

@@ -264,8 +264,7 @@ class TableSink:
         if self._progress is None:
             self._progress = _progress_table()
             try:
-                with self.engine.begin() as conn:
-                    self._progress.create(conn, checkfirst=True)
+                self._create(self._progress)
             except sa.exc.OperationalError as exc:
                 raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
                                      f"{_db_message(exc)}") from exc
@@ -282,9 +281,18 @@ class TableSink:
         table = sa.Table(self.table_name, sa.MetaData(),
                          *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key,
                                      nullable=c not in self._layout.primary_key) for c, k in self._layout.columns()])
-        with self.engine.begin() as conn:
-            table.create(conn, checkfirst=True)
+        self._create(table)
         self._table = table
+
+    def _create(self, table: sa.Table) -> None:
+        """Create ``table`` unless it exists (another sink of the same database may be creating it
+        at the same moment: the progress table is shared)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.schema.CreateTable(table, if_not_exists=True))
+        except sa.exc.DBAPIError:
+            if not sa.inspect(self.engine).has_table(table.name):
+                raise
 
     def _exists(self) -> bool:
         return sa.inspect(self.engine).has_table(self.table_name)
