@@ -408,10 +408,19 @@ class TableSink:
             return [], []
         assert layout is not None
         groups: dict[tuple, list[dict]] = {}
+        bounds: dict[tuple, tuple] = {}  # (start, end) as given -> as stored (windows repeat over keys)
+        keyed = layout.key is not None
         for row in panes:
-            pk = (*((row.get("key"),) if layout.key else ()),
-                  _window_bound(row.get("window_start"), GLOBAL_START), _window_bound(row.get("window_end"), GLOBAL_END))
-            groups.setdefault(pk, []).append(row)
+            given = (row.get("window_start"), row.get("window_end"))
+            window = bounds.get(given)
+            if window is None:
+                window = bounds[given] = (_window_bound(given[0], GLOBAL_START), _window_bound(given[1], GLOBAL_END))
+            pk = (row.get("key"), *window) if keyed else window
+            group = groups.get(pk)
+            if group is None:
+                groups[pk] = [row]
+            else:
+                group.append(row)
         deletes, upserts = [], []
         key_convert = converter(layout.key[1]) if layout.key else None
         value_converts = [(n, converter(k)) for n, k in layout.values]
@@ -483,13 +492,10 @@ class TableSink:
                 assert table is not None
                 statement = sa.delete(table).where(
                     sa.and_(*[table.c[c] == sa.bindparam(f"pk_{c}") for c in self._layout.primary_key]))  # type: ignore[union-attr]
-                for chunk in _chunks(deletes, self.chunk_size):
-                    conn.execute(statement, chunk)
+                _execute_many(conn, statement, deletes, self.chunk_size)
             if upserts:
                 assert table is not None
-                statement = self._upsert_statement(conn.dialect.name, table)
-                for chunk in _chunks(upserts, self.chunk_size):
-                    conn.execute(statement, chunk)
+                _execute_many(conn, self._upsert_statement(conn.dialect.name, table), upserts, self.chunk_size)
             now = dt.datetime.now(dt.timezone.utc)
             values = dict(sink=self.name, query_id=query, batch_id=batch_id, table_name=self.table_name,
                           updated_at=now, rows_upserted=len(upserts), rows_deleted=len(deletes))
@@ -575,9 +581,37 @@ def _dialect_insert(dialect: str) -> Any:
     return insert
 
 
-def _chunks(rows: list[dict], size: int) -> Iterable[list[dict]]:
-    for i in range(0, len(rows), size):
-        yield rows[i:i + size]
+def _execute_many(conn: Any, statement: Any, rows: list[dict], chunk_size: int) -> None:
+    """``statement`` (compiled once by the dialect) for every row, ``chunk_size`` rows per
+    ``executemany``: the values go through the column types' bind processors here, once per
+    distinct value where they repeat (window bounds), rather than SQLAlchemy's per-row parameter
+    processing, which cost more than the database's work (benchmarks/table_sink.py)."""
+    compiled = statement.compile(dialect=conn.dialect)
+    names = list(compiled.positiontup) if compiled.positional else list(compiled.binds)
+    processors = []
+    for name in names:
+        bind = compiled.binds[name]
+        processor = bind.type._cached_bind_processor(conn.dialect)
+        processors.append((name, _memoized(processor) if processor is not None and
+                           isinstance(bind.type, sa.DateTime) else processor))
+    if compiled.positional:
+        params: list[Any] = [tuple(row[n] if p is None or row[n] is None else p(row[n]) for n, p in processors)
+                             for row in rows]
+    else:
+        params = [{n: row[n] if p is None or row[n] is None else p(row[n]) for n, p in processors} for row in rows]
+    for i in range(0, len(params), chunk_size):
+        conn.exec_driver_sql(compiled.string, params[i:i + chunk_size])
+
+
+def _memoized(processor: Any) -> Any:
+    seen: dict[Any, Any] = {}
+
+    def process(value: Any) -> Any:
+        found = seen.get(value)
+        if found is None:
+            found = seen[value] = processor(value)
+        return found
+    return process
 
 
 def _field(record: Any, name: str) -> Any:
@@ -600,20 +634,47 @@ def _db_message(exc: Exception) -> str:
     return (f"column {column!r}: " if column else "") + text.splitlines()[0]
 
 
+#: The columns of a pane row the sink reads.
+_READ = ("key", "window_start", "window_end", "value", "timing", "pane_index", "is_last", "is_retraction",
+         "record_type")
+
+
+def _arrow_rows(table: Any) -> list[dict]:
+    """The rows of an Arrow table, only the columns the sink reads; timestamps become UTC datetimes
+    through their epoch microseconds, one object per distinct instant (``to_pylist`` builds an
+    aware datetime per cell, most of the cost of a batch)."""
+    import pyarrow as pa
+
+    columns = {}
+    for name in table.column_names:
+        if name not in _READ:
+            continue
+        column = table.column(name)
+        if pa.types.is_timestamp(column.type):
+            cache: dict[int, dt.datetime] = {}
+            micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+            columns[name] = [None if m is None else cache.get(m) or
+                             cache.setdefault(m, _EPOCH + dt.timedelta(microseconds=m)) for m in micros]
+        else:
+            columns[name] = column.to_pylist()
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*columns.values())]
+
+
 def _read_batch(batch: Any) -> tuple[list[dict], Any, Optional[str]]:
     """(rows, Arrow schema or None, the batch's streaming query id or None)."""
     if hasattr(batch, "sparkSession") and hasattr(batch, "toArrow"):  # a Spark DataFrame
         from ..spark.table_sink import read_spark_batch
 
         table, query = read_spark_batch(batch)
-        return table.to_pylist(), table.schema, query
+        return _arrow_rows(table), table.schema, query
     if hasattr(batch, "to_pylist") and hasattr(batch, "schema"):  # a pyarrow Table
-        return batch.to_pylist(), batch.schema, None
+        return _arrow_rows(batch), batch.schema, None
     if hasattr(batch, "to_dict") and hasattr(batch, "columns"):  # a pandas DataFrame
         import pyarrow as pa
 
         table = pa.Table.from_pandas(batch, preserve_index=False)
-        return table.to_pylist(), table.schema, None
+        return _arrow_rows(table), table.schema, None
     rows = list(batch)
     if rows and isinstance(rows[0], PaneRecord):
         return pane_rows(rows), None, None
