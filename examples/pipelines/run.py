@@ -139,7 +139,10 @@ GENERATORS: dict[str, Callable[[int, random.Random], dict]] = {
 
 
 def generate(name: str, scale: int, seed: int = 7, root: Path = HERE) -> None:
-    """Write the example's data under ``root/data/NAME/`` (where its YAML file expects it)."""
+    """Write the example's data under ``root/data/NAME/`` (where its YAML file expects it), and
+    remove the tables of results kept there from older data."""
+    for database in (root / "data" / name).glob("*.db"):
+        database.unlink()
     for source, (batches, fmt) in GENERATORS[name](scale, random.Random(seed)).items():
         write_batches(root / "data" / name / source, batches, fmt)
 
