@@ -254,3 +254,13 @@ def test_the_operators_merge_retractions_remove_the_absorbed_sessions(tmp_path):
     assert sum(p.is_retraction for p in merged) == 2
     sink(merged, 1)
     assert [(r["window_start"].second, r["window_end"].second, r["value"]) for r in sink.rows()] == [(1, 11, 12)]
+
+
+def test_the_sink_and_a_local_run_into_it_import_no_pyspark(tmp_path):
+    import subprocess
+    import sys
+
+    code = (f"import sys\nfrom windowed_operator.sinks import TableSink\nfrom windowed_operator.panes import "
+            f"PaneRecord, Timing\nTableSink({str(tmp_path / 't.db')!r}, 't')([PaneRecord('u', 0, 10, 1, Timing.EARLY, "
+            "0, True, False, False, 9)], 0)\nassert 'pyspark' not in sys.modules, 'pyspark was imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -72,3 +72,30 @@ def test_spark_table_equals_local_table(spark, tmp_path, make_operator, mode):
     with spark_sink.engine.connect() as conn:  # (the progress is the query's, by its id)
         progress = conn.execute(sa.text(f"SELECT query_id, batch_id FROM {PROGRESS_TABLE}")).all()
     assert progress == [(str(query.id), query.lastProgress["batchId"])]
+
+
+def test_a_pipeline_files_table_sink_gets_the_same_table_on_spark_and_run_local(spark, tmp_path):
+    """`run --local` and Spark produce the same table from one pipeline file (sessions in retracting
+    mode with merges, late data and dead letters mixed into the panes)."""
+    import io
+    import sqlite3
+
+    from test_pipeline_table_sink import write_pipeline
+
+    from windowed_operator.pipeline import load_pipeline
+    from windowed_operator.pipeline.local_run import run_pipeline_locally
+    from windowed_operator.spark.pipeline_run import run_pipeline
+
+    sink = "{url: 'sqlite:///results.db', table: sessions, columns: [timing, pane_index, is_last]}"
+    local_dir, spark_dir = tmp_path / "local", tmp_path / "spark"
+    for directory in (local_dir, spark_dir):
+        write_pipeline(directory, sink)
+    run_pipeline_locally(load_pipeline(local_dir / "pipeline.yaml"), out=io.StringIO())
+    run_pipeline(load_pipeline(spark_dir / "pipeline.yaml"), spark=spark, workdir=tmp_path / "work", out=io.StringIO())
+
+    def rows(directory):
+        with sqlite3.connect(directory / "results.db") as db:
+            return db.execute("SELECT key, window_start, window_end, value, timing, pane_index, is_last "
+                              "FROM sessions ORDER BY key, window_start").fetchall()
+
+    assert rows(spark_dir) == rows(local_dir) and len(rows(local_dir)) == 3
