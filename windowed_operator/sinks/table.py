@@ -94,6 +94,7 @@ def check_operator(operator: Any, mode: SinkMode, final_only: bool = False) -> N
     and an accumulation)."""
     from accumulations import Count, Sum
 
+    operator = getattr(operator, "operators", [operator])[-1]  # a chain's panes are its last stage's
     trigger = operator.trigger
     label = operator.label() if hasattr(operator, "label") else type(operator).__name__
     if mode == "upsert" and trigger.discarding:
@@ -408,54 +409,70 @@ class TableSink:
             return [], []
         assert layout is not None
         groups: dict[tuple, list[dict]] = {}
-        bounds: dict[tuple, tuple] = {}  # (start, end) as given -> as stored (windows repeat over keys)
+        # windows repeat over keys: each distinct (start, end) object pair, alive in ``panes`` while
+        # this runs, is converted and hashed once (hashing an aware datetime asks its offset)
+        by_objects: dict[tuple[int, int], tuple] = {}
+        windows: dict[tuple, tuple] = {}  # stored window -> itself (one object per window)
         keyed = layout.key is not None
         for row in panes:
-            given = (row.get("window_start"), row.get("window_end"))
-            window = bounds.get(given)
+            start, end = row.get("window_start"), row.get("window_end")
+            window = by_objects.get((id(start), id(end)))
             if window is None:
-                window = bounds[given] = (_window_bound(given[0], GLOBAL_START), _window_bound(given[1], GLOBAL_END))
-            pk = (row.get("key"), *window) if keyed else window
+                stored = (_window_bound(start, GLOBAL_START), _window_bound(end, GLOBAL_END))
+                window = by_objects[(id(start), id(end))] = windows.setdefault(stored, stored)
+            pk = (row.get("key"), id(window)) if keyed else (id(window),)
             group = groups.get(pk)
             if group is None:
                 groups[pk] = [row]
             else:
                 group.append(row)
+        window_of = {id(window): window for window in windows.values()}
         deletes, upserts = [], []
+        key_column = layout.key[0] if layout.key else None
         key_convert = converter(layout.key[1]) if layout.key else None
+        keys: dict[Any, Any] = {}  # key as given -> as written (a key has many windows)
         value_converts = [(n, converter(k)) for n, k in layout.values]
-        for pk, rows in groups.items():
-            if len(rows) > 1:
-                rows.sort(key=lambda r: (r.get("pane_index") or 0, 0 if r.get("is_retraction") else 1))
-            last = rows[-1]
-            where = dict(zip(layout.primary_key, pk))
-            if layout.key:
-                where[layout.key[0]] = self._checked(key_convert, layout.key[0], pk[0], last)  # type: ignore[arg-type]
-            if self.mode == "upsert" and last.get("is_retraction"):
-                deletes.append({f"pk_{c}": v for c, v in where.items()})
-                continue
-            out = dict(where)
-            if self.mode == "add":
-                total: Any = 0
-                for row in rows:
-                    if row.get("value") is None:
-                        raise TableSinkError(self._column_error(layout.values[0][0], None, last,
-                                                                "null, which mode 'add' cannot add"))
-                    total = total + row["value"]
-                value = self._checked(value_converts[0][1], value_converts[0][0], total, last)
-                out[value_converts[0][0]] = value
-            elif layout.record:
-                record = last.get("value")
-                for name, convert in value_converts:
-                    item = _field(record, name)
-                    out[name] = None if item is None else self._checked(convert, name, item, last)
-            else:
-                item = last.get("value")
-                out[value_converts[0][0]] = None if item is None else \
-                    self._checked(value_converts[0][1], value_converts[0][0], item, last)
-            for name in layout.optional:
-                out[name] = batch_id if name == "batch_id" else last.get(name)
-            upserts.append(out)
+        value_column, value_convert = value_converts[0]
+        optional = [(n, n == "batch_id") for n in layout.optional]
+        upsert_mode, add_mode, record = self.mode == "upsert", self.mode == "add", layout.record
+        column, item, last = "", None, None  # (what is being checked, for the error)
+        try:
+            for pk, rows in groups.items():
+                window = window_of[pk[-1]]
+                if len(rows) > 1:
+                    rows.sort(key=lambda r: (r.get("pane_index") or 0, 0 if r.get("is_retraction") else 1))
+                last = rows[-1]
+                if key_column is not None:
+                    column, item = key_column, pk[0]
+                    key = keys.get(item)
+                    if key is None:
+                        key = keys[item] = key_convert(item)  # type: ignore[misc]
+                    out = {key_column: key, "window_start": window[0], "window_end": window[1]}
+                else:
+                    out = {"window_start": window[0], "window_end": window[1]}
+                if upsert_mode and last.get("is_retraction"):
+                    deletes.append({f"pk_{c}": v for c, v in out.items()})
+                    continue
+                if add_mode:
+                    column, item = value_column, 0
+                    for row in rows:
+                        if row.get("value") is None:
+                            raise ColumnKindError("null, which mode 'add' cannot add")
+                        item = item + row["value"]
+                    out[value_column] = value_convert(item)
+                elif record:
+                    whole = last.get("value")
+                    for column, convert in value_converts:
+                        item = _field(whole, column)
+                        out[column] = None if item is None else convert(item)
+                else:
+                    column, item = value_column, last.get("value")
+                    out[value_column] = None if item is None else value_convert(item)
+                for name, is_batch in optional:
+                    out[name] = batch_id if is_batch else last.get(name)
+                upserts.append(out)
+        except ColumnKindError as exc:
+            raise TableSinkError(self._column_error(column, item, last or {}, str(exc))) from None
         return deletes, upserts
 
     def _checked(self, convert: Any, column: str, value: Any, row: dict) -> Any:
