@@ -6,8 +6,9 @@ The query is two streaming queries in one driver over the same input files (one 
 micro-batch): sessions with early and late firings in retracting mode (``mode="upsert"``: a replay
 applied twice would go unnoticed in the values, so the progress rows are checked too), and
 tumbling counts in discarding mode (``mode="add"``: a batch applied twice would count twice).
-A kill lands at a random moment after the child has applied a new batch (inside Spark's planning,
-the operator, the sink's transaction or Spark's commit), or, one time in five, during start-up.
+A kill lands at a random moment after the child has applied a new batch to one of the tables drawn
+at random (inside Spark's planning, the operator, the sink's transaction or Spark's commit), or,
+one time in five, during start-up.
 
     python benchmarks/table_sink_crash.py                     # 3 runs x 4 kills, against an uninterrupted run
     python benchmarks/table_sink_crash.py --runs 1 --kills 2  # (what tests/spark/test_table_sink_crash.py runs)
@@ -192,12 +193,15 @@ def run_with_kills(workdir: Path, batches: list[list[dict]], kills: int, rng: ra
                 while time.monotonic() - started < delay and proc.poll() is None:
                     time.sleep(0.05)
                 where = f"{delay:.1f} s after start"
-            else:  # once this start has applied a new batch, a random moment later
-                while applied(db) == before and proc.poll() is None and time.monotonic() < deadline:
+            else:  # once this start has applied a new batch to a table drawn at random, a random moment later
+                table = rng.choice(tables)
+                waited = time.monotonic() + 180  # (the table may have nothing left to apply)
+                while applied(db).get(table, -1) == before.get(table, -1) and proc.poll() is None and \
+                        time.monotonic() < min(deadline, waited):
                     time.sleep(0.05)
                 delay = rng.uniform(0, 2.5)
                 time.sleep(delay)
-                where = f"{delay:.2f} s after a batch was applied"
+                where = f"{delay:.2f} s after a batch was applied to {table}"
             if proc.poll() is not None:
                 if proc.returncode != 0:
                     raise RuntimeError(f"the child failed (exit {proc.returncode}): see {workdir / 'child.log'}")

@@ -24,7 +24,7 @@ UTC = dt.timezone.utc
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 @pytest.mark.parametrize("mode", MODES)
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=streams)
 def test_table_equals_model_after_every_bundle(family, mode, stream):
     with tempfile.TemporaryDirectory() as directory:
@@ -33,7 +33,7 @@ def test_table_equals_model_after_every_bundle(family, mode, stream):
 
 @pytest.mark.parametrize("family", ["sessions", "tumbling", "global"])
 @pytest.mark.parametrize("mode", ["accumulating", "retracting"])
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=streams)
 def test_final_only_keeps_the_final_rows(family, mode, stream):
     with tempfile.TemporaryDirectory() as directory:
