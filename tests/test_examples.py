@@ -85,23 +85,24 @@ def test_clickstream_sessions_retract_and_fire_late(tmp_path):
                                                                          if k not in merged_away}
 
 
-def test_clickstream_sessions_table_holds_each_live_sessions_count(tmp_path):
-    """The example's table sink (run --local): one row per session still standing, its last count."""
+def test_sessions_table_holds_each_live_sessions_count(tmp_path):
+    """examples/pipelines/sessions_table.yaml (run --local): one row per session still standing, its
+    last count."""
     import io
     import sqlite3
 
     from windowed_operator.pipeline import load_pipeline
     from windowed_operator.pipeline.local_run import run_pipeline_locally
 
-    pipeline_example("clickstream_sessions", 400, tmp_path)
-    run = run_pipeline_locally(load_pipeline(tmp_path / "clickstream_sessions.yaml"), out=io.StringIO())
+    pipeline_example("sessions_table", 400, tmp_path)
+    run = run_pipeline_locally(load_pipeline(tmp_path / "sessions_table.yaml"), out=io.StringIO())
     live: dict = {}
     for p in run.panes("sessions"):
         if p.is_retraction:
             del live[(p.key, p.window_start)]
         else:
             live[(p.key, p.window_start)] = p.value
-    with sqlite3.connect(tmp_path / "data" / "clickstream_sessions" / "sessions.db") as db:
+    with sqlite3.connect(tmp_path / "data" / "sessions_table" / "sessions.db") as db:
         rows = db.execute("SELECT key, value FROM sessions ORDER BY key, window_start").fetchall()
     assert rows == [(key, value) for (key, _), value in sorted(live.items())] and len(rows) > 20
 

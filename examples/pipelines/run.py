@@ -1,7 +1,7 @@
 """Run one example pipeline on data it generates: ``python examples/pipelines/run.py NAME [--spark]``.
 
 NAME is one of the YAML files here (clickstream_sessions, iot_sliding_average, fraud_per_record,
-cumulative_revenue, ad_click_join, session_summary, sensor_outage).  The data goes to ``data/NAME/<source>/`` next to the file, one
+cumulative_revenue, ad_click_join, session_summary, sensor_outage, sessions_table).  The data goes to ``data/NAME/<source>/`` next to the file, one
 file per micro-batch; the last one holds an end-of-input marker row (``end_of_input`` true, the column
 the YAML file's source names) so that Spark closes the last windows.
 Without ``--spark`` the pipeline runs in the local runner (seconds); with it, on local Spark through
@@ -135,7 +135,8 @@ def ad_clicks(scale: int, rng: random.Random) -> dict:
 
 GENERATORS: dict[str, Callable[[int, random.Random], dict]] = {
     "clickstream_sessions": clicks, "iot_sliding_average": readings, "fraud_per_record": payments,
-    "cumulative_revenue": orders, "ad_click_join": ad_clicks, "session_summary": clicks, "sensor_outage": outage}
+    "cumulative_revenue": orders, "ad_click_join": ad_clicks, "session_summary": clicks, "sensor_outage": outage,
+    "sessions_table": clicks}
 
 
 def generate(name: str, scale: int, seed: int = 7, root: Path = HERE) -> None:
