@@ -193,9 +193,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.name} on Spark: {time.perf_counter() - start:.1f} s")
         return status
     from windowed_operator.pipeline import load_pipeline
-    from windowed_operator.pipeline.local_run import run_pipeline_runners
+    from windowed_operator.pipeline.local_run import run_pipeline_locally, run_pipeline_runners
 
-    runners = run_pipeline_runners(load_pipeline(pipeline_file))
+    pipeline = load_pipeline(pipeline_file)
+    tables = [sink.table for sink in pipeline.sinks if sink.table is not None]
+    if tables:  # (its sinks are tables: fill them, as `windowed-operator run FILE --local` does)
+        import io
+
+        runners = run_pipeline_locally(pipeline, out=io.StringIO()).runners
+        for table in tables:
+            print(f"table {table.table!r}: {table.url}")
+    else:
+        runners = run_pipeline_runners(pipeline)
     results = {name: runner.outputs for name, runner in runners.items()}
     summarize(args.name, results)
     if args.plot:
