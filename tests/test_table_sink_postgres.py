@@ -87,3 +87,15 @@ def test_a_failing_statement_rolls_back_on_postgres(postgres_url, engine):
         sink([pane("u", 0, 10_000, 5, index=1), pane("v", 0, 10_000, 500)], 1)
     assert [(r["key"], r["value"]) for r in sink.rows()] == [("u", 3)]
     assert sink.applied_batch() == 0
+
+
+def test_one_executemany_per_chunk_on_postgres(postgres_url, engine):
+    table = fresh_table(engine)
+    sink = TableSink(postgres_url, table, name=table, chunk_size=100)
+    statements = []
+    sa.event.listen(sink.engine, "before_cursor_execute",
+                    lambda conn, cursor, statement, *_: statements.append(statement.split()[0]))
+    sink([pane(f"k{i}", 0, 10_000, i) for i in range(250)], 0)
+    sink([pane(f"k{i}", 0, 10_000, -i, index=1, retraction=True) for i in range(120)], 1)
+    assert (statements.count("INSERT"), statements.count("DELETE")) == (3 + 2, 2)  # (+ the progress rows)
+    assert len(sink.rows()) == 130
