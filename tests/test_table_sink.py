@@ -163,6 +163,13 @@ def test_an_unreachable_database_names_the_table():
         TableSink(url, "results")([pane("u", 0, 10_000, 3)], 0)
 
 
+def test_an_error_never_shows_the_password():
+    pytest.importorskip("psycopg", reason='no PostgreSQL driver: pip install -e ".[postgres]"')
+    with pytest.raises(TableSinkError) as raised:
+        TableSink("postgresql+psycopg://bob:secret@127.0.0.1:1/db", "t")([pane("u", 0, 10_000, 3)], 0)
+    assert "secret" not in str(raised.value) and "bob:***@127.0.0.1:1" in str(raised.value)
+
+
 def test_an_unopenable_sqlite_file_names_the_table(tmp_path):
     with pytest.raises(TableSinkError, match=r"cannot reach the database of table 'results' at .*missing/t.db"):
         TableSink(str(tmp_path / "missing" / "t.db"), "results")([pane("u", 0, 10_000, 3)], 0)

@@ -217,7 +217,12 @@ class TableSink:
 
     def where(self) -> str:
         url = self._engine.url if self._engine is not None else self.url
-        shown = url.render_as_string(hide_password=True) if isinstance(url, sa.URL) else str(url)
+        if isinstance(url, str) and "://" in url:
+            try:
+                url = sa.make_url(url)
+            except sa.exc.ArgumentError:
+                url = "<a URL that does not parse>"
+        shown = url.render_as_string(hide_password=True) if isinstance(url, sa.URL) else str(url)  # (never a password)
         return f"table {self.table_name!r} at {shown}"
 
     def dispose(self) -> None:
