@@ -10,7 +10,7 @@ A kill lands at a random moment after the child has applied a new batch to one o
 at random (inside Spark's planning, the operator, the sink's transaction or Spark's commit), or,
 one time in five, during start-up.
 
-    python benchmarks/table_sink_crash.py                     # 3 runs x 4 kills, against an uninterrupted run
+    python benchmarks/table_sink_crash.py                     # 2 runs x 5 kills, against an uninterrupted run
     python benchmarks/table_sink_crash.py --runs 1 --kills 2  # (what tests/spark/test_table_sink_crash.py runs)
 
 The child mode (``--child WORKDIR``) is the query itself.
@@ -33,6 +33,12 @@ from typing import Callable, Optional
 SCHEMA = "user string, amount bigint, ts bigint, end_of_input boolean"
 BASE = 1_700_000_000_000
 DELAY = 3_000
+#: Long enough that no element is ever dropped: Spark's watermark after a restart lags the
+#: uninterrupted run's by a batch (the restarted query has lost the last batch's event-time
+#: statistics, so its first batch keeps the previous watermark), which may move a pane from ON_TIME
+#: to LATE or an element from dropped to kept; with nothing dropped, only the panes' timing can
+#: differ, and the tables' values must not.
+LATENESS = 600_000
 TABLES = ("sessions", "counts")
 
 
@@ -46,7 +52,7 @@ def sessions_operator():
         return KeyedWindowedOperator(
             SessionWindows(2_500), Sum("amount"), key="user", timestamp="ts", watermark=bounded_disorder(DELAY),
             trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=2).with_late_firings_at_every(count=1)
-            .accumulating_and_retracting_fired_panes(), allowed_lateness=1_000)
+            .accumulating_and_retracting_fired_panes(), allowed_lateness=LATENESS)
 
 
 def counts_operator():
@@ -58,7 +64,8 @@ def counts_operator():
         warnings.simplefilter("ignore")
         return KeyedWindowedOperator(
             TimeWindows(5_000), Count(), key="user", timestamp="ts", watermark=bounded_disorder(DELAY),
-            trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=2).discarding_fired_panes())
+            trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=2).discarding_fired_panes(),
+            allowed_lateness=LATENESS)
 
 
 OPERATORS: dict[str, Callable] = {"sessions": sessions_operator, "counts": counts_operator}
@@ -107,15 +114,15 @@ def child(workdir: Path, tables: tuple[str, ...] = TABLES) -> None:
 
 
 def table_rows(db: Path, name: str) -> list[tuple]:
-    """The table without its ``batch_id`` column (batch ids belong to a run)."""
+    """The table's keys, windows and values (batch ids belong to a run, and a pane's timing may differ
+    after a restart: see ``LATENESS``)."""
     if not db.exists():
         return []
     with sqlite3.connect(db) as conn:
-        names = [r[1] for r in conn.execute(f"PRAGMA table_info({name})")]
-        if not names:
+        if not conn.execute("SELECT name FROM sqlite_master WHERE name = ?", (name,)).fetchall():
             return []
-        kept = ", ".join(n for n in names if n != "batch_id")
-        return conn.execute(f"SELECT {kept} FROM {name} ORDER BY key, window_start, window_end").fetchall()
+        return conn.execute(f"SELECT key, window_start, window_end, value FROM {name} "
+                            "ORDER BY key, window_start, window_end").fetchall()
 
 
 def applied(db: Path) -> dict[str, int]:
@@ -243,8 +250,8 @@ def check(killed: Path, reference: dict[str, list[tuple]], outcome: dict) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--kills", type=int, default=4, help="kills per run")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--kills", type=int, default=5, help="kills per run")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--tables", default=",".join(TABLES), help=argparse.SUPPRESS)

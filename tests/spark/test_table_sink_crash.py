@@ -1,7 +1,7 @@
 """A Spark query writing into SQLite through the table sink, SIGKILLed (its process group and every
 process it started) at random points and restarted from its checkpoint, leaves the tables an
 uninterrupted run leaves, and no batch is applied twice (benchmarks/table_sink_crash.py; this is
-its short form: two kills, one query; the full one, 12 kills over 3 runs of two queries, compares
+its short form: two kills, one query; the full one, 10 kills over 2 runs of two queries, compares
 with uninterrupted Spark runs, and its last output is in benchmarks/results/table_sink_crash.txt)."""
 from __future__ import annotations
 
