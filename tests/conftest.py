@@ -14,3 +14,25 @@ except ImportError:
 # local runs explore new random examples each time.
 settings.register_profile("ci", derandomize=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL server of the test run's own (see tests/postgres_server.py): its SQLAlchemy URL."""
+    from postgres_server import PostgresServer, postgres_bin
+
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL binaries (initdb, pg_ctl under /usr/lib/postgresql/*/bin): "
+                    "apt-get install postgresql (.ci/run does)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip('no PostgreSQL driver: pip install -e ".[postgres]" (psycopg)')
+    server = PostgresServer(bin_dir)
+    url = server.start()
+    yield url
+    server.stop()

@@ -85,6 +85,28 @@ def test_clickstream_sessions_retract_and_fire_late(tmp_path):
                                                                          if k not in merged_away}
 
 
+def test_sessions_table_holds_each_live_sessions_count(tmp_path):
+    """examples/pipelines/sessions_table.yaml (run --local): one row per session still standing, its
+    last count."""
+    import io
+    import sqlite3
+
+    from windowed_operator.pipeline import load_pipeline
+    from windowed_operator.pipeline.local_run import run_pipeline_locally
+
+    pipeline_example("sessions_table", 400, tmp_path)
+    run = run_pipeline_locally(load_pipeline(tmp_path / "sessions_table.yaml"), out=io.StringIO())
+    live: dict = {}
+    for p in run.panes("sessions"):
+        if p.is_retraction:
+            del live[(p.key, p.window_start)]
+        else:
+            live[(p.key, p.window_start)] = p.value
+    with sqlite3.connect(tmp_path / "data" / "sessions_table" / "sessions.db") as db:
+        rows = db.execute("SELECT key, value FROM sessions ORDER BY key, window_start").fetchall()
+    assert rows == [(key, value) for (key, _), value in sorted(live.items())] and len(rows) > 20
+
+
 def test_iot_averages_take_late_readings_and_count_the_later_ones(tmp_path):
     module, runners = pipeline_example("iot_sliding_average", 600, tmp_path)
     runner = runners["averages"]

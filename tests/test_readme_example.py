@@ -36,3 +36,7 @@ def test_gap_and_sketch_example_prints_what_the_readme_says(capsys):
 
 def test_quiet_stream_example_prints_what_the_readme_says(capsys):
     check_printed_as_commented(capsys, "## Windows that close when a stream goes quiet", "# ")
+
+
+def test_table_sink_example_prints_what_the_readme_says(capsys):
+    check_printed_as_commented(capsys, "## Results as a table", "# ")

@@ -1,7 +1,7 @@
 """Run one example pipeline on data it generates: ``python examples/pipelines/run.py NAME [--spark]``.
 
 NAME is one of the YAML files here (clickstream_sessions, iot_sliding_average, fraud_per_record,
-cumulative_revenue, ad_click_join, session_summary, sensor_outage).  The data goes to ``data/NAME/<source>/`` next to the file, one
+cumulative_revenue, ad_click_join, session_summary, sensor_outage, sessions_table).  The data goes to ``data/NAME/<source>/`` next to the file, one
 file per micro-batch; the last one holds an end-of-input marker row (``end_of_input`` true, the column
 the YAML file's source names) so that Spark closes the last windows.
 Without ``--spark`` the pipeline runs in the local runner (seconds); with it, on local Spark through
@@ -135,11 +135,15 @@ def ad_clicks(scale: int, rng: random.Random) -> dict:
 
 GENERATORS: dict[str, Callable[[int, random.Random], dict]] = {
     "clickstream_sessions": clicks, "iot_sliding_average": readings, "fraud_per_record": payments,
-    "cumulative_revenue": orders, "ad_click_join": ad_clicks, "session_summary": clicks, "sensor_outage": outage}
+    "cumulative_revenue": orders, "ad_click_join": ad_clicks, "session_summary": clicks, "sensor_outage": outage,
+    "sessions_table": clicks}
 
 
 def generate(name: str, scale: int, seed: int = 7, root: Path = HERE) -> None:
-    """Write the example's data under ``root/data/NAME/`` (where its YAML file expects it)."""
+    """Write the example's data under ``root/data/NAME/`` (where its YAML file expects it), and
+    remove the tables of results kept there from older data."""
+    for database in (root / "data" / name).glob("*.db"):
+        database.unlink()
     for source, (batches, fmt) in GENERATORS[name](scale, random.Random(seed)).items():
         write_batches(root / "data" / name / source, batches, fmt)
 
@@ -189,9 +193,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.name} on Spark: {time.perf_counter() - start:.1f} s")
         return status
     from windowed_operator.pipeline import load_pipeline
-    from windowed_operator.pipeline.local_run import run_pipeline_runners
+    from windowed_operator.pipeline.local_run import run_pipeline_locally, run_pipeline_runners
 
-    runners = run_pipeline_runners(load_pipeline(pipeline_file))
+    pipeline = load_pipeline(pipeline_file)
+    tables = [sink.table for sink in pipeline.sinks if sink.table is not None]
+    if tables:  # (its sinks are tables: fill them, as `windowed-operator run FILE --local` does)
+        import io
+
+        runners = run_pipeline_locally(pipeline, out=io.StringIO()).runners
+        for table in tables:
+            print(f"table {table.table!r}: {table.url}")
+    else:
+        runners = run_pipeline_runners(pipeline)
     results = {name: runner.outputs for name, runner in runners.items()}
     summarize(args.name, results)
     if args.plot:

@@ -322,6 +322,11 @@ def _resolved_paths(pipeline: Pipeline, base: Path, outside_paths: bool) -> tupl
                                                                                f"sinks[{i}].files.path")})
         if sink.checkpoint is not None:
             updates["checkpoint"] = absolute(sink.checkpoint, f"sinks[{i}].checkpoint")
+        if sink.table is not None and sink.table.url is not None and sink.table.url.startswith("sqlite:///"):
+            database = sink.table.url[len("sqlite:///"):]  # (sqlite:////abs/path: absolute)
+            if database and not database.startswith(":"):
+                updates["table"] = sink.table.model_copy(update={
+                    "url": "sqlite:///" + absolute(database.split("?", 1)[0], f"sinks[{i}].table.url")})
         sinks.append(sink.model_copy(update=updates))
     checkpoint = absolute(pipeline.checkpoint, "checkpoint")
     return pipeline.model_copy(update={"sources": sources, "sinks": sinks, "checkpoint": checkpoint}), issues

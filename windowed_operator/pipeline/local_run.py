@@ -36,6 +36,8 @@ def source_batches(spec: SourceSpec) -> list[list[dict]]:
     raise ValueError("the rate source needs Spark: run the pipeline without --local")
 
 
+#: The query id under which ``run --local`` records the bundles a table sink has applied.
+LOCAL_QUERY_ID = "local"
 #: Drop reasons of elements behind the watermark (the rest are bad elements).
 LATE_REASONS = frozenset({DropReason.EXPIRED.value, DropReason.CLOSED_WINDOW.value})
 
@@ -63,11 +65,15 @@ def _refuse_spark_only_sinks(pipeline: Pipeline) -> None:
 def run_pipeline_locally(pipeline: Pipeline, out: Optional[TextIO] = None) -> LocalRun:
     """Run the pipeline in the local runner, feeding its sinks as Spark would: console sinks print
     each bundle (to ``out``, default stdout), files sinks write one file per bundle, memory sinks
-    keep the rows (``LocalRun.sink_rows``); then a totals line per operator."""
+    keep the rows (``LocalRun.sink_rows``), table sinks apply each bundle as a batch (``TableSink``,
+under the query id ``LOCAL_QUERY_ID``); then a totals line per operator."""
     out = out if out is not None else sys.stdout
     _refuse_spark_only_sinks(pipeline)
     operators = pipeline.build_operators()
     run = LocalRun(runners={}, sink_rows=[[] for _ in pipeline.sinks])
+    # (the bundles' query: a rerun of the same file skips the batches its table has applied)
+    tables = {i: sink.table.build(operators.get(sink.input), query_id=LOCAL_QUERY_ID)
+              for i, sink in enumerate(pipeline.sinks) if sink.table is not None}
 
     def deliver(bundle: int, name: str, panes: list[PaneRecord], late: list[DroppedElement],
                 dead: list[DroppedElement]) -> None:
@@ -87,8 +93,14 @@ def run_pipeline_locally(pipeline: Pipeline, out: Optional[TextIO] = None) -> Lo
                 print(console_table(bundle, rows, sink.console.num_rows, sink.console.truncate), file=out, flush=True)
             elif sink.files is not None:
                 write_rows(Path(sink.files.path), bundle, rows, sink.files.format)
+            elif sink.table is not None:
+                tables[i].write(rows, bundle)
 
-    run.runners = run_pipeline_runners(pipeline, operators, deliver)
+    try:
+        run.runners = run_pipeline_runners(pipeline, operators, deliver)
+    finally:
+        for table in tables.values():
+            table.dispose()
     for name, runner in run.runners.items():
         totals = run.totals.setdefault(name, Totals())
         totals.late_rows_dropped = sum(n for reason, n in runner.dropped_counts.items() if reason in LATE_REASONS)

@@ -475,21 +475,114 @@ class ForeachBatchSink(Spec):
     function: str = Field(description="dotted path of f(batch_df, batch_id); needs --allow-code or --allow-module")
 
 
+#: Database URL schemes a table sink takes (SQLAlchemy's names: a driver may follow ``+``).
+TABLE_URL_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
+_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+class TableSinkSpec(Spec):
+    """A SQL table kept equal to the operator's current result (``windowed_operator.sinks.TableSink``).
+
+    ``url``: ``sqlite:///results.db`` (a path relative to the pipeline file) or
+    ``postgresql://host:5432/db`` with no password in it: PostgreSQL takes the user and password from
+    the environment (``PGUSER``, ``PGPASSWORD`` or a ``PGPASSFILE``); or ``url_env``: the name of an
+    environment variable holding the whole URL.  Credentials never come from the file."""
+
+    url: Optional[str] = None
+    url_env: Optional[str] = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    table: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    mode: Literal["upsert", "add"] = "upsert"
+    columns: list[Literal["timing", "pane_index", "is_last", "batch_id"]] = Field(default_factory=list)
+    final_only: bool = False
+    value_type: Optional[str] = None
+    name: Optional[str] = Field(default=None, description="the sink's name in the progress table (default: table)")
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: Optional[str]) -> Optional[str]:
+        if url is None:
+            return url
+        match = _URL_SCHEME.match(url)
+        scheme = match.group(1).lower() if match else None
+        if scheme not in TABLE_URL_SCHEMES:
+            raise ValueError(f"url {url!r}: the scheme must be one of {', '.join(TABLE_URL_SCHEMES)} "
+                             "(e.g. sqlite:///results.db, postgresql://host:5432/db)")
+        netloc = url[match.end():].split("/", 1)[0]  # type: ignore[union-attr]
+        if "@" in netloc and ":" in netloc.rsplit("@", 1)[0]:
+            raise ValueError("url holds a password: credentials come from the environment, never from the file "
+                             "(PGPASSWORD or a PGPASSFILE for PostgreSQL, or url_env: NAME naming a variable that "
+                             "holds the whole URL)")
+        if "?" in url and "password" in url.split("?", 1)[1].lower():
+            raise ValueError("url holds a password parameter: credentials come from the environment, never from "
+                             "the file (PGPASSWORD, a PGPASSFILE, or url_env)")
+        return url
+
+    @field_validator("value_type")
+    @classmethod
+    def _value_type(cls, value_type: Optional[str]) -> Optional[str]:
+        if value_type is not None:
+            parse_columns(f"value {value_type}")
+        return value_type
+
+    @model_validator(mode="after")
+    def _where(self) -> "TableSinkSpec":
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("give url (no password in it) or url_env (a variable holding the URL), one of them")
+        if self.mode == "add" and self.final_only:
+            raise ValueError("final_only keeps only final panes, but in mode add every pane holds part of the "
+                             "window's value")
+        return self
+
+    def resolved_url(self) -> str:
+        """The URL, read from the environment for ``url_env``."""
+        import os
+
+        if self.url is not None:
+            return self.url
+        value = os.environ.get(self.url_env or "")
+        if not value:
+            raise ValueError(f"table sink {self.table!r}: environment variable {self.url_env} (url_env) is not set")
+        return value
+
+    def build(self, operator: Any = None, query_id: Optional[str] = None) -> Any:
+        """The sink (``query_id``: the batches' query, default a Spark batch's own)."""
+        from ..sinks import TableSink
+
+        return TableSink(self.resolved_url(), self.table, mode=self.mode, columns=self.columns,
+                         final_only=self.final_only, value_type=self.value_type, name=self.name, operator=operator,
+                         query_id=query_id)
+
+
 class SinkSpec(Spec):
     input: str
     console: Optional[ConsoleSink] = None
     files: Optional[FileSink] = None
     memory: Optional[MemorySink] = None
     foreach_batch: Optional[ForeachBatchSink] = None
+    table: Optional[TableSinkSpec] = None
     checkpoint: Optional[str] = Field(default=None, description="default: <pipeline checkpoint>/<input>")
 
     @model_validator(mode="after")
     def _one(self) -> "SinkSpec":
-        chosen = [n for n in ("console", "files", "memory", "foreach_batch") if getattr(self, n) is not None]
+        chosen = [n for n in SINK_KINDS if getattr(self, n) is not None]
         if len(chosen) != 1:
-            raise ValueError(f"give exactly one sink kind (console, files, memory, foreach_batch); got "
-                             f"{', '.join(chosen) or 'none'}")
+            raise ValueError(f"give exactly one sink kind ({', '.join(SINK_KINDS)}); got {', '.join(chosen) or 'none'}")
         return self
+
+
+SINK_KINDS = ("console", "files", "memory", "foreach_batch", "table")
+
+
+@dataclass(frozen=True)
+class _ModeProbe:
+    """What ``sinks.check_operator`` reads of an operator, from its spec (without building it)."""
+
+    trigger: TriggerOption
+    accumulation: Any
+    name: str
+
+    def label(self) -> str:
+        return f"operator {self.name!r}"
 
 
 # -- the pipeline -------------------------------------------------------------------------------------
@@ -626,7 +719,27 @@ class Pipeline(Spec):
             if sink.foreach_batch is not None and not code.permits(sink.foreach_batch.function):
                 errors.append((("sinks", i, "foreach_batch"), code.refusal(sink.foreach_batch.function,
                                                                            "calls user code")))
+            if sink.table is not None:
+                errors += [(("sinks", i, "table", *loc), msg) for loc, msg in self._table_sink_errors(sink)]
         return errors + self.column_errors()  # (a column of an unknown input is not checked)
+
+    def _table_sink_errors(self, sink: SinkSpec) -> list[tuple[tuple, str]]:
+        """A table sink reads an operator's panes, in a mode they fit (``sinks.check_operator``)."""
+        from ..sinks import check_operator
+
+        assert sink.table is not None
+        spec = next((op for op in self.operators if op.name == sink.input), None)
+        if spec is None:
+            return [((), f"a table sink keeps the panes of an operator; {sink.input!r} is a source")] \
+                if sink.input in self.sources else []
+        if spec.accumulation.code_paths():
+            return []  # (user code is built only when the pipeline runs)
+        probe = _ModeProbe(trigger=spec.trigger, accumulation=spec.accumulation.build(), name=spec.name)
+        try:
+            check_operator(probe, sink.table.mode, sink.table.final_only)
+        except ValueError as exc:
+            return [(("mode",), str(exc))]
+        return []
 
     def build_operators(self) -> dict[str, Any]:
         """Every operator, by name; an operator fed by another must be able to consume its

@@ -118,6 +118,7 @@ def sink_checkpoints(pipeline: Pipeline) -> list[str]:
 
 def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     queries = []
+    operators = pipeline.build_operators() if any(sink.table is not None for sink in pipeline.sinks) else {}
     for sink, name, checkpoint in zip(pipeline.sinks, sink_query_names(pipeline), sink_checkpoints(pipeline)):
         writer = frames[sink.input].writeStream.queryName(name)
         writer = writer.option("checkpointLocation", checkpoint)
@@ -132,6 +133,8 @@ def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
             writer = writer.format(sink.files.format).option("path", sink.files.path)
         elif sink.memory is not None:
             writer = writer.format("memory")
+        elif sink.table is not None:  # (batch ids recorded under the streaming query's id)
+            writer = writer.foreachBatch(sink.table.build(operators.get(sink.input)))
         else:
             assert sink.foreach_batch is not None
             writer = writer.foreachBatch(import_dotted(sink.foreach_batch.function))

@@ -1,0 +1,101 @@
+"""The table sink under Spark (``foreachBatch``): a Spark run's table equals the local runner's for
+the same batches, late-data rows mixed into the panes are skipped, and the batches are recorded
+under the streaming query's id."""
+from __future__ import annotations
+
+import random
+import warnings
+
+import pytest
+import sqlalchemy as sa
+
+from accumulations import Count, Sum
+from triggers import TriggerOption
+from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
+from windowed_operator.sinks import PROGRESS_TABLE, TableSink
+
+from .harness import BASE, END_COLUMN, MARKED_SCHEMA, run_local_like_spark, write_batches
+
+pytestmark = pytest.mark.spark
+
+DELAY = 3_000
+
+
+def make_batches(seed: int, n_batches: int = 5, per_batch: int = 8) -> list[list[dict]]:
+    rng = random.Random(seed)
+    return [[{"user": rng.choice("abc"), "amount": rng.randint(1, 9), "ts": BASE + 6_000 * (b + 1) - rng.randint(0, 16_000)}
+             for _ in range(per_batch)] for b in range(n_batches)]
+
+
+def sessions_operator():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return KeyedWindowedOperator(
+            SessionWindows(2_500), Sum("amount"), key="user", timestamp="ts", watermark=bounded_disorder(DELAY),
+            trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=2).with_late_firings_at_every(count=1)
+            .accumulating_and_retracting_fired_panes(), allowed_lateness=1_000, late_data_output=True)
+
+
+def counts_operator():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return KeyedWindowedOperator(
+            TimeWindows(5_000), Count(), key="user", timestamp="ts", watermark=bounded_disorder(DELAY),
+            trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=2).discarding_fired_panes())
+
+
+def table(sink: TableSink) -> list[tuple]:
+    return [tuple(r.values()) for r in sink.rows()]
+
+
+@pytest.mark.parametrize("make_operator, mode", [(sessions_operator, "upsert"), (counts_operator, "add")])
+def test_spark_table_equals_local_table(spark, tmp_path, make_operator, mode):
+    op = make_operator()
+    batches = make_batches(7)
+    source = tmp_path / "in"
+    write_batches(source, batches)
+    spark_sink = TableSink(str(tmp_path / "spark.db"), "results", mode=mode, operator=op, columns=["timing", "pane_index"])
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    query = (op.apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(spark_sink)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    query.awaitTermination()
+
+    runner = run_local_like_spark(op, batches, DELAY)
+    local_sink = TableSink(str(tmp_path / "local.db"), "results", mode=mode, operator=op,
+                           columns=["timing", "pane_index"])
+    local_sink(runner.outputs, 0)
+    assert table(spark_sink) == table(local_sink)
+    assert len(table(local_sink)) > 3
+    if mode == "upsert":
+        assert runner.late_data, "the stream should have late rows (their records are in Spark's pane frames)"
+        assert any(p.is_retraction and p.is_last for p in runner.outputs), "the stream should merge sessions"
+    with spark_sink.engine.connect() as conn:  # (the progress is the query's, by its id)
+        progress = conn.execute(sa.text(f"SELECT query_id, batch_id FROM {PROGRESS_TABLE}")).all()
+    assert progress == [(str(query.id), query.lastProgress["batchId"])]
+
+
+def test_a_pipeline_files_table_sink_gets_the_same_table_on_spark_and_run_local(spark, tmp_path):
+    """`run --local` and Spark produce the same table from one pipeline file (sessions in retracting
+    mode with merges, late data and dead letters mixed into the panes)."""
+    import io
+    import sqlite3
+
+    from test_pipeline_table_sink import write_pipeline
+
+    from windowed_operator.pipeline import load_pipeline
+    from windowed_operator.pipeline.local_run import run_pipeline_locally
+    from windowed_operator.spark.pipeline_run import run_pipeline
+
+    sink = "{url: 'sqlite:///results.db', table: sessions, columns: [timing, pane_index, is_last]}"
+    local_dir, spark_dir = tmp_path / "local", tmp_path / "spark"
+    for directory in (local_dir, spark_dir):
+        write_pipeline(directory, sink)
+    run_pipeline_locally(load_pipeline(local_dir / "pipeline.yaml"), out=io.StringIO())
+    run_pipeline(load_pipeline(spark_dir / "pipeline.yaml"), spark=spark, workdir=tmp_path / "work", out=io.StringIO())
+
+    def rows(directory):
+        with sqlite3.connect(directory / "results.db") as db:
+            return db.execute("SELECT key, window_start, window_end, value, timing, pane_index, is_last "
+                              "FROM sessions ORDER BY key, window_start").fetchall()
+
+    assert rows(spark_dir) == rows(local_dir) and len(rows(local_dir)) == 3

@@ -1,0 +1,707 @@
+"""A table that equals the operator's current result: panes in, upserts and deletes out, exactly once.
+
+``TableSink(url, table)`` takes one micro-batch of panes at a time (a Spark batch DataFrame in
+``foreachBatch``, the local runner's ``PaneRecord`` list, or rows with the Spark output's columns) and
+keeps one row per (key, window):
+
+- ``mode="upsert"`` (operators that accumulate, with or without retractions): a pane replaces its
+  window's row; a retraction deletes it, so a session absorbed by a merge disappears, and the pane
+  that follows a retraction writes the new row.
+- ``mode="add"`` (operators that discard fired panes): each pane's value is added to its window's
+  row, so the row holds the sum of the panes.  Only for accumulations whose panes add up (``Sum``,
+  ``Count``); with an ``operator=`` anything else is refused.
+
+Each batch is applied in one database transaction together with a progress row (sink name, query
+id, batch id) in ``windowed_operator_sink_progress``; a batch whose id is not above the last one
+applied for that sink and query is skipped, so Spark's replay of the last batch after a crash
+changes nothing.  Within a batch the rows of one window are taken in pane order (pane index, the
+retraction before the pane it precedes) and only their net effect is written, in chunks of
+``chunk_size`` rows per statement execution (``executemany``), never a statement per row.
+
+Rows that are not panes (late-data and dead-letter records, whose pane columns are null) are
+skipped and counted in ``BatchResult.skipped_rows``.  The global window's bounds, which the panes
+show as null, are stored as 0001-01-01 and 9999-12-31 23:59:59.999 UTC (a primary key is never null).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Optional, Sequence, Union
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..panes import PaneRecord
+from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, shown_time
+from .columns import (ColumnKindError, as_utc, converter, kind_of_arrow_type, kind_of_spark_type, kind_of_sql_type,
+                      kind_of_value, same_kind, sql_type)
+
+log = logging.getLogger(__name__)
+
+SinkMode = Literal["upsert", "add"]
+#: Columns a sink may add beside the key, the window and the value, by name.
+OPTIONAL_COLUMNS = ("timing", "pane_index", "is_last", "batch_id")
+_OPTIONAL_KINDS = {"timing": "string", "pane_index": "bigint", "is_last": "boolean", "batch_id": "bigint"}
+WINDOW_COLUMNS = ("window_start", "window_end")
+#: The table of each sink's last applied batch, per query.
+PROGRESS_TABLE = "windowed_operator_sink_progress"
+DIALECTS = ("sqlite", "postgresql")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+GLOBAL_START = _EPOCH + dt.timedelta(milliseconds=MIN_SHOWN_TIME)
+GLOBAL_END = _EPOCH + dt.timedelta(milliseconds=MAX_SHOWN_TIME)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class TableSinkError(RuntimeError):
+    """A batch the sink could not apply; nothing of it is in the table (its transaction rolled back)."""
+
+
+@dataclass
+class BatchResult:
+    """What one call did: ``applied`` False when the batch id had been applied already."""
+
+    batch_id: int
+    applied: bool
+    upserted: int = 0
+    deleted: int = 0
+    skipped_rows: int = 0  # late-data and dead-letter rows (not panes)
+    held_back: int = 0  # panes not written because they are not final (final_only)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The table's columns: the key's (None: a non-keyed operator), the value's (one column, or a
+    record's fields), the optional ones."""
+
+    key: Optional[tuple[str, str]]
+    values: tuple[tuple[str, str], ...]
+    record: bool
+    optional: tuple[str, ...]
+
+    @property
+    def primary_key(self) -> list[str]:
+        return ([self.key[0]] if self.key else []) + list(WINDOW_COLUMNS)
+
+    def columns(self) -> list[tuple[str, str]]:
+        return ([self.key] if self.key else []) + [(c, "timestamp") for c in WINDOW_COLUMNS] + list(self.values) + \
+            [(c, _OPTIONAL_KINDS[c]) for c in self.optional]
+
+
+def check_operator(operator: Any, mode: SinkMode, final_only: bool = False) -> None:
+    """Refuse a sink mode the operator's panes do not fit (``operator``: any operator with a trigger
+    and an accumulation)."""
+    from accumulations import Count, Sum
+
+    operator = getattr(operator, "operators", [operator])[-1]  # a chain's panes are its last stage's
+    trigger = operator.trigger
+    label = operator.label() if hasattr(operator, "label") else type(operator).__name__
+    if mode == "upsert" and trigger.discarding:
+        raise ValueError(f"{label} discards fired panes: each pane holds only what arrived since the last one, so "
+                         "the latest pane is not the window's value; use mode='add' (for Sum or Count), or make the "
+                         "operator accumulate (accumulating_fired_panes / accumulating_and_retracting_fired_panes)")
+    if mode == "add":
+        if not trigger.discarding:
+            raise ValueError(f"{label} accumulates fired panes: each pane holds the window's whole value, so adding "
+                             "panes counts elements twice; use mode='upsert'")
+        accumulation = operator.accumulation
+        if not isinstance(accumulation, (Sum, Count)):
+            raise ValueError(f"mode='add' adds the panes of a window, which gives the window's value only for "
+                             f"accumulations whose panes add up (Sum, Count), not {type(accumulation).__name__}; "
+                             "make the operator accumulate fired panes and use mode='upsert'")
+        if final_only:
+            raise ValueError("final_only=True keeps only final panes, but in mode='add' every pane holds part of the "
+                             "window's value; give final_only=False, or accumulate and use mode='upsert'")
+
+
+def _struct_fields(ddl: str) -> Optional[list[tuple[str, str]]]:
+    """The fields of a ``struct<...>`` DDL type (None: not a struct)."""
+    from ..pipeline.ddl import parse_columns
+
+    text = parse_columns(f"v {ddl}")[0][1]
+    if not text.startswith("struct<"):
+        return None
+    return parse_columns(text[len("struct<"):-1].replace(": ", " "))
+
+
+def _window_bound(value: Any, default: dt.datetime) -> dt.datetime:
+    """A window bound as a UTC datetime: epoch ms (the local runner's) or a time (Spark's); the
+    global window's (null, or ms beyond what a timestamp holds) is ``default``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = shown_time(value)
+        return default if value is None else _EPOCH + dt.timedelta(milliseconds=value)
+    return default if value is None else as_utc(value)
+
+
+def pane_rows(panes: Iterable[PaneRecord]) -> list[dict]:
+    """The local runner's panes as rows with the Spark output's names (times stay as they are)."""
+    return [{"key": p.key, "window_start": p.window_start, "window_end": p.window_end, "value": p.value,
+             "timing": p.timing.value, "pane_index": p.index, "is_first": p.is_first, "is_last": p.is_last,
+             "is_retraction": p.is_retraction} for p in panes]
+
+
+class TableSink:
+    """``sink(batch, batch_id)``: apply one micro-batch of panes to ``table`` (see the module's doc).
+
+    ``url``: a SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://host/db``), a file path
+    (SQLite) or an ``Engine``; ``value_type``: the value's Spark DDL type (``bigint``,
+    ``struct<clicks: bigint, pages: array<string>>``), needed only where a first batch cannot show it
+    (a Spark batch shows it always; local panes whose values are all null do not); ``columns``: any of
+    ``timing``, ``pane_index``, ``is_last``, ``batch_id`` (the batch that last wrote the row);
+    ``final_only``: write only final panes (``is_last``, or ON_TIME or LATE), retractions still
+    delete; ``name``: the sink's name in the progress table (default: the table's); ``query_id``: the
+    query the batch ids belong to (default: a Spark batch's streaming query id, else ``""``);
+    ``operator``: checks that its panes fit ``mode``.  An existing table must have the sink's
+    columns with the same kinds and primary key.
+    """
+
+    def __init__(self, url: Union[str, Engine], table: str, *, mode: SinkMode = "upsert",
+                 value_type: Optional[str] = None, key_column: str = "key", value_column: str = "value",
+                 columns: Sequence[str] = (), final_only: bool = False, name: Optional[str] = None,
+                 query_id: Optional[str] = None, chunk_size: int = 5_000, operator: Any = None) -> None:
+        if mode not in ("upsert", "add"):
+            raise ValueError(f"mode must be 'upsert' or 'add', not {mode!r}")
+        for what, given in (("table", table), ("key_column", key_column), ("value_column", value_column)):
+            if not isinstance(given, str) or not _NAME.match(given):
+                raise ValueError(f"{what} {given!r} is not a plain SQL name (letters, digits, underscores)")
+        unknown = [c for c in columns if c not in OPTIONAL_COLUMNS]
+        if unknown:
+            raise ValueError(f"columns {unknown} are not optional columns (known: {', '.join(OPTIONAL_COLUMNS)})")
+        if mode == "add" and final_only:
+            raise ValueError("final_only=True keeps only final panes, but in mode='add' every pane holds part of the "
+                             "window's value")
+        if chunk_size <= 0:
+            raise ValueError(f"chunk_size must be positive, not {chunk_size}")
+        if operator is not None:
+            check_operator(operator, mode, final_only)
+        self.url = url
+        self.table_name = table
+        self.mode: SinkMode = mode
+        self.value_type = value_type
+        self.key_column = key_column
+        self.value_column = value_column
+        self.optional = tuple(c for c in OPTIONAL_COLUMNS if c in columns)
+        self.final_only = final_only
+        self.name = name or table
+        self.query_id = query_id
+        self.chunk_size = chunk_size
+        self.last_result: Optional[BatchResult] = None
+        self._engine: Optional[Engine] = url if isinstance(url, Engine) else None
+        self._layout: Optional[Layout] = None
+        self._table: Optional[sa.Table] = None
+        self._progress: Optional[sa.Table] = None
+        if self._engine is not None:
+            self._check_dialect(self._engine)
+        elif value_type is not None:
+            _struct_fields(value_type) or kind_of_spark_type(value_type)  # (a bad type fails here, not at a batch)
+
+    # -- the engine ------------------------------------------------------------------------------
+    def __getstate__(self) -> dict:  # (a foreachBatch function may be pickled: the engine is not)
+        state = dict(self.__dict__)
+        state.update(_engine=None if not isinstance(self.url, Engine) else state["_engine"], _table=None,
+                     _progress=None, _layout=None)
+        return state
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = make_engine(self.url)  # type: ignore[arg-type]
+            self._check_dialect(self._engine)
+        return self._engine
+
+    def _check_dialect(self, engine: Engine) -> None:
+        if engine.dialect.name not in DIALECTS:
+            raise ValueError(f"table sink {self.name!r}: database {engine.dialect.name!r} is not supported "
+                             f"(supported: {', '.join(DIALECTS)})")
+
+    def where(self) -> str:
+        url = self._engine.url if self._engine is not None else self.url
+        if isinstance(url, str) and "://" in url:
+            try:
+                url = sa.make_url(url)
+            except sa.exc.ArgumentError:
+                url = "<a URL that does not parse>"
+        shown = url.render_as_string(hide_password=True) if isinstance(url, sa.URL) else str(url)  # (never a password)
+        return f"table {self.table_name!r} at {shown}"
+
+    def dispose(self) -> None:
+        if self._engine is not None and not isinstance(self.url, Engine):
+            self._engine.dispose()
+            self._engine = None
+
+    # -- batches ---------------------------------------------------------------------------------
+    def __call__(self, batch: Any, batch_id: int) -> BatchResult:
+        return self.write(batch, batch_id)
+
+    def write(self, batch: Any, batch_id: int, query_id: Optional[str] = None) -> BatchResult:
+        """Apply one batch (a Spark DataFrame, a pyarrow Table, a pandas DataFrame, ``PaneRecord``s
+        or row dicts) as batch ``batch_id``; returns what was done."""
+        rows, arrow_schema, batch_query = _read_batch(batch)
+        query = query_id if query_id is not None else self.query_id if self.query_id is not None else \
+            batch_query or ""
+        result = BatchResult(batch_id=int(batch_id), applied=False)
+        panes = []
+        for row in rows:
+            if row.get("timing") is None or row.get("record_type", "pane") != "pane":
+                result.skipped_rows += 1
+            elif self.final_only and not row.get("is_retraction") and not row.get("is_last") and \
+                    row.get("timing") == "EARLY":
+                result.held_back += 1
+            else:
+                panes.append(row)
+        if result.skipped_rows:
+            log.info("table sink %r: batch %s: skipped %d late-data/dead-letter rows (no pane columns)", self.name,
+                     batch_id, result.skipped_rows)
+        try:
+            self._prepare(panes, arrow_schema)
+            deletes, upserts = self._net(panes, int(batch_id))
+            self._apply(deletes, upserts, int(batch_id), query, result)
+        except TableSinkError:
+            raise
+        except sa.exc.DBAPIError as exc:
+            raise TableSinkError(f"table sink {self.name!r}, {self.where()}: batch {batch_id} rolled back, nothing "
+                                 f"of it written: {_db_message(exc)}") from exc
+        self.last_result = result
+        return result
+
+    def _prepare(self, panes: list[dict], arrow_schema: Any) -> None:
+        """Know the layout and have the tables (created when missing, checked when there)."""
+        if self._progress is None:
+            self._progress = _progress_table()
+            try:
+                self._create(self._progress)
+            except sa.exc.OperationalError as exc:
+                raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
+                                     f"{_db_message(exc)}") from exc
+        if self._table is not None or not panes:
+            return  # (a batch without panes writes only its progress row)
+        existing = self._reflect()
+        self._layout = self._layout_of(panes, arrow_schema, existing)
+        if existing is not None:
+            self._check_table(existing)
+            self._table = sa.Table(self.table_name, sa.MetaData(),
+                                   *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key)
+                                     for c, k in self._layout.columns()])
+            return
+        table = sa.Table(self.table_name, sa.MetaData(),
+                         *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key,
+                                     nullable=c not in self._layout.primary_key) for c, k in self._layout.columns()])
+        self._create(table)
+        self._table = table
+
+    def _create(self, table: sa.Table) -> None:
+        """Create ``table`` unless it exists (another sink of the same database may be creating it
+        at the same moment: the progress table is shared)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(sa.schema.CreateTable(table, if_not_exists=True))
+        except sa.exc.DBAPIError:
+            if not sa.inspect(self.engine).has_table(table.name):
+                raise
+
+    def _exists(self) -> bool:
+        return sa.inspect(self.engine).has_table(self.table_name)
+
+    def _reflect(self) -> Optional[dict[str, Any]]:
+        inspector = sa.inspect(self.engine)
+        if not inspector.has_table(self.table_name):
+            return None
+        columns = {c["name"]: c for c in inspector.get_columns(self.table_name)}
+        primary = inspector.get_pk_constraint(self.table_name).get("constrained_columns") or []
+        return {"columns": columns, "primary_key": list(primary)}
+
+    def _layout_of(self, panes: list[dict], arrow_schema: Any, existing: Optional[dict]) -> Layout:
+        """The columns, from ``value_type``, the Spark batch's schema, the values, or the table."""
+        table_kinds = {name: kind_of_sql_type(c["type"]) for name, c in existing["columns"].items()} \
+            if existing else {}
+        keyed: Optional[bool] = None
+        key_kind: Optional[str] = None
+        values: Optional[list[tuple[str, Optional[str]]]] = None
+        record = False
+        if arrow_schema is not None:
+            names = arrow_schema.names
+            keyed = "key" in names
+            if keyed:
+                key_kind = kind_of_arrow_type(arrow_schema.field("key").type)
+            value_type = arrow_schema.field("value").type
+            import pyarrow as pa
+
+            if isinstance(value_type, pa.StructType) and self.value_type is None:
+                record = True
+                values = [(f.name, kind_of_arrow_type(f.type)) for f in value_type]
+            elif self.value_type is None:
+                values = [(self.value_column, kind_of_arrow_type(value_type))]
+        elif panes:
+            keyed = "key" in panes[0] and any(p.get("key") is not None for p in panes)
+            if keyed:
+                key_kind = next(kind_of_value(p["key"]) for p in panes if p.get("key") is not None)
+        if self.value_type is not None:
+            fields = _struct_fields(self.value_type)
+            record = fields is not None
+            values = [(n, kind_of_spark_type(t)) for n, t in fields] if fields is not None else \
+                [(self.value_column, kind_of_spark_type(self.value_type))]
+        elif values is None:
+            values = self._values_of(panes, table_kinds)
+            record = any(isinstance(p.get("value"), dict) for p in panes)
+        if keyed and key_kind is None:
+            key_kind = table_kinds.get(self.key_column)
+        if keyed and key_kind == "json":
+            raise TableSinkError(f"table sink {self.name!r}, {self.where()}: the key is a record or a list; a table "
+                                 "sink needs a key of one column (string, integer, ...)")
+        unknown = [n for n, k in values or [] if k is None] + (["key"] if keyed and key_kind is None else [])
+        if values is None or unknown:
+            raise TableSinkError(
+                f"table sink {self.name!r}, {self.where()}: cannot tell the type of column(s) "
+                f"{unknown or [self.value_column]} from batch values that are all null and no table exists yet; "
+                "give the sink value_type='<Spark DDL type>'")
+        taken = {self.key_column, *WINDOW_COLUMNS, *self.optional}
+        clashing = [n for n, _ in values if n in taken or not _NAME.match(n)]
+        if clashing:
+            raise TableSinkError(f"table sink {self.name!r}, {self.where()}: value field(s) {clashing} cannot be columns "
+                                 f"(taken by the key, window or optional columns, or not plain SQL names)")
+        if self.mode == "add" and (record or values[0][1] not in ("bigint", "double") and
+                                   not values[0][1].startswith("decimal")):
+            raise TableSinkError(f"table sink {self.name!r}, {self.where()}: mode 'add' adds the panes' values, which "
+                                 f"must be one number, not {'a record' if record else values[0][1]}")
+        return Layout(key=(self.key_column, key_kind) if keyed else None,  # type: ignore[arg-type]
+                      values=tuple((n, k) for n, k in values),  # type: ignore[misc]
+                      record=record, optional=self.optional)
+
+    def _values_of(self, panes: list[dict], table_kinds: dict[str, Optional[str]]
+                   ) -> Optional[list[tuple[str, Optional[str]]]]:
+        """A value's columns from the local runner's values: a dict's fields, or one column."""
+        records = [p["value"] for p in panes if isinstance(p.get("value"), dict)]
+        if records:
+            names: dict[str, Optional[str]] = {}
+            for value in records:
+                for name, item in value.items():
+                    if names.get(name) is None:
+                        names[name] = kind_of_value(item)
+            return [(n, k or table_kinds.get(n)) for n, k in names.items()]
+        kind = next((kind_of_value(p["value"]) for p in panes if p.get("value") is not None), None)
+        if kind is None and not panes and self.value_column not in table_kinds:
+            return None
+        return [(self.value_column, kind or table_kinds.get(self.value_column))]
+
+    def _check_table(self, existing: dict) -> None:
+        layout = self._layout
+        assert layout is not None
+        found = existing["columns"]
+        for name, kind in layout.columns():
+            if name not in found:
+                raise TableSinkError(f"table sink {self.name!r}: table {self.table_name!r} has no column {name!r}, "
+                                     f"which the sink writes (its columns: {', '.join(found)}); drop or rename the "
+                                     "table, or write to another one")
+            if not same_kind(kind, kind_of_sql_type(found[name]["type"])):
+                raise TableSinkError(f"table sink {self.name!r}: table {self.table_name!r}, column {name!r} is "
+                                     f"{found[name]['type']} in the database, the sink writes {kind} "
+                                     f"({sql_type(kind).compile()}) there")
+        extra = [n for n, c in found.items() if n not in dict(layout.columns()) and not c.get("nullable", True)
+                 and c.get("default") is None]
+        if extra:
+            raise TableSinkError(f"table sink {self.name!r}: table {self.table_name!r} has column(s) {extra} that "
+                                 "cannot be null and that the sink does not write")
+        if sorted(existing["primary_key"]) != sorted(layout.primary_key):
+            raise TableSinkError(f"table sink {self.name!r}: table {self.table_name!r} has primary key "
+                                 f"{existing['primary_key']}, the sink needs {layout.primary_key} (one row per key "
+                                 "and window)")
+
+    def _net(self, panes: list[dict], batch_id: int) -> tuple[list[dict], list[dict]]:
+        """The batch's net effect per (key, window): rows to delete and rows to write, each checked."""
+        layout = self._layout
+        if not panes:
+            return [], []
+        assert layout is not None
+        groups: dict[tuple, list[dict]] = {}
+        # windows repeat over keys: each distinct (start, end) object pair, alive in ``panes`` while
+        # this runs, is converted and hashed once (hashing an aware datetime asks its offset)
+        by_objects: dict[tuple[int, int], tuple] = {}
+        windows: dict[tuple, tuple] = {}  # stored window -> itself (one object per window)
+        keyed = layout.key is not None
+        for row in panes:
+            start, end = row.get("window_start"), row.get("window_end")
+            window = by_objects.get((id(start), id(end)))
+            if window is None:
+                stored = (_window_bound(start, GLOBAL_START), _window_bound(end, GLOBAL_END))
+                window = by_objects[(id(start), id(end))] = windows.setdefault(stored, stored)
+            pk = (row.get("key"), id(window)) if keyed else (id(window),)
+            group = groups.get(pk)
+            if group is None:
+                groups[pk] = [row]
+            else:
+                group.append(row)
+        window_of = {id(window): window for window in windows.values()}
+        deletes, upserts = [], []
+        key_column = layout.key[0] if layout.key else None
+        key_convert = converter(layout.key[1]) if layout.key else None
+        keys: dict[Any, Any] = {}  # key as given -> as written (a key has many windows)
+        value_converts = [(n, converter(k)) for n, k in layout.values]
+        value_column, value_convert = value_converts[0]
+        optional = [(n, n == "batch_id") for n in layout.optional]
+        upsert_mode, add_mode, record = self.mode == "upsert", self.mode == "add", layout.record
+        column, item, last = "", None, None  # (what is being checked, for the error)
+        try:
+            for pk, rows in groups.items():
+                window = window_of[pk[-1]]
+                if len(rows) > 1:
+                    rows.sort(key=lambda r: (r.get("pane_index") or 0, 0 if r.get("is_retraction") else 1))
+                last = rows[-1]
+                if key_column is not None:
+                    column, item = key_column, pk[0]
+                    key = keys.get(item)
+                    if key is None:
+                        key = keys[item] = key_convert(item)  # type: ignore[misc]
+                    out = {key_column: key, "window_start": window[0], "window_end": window[1]}
+                else:
+                    out = {"window_start": window[0], "window_end": window[1]}
+                if upsert_mode and last.get("is_retraction"):
+                    deletes.append({f"pk_{c}": v for c, v in out.items()})
+                    continue
+                if add_mode:
+                    column, item = value_column, 0
+                    for row in rows:
+                        if row.get("value") is None:
+                            raise ColumnKindError("null, which mode 'add' cannot add")
+                        item = item + row["value"]
+                    out[value_column] = value_convert(item)
+                elif record:
+                    whole = last.get("value")
+                    for column, convert in value_converts:
+                        item = _field(whole, column)
+                        out[column] = None if item is None else convert(item)
+                else:
+                    column, item = value_column, last.get("value")
+                    out[value_column] = None if item is None else value_convert(item)
+                for name, is_batch in optional:
+                    out[name] = batch_id if is_batch else last.get(name)
+                upserts.append(out)
+        except ColumnKindError as exc:
+            raise TableSinkError(self._column_error(column, item, last or {}, str(exc))) from None
+        return deletes, upserts
+
+    def _checked(self, convert: Any, column: str, value: Any, row: dict) -> Any:
+        try:
+            return convert(value)
+        except ColumnKindError as exc:
+            raise TableSinkError(self._column_error(column, value, row, str(exc))) from None
+
+    def _column_error(self, column: str, value: Any, row: dict, why: str) -> str:
+        kind = dict(self._layout.columns()).get(column) if self._layout else None
+        return (f"table sink {self.name!r}: table {self.table_name!r}, column {column!r} ({kind}): value {value!r} "
+                f"does not fit: {why} (pane of key {row.get('key')!r}, window [{row.get('window_start')}, "
+                f"{row.get('window_end')})); nothing of the batch was written")
+
+    def _apply(self, deletes: list[dict], upserts: list[dict], batch_id: int, query: str, result: BatchResult) -> None:
+        progress = self._progress
+        assert progress is not None
+        try:
+            conn = self.engine.connect()
+        except sa.exc.OperationalError as exc:
+            raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
+                                 f"{_db_message(exc)}") from exc
+        with conn, conn.begin():
+            if conn.dialect.name == "sqlite" and _pysqlite_outside_transaction(conn):
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            mine = (progress.c.sink == self.name) & (progress.c.query_id == query)
+            last = conn.execute(sa.select(progress.c.batch_id).where(mine).with_for_update()).scalar()
+            if last is not None and batch_id <= last:
+                log.info("table sink %r: batch %s of query %r was applied already (last applied: %s): skipped",
+                         self.name, batch_id, query, last)
+                return
+            table = self._table
+            if deletes:
+                assert table is not None
+                statement = sa.delete(table).where(
+                    sa.and_(*[table.c[c] == sa.bindparam(f"pk_{c}") for c in self._layout.primary_key]))  # type: ignore[union-attr]
+                _execute_many(conn, statement, deletes, self.chunk_size)
+            if upserts:
+                assert table is not None
+                _execute_many(conn, self._upsert_statement(conn.dialect.name, table), upserts, self.chunk_size)
+            now = dt.datetime.now(dt.timezone.utc)
+            values = dict(sink=self.name, query_id=query, batch_id=batch_id, table_name=self.table_name,
+                          updated_at=now, rows_upserted=len(upserts), rows_deleted=len(deletes))
+            insert = _dialect_insert(conn.dialect.name)(progress).values(**values)
+            conn.execute(insert.on_conflict_do_update(
+                index_elements=["sink", "query_id"],
+                set_={c: insert.excluded[c] for c in values if c not in ("sink", "query_id")}))
+            result.applied, result.upserted, result.deleted = True, len(upserts), len(deletes)
+
+    def _upsert_statement(self, dialect: str, table: sa.Table) -> Any:
+        layout = self._layout
+        assert layout is not None
+        insert = _dialect_insert(dialect)(table)
+        update = {c: insert.excluded[c] for c, _ in layout.columns() if c not in layout.primary_key}
+        if self.mode == "add":
+            column = layout.values[0][0]
+            update[column] = table.c[column] + insert.excluded[column]
+        return insert.on_conflict_do_update(index_elements=layout.primary_key, set_=update)
+
+    # -- reading it back ------------------------------------------------------------------------
+    def rows(self) -> list[dict]:
+        """The table's rows (window bounds as UTC datetimes), ordered by key and window."""
+        table = self._table
+        if table is None:
+            if not self._exists():
+                return []
+            table = sa.Table(self.table_name, sa.MetaData(), autoload_with=self.engine)
+        order = [table.c[c] for c in ([self.key_column] if self.key_column in table.c else []) + list(WINDOW_COLUMNS)]
+        with self.engine.connect() as conn:
+            found = [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(*order))]
+        for row in found:
+            for c in WINDOW_COLUMNS:
+                row[c] = as_utc(row[c])
+        return found
+
+    def applied_batch(self, query_id: str = "") -> Optional[int]:
+        """The last batch id applied for ``query_id`` (None: none yet)."""
+        progress = _progress_table()
+        if not sa.inspect(self.engine).has_table(PROGRESS_TABLE):
+            return None
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(progress.c.batch_id).where(
+                (progress.c.sink == self.name) & (progress.c.query_id == query_id))).scalar()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for a URL or a SQLite file path; PostgreSQL sessions in UTC."""
+    if "://" not in url:
+        url = f"sqlite:///{url}"
+    parsed = sa.make_url(url)
+    options: dict[str, Any] = {}
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.get_driver_name() in ("psycopg", "psycopg2"):
+            options["connect_args"] = {"options": "-c TimeZone=UTC", "connect_timeout": 10}
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+            options["connect_args"] = {"options": "-c TimeZone=UTC", "connect_timeout": 10}
+    elif parsed.get_backend_name() == "sqlite":
+        options["connect_args"] = {"timeout": 30}
+    return sa.create_engine(parsed, **options)
+
+
+def _pysqlite_outside_transaction(conn: Any) -> bool:
+    """Whether pysqlite has not begun a transaction yet (it begins one only before a write, so the
+    progress read would be outside it: BEGIN IMMEDIATE takes the write lock first)."""
+    raw = conn.connection.driver_connection
+    return not getattr(raw, "in_transaction", True)
+
+
+def _progress_table() -> sa.Table:
+    return sa.Table(PROGRESS_TABLE, sa.MetaData(),
+                    sa.Column("sink", sa.Text(), primary_key=True), sa.Column("query_id", sa.Text(), primary_key=True),
+                    sa.Column("batch_id", sa.BigInteger(), nullable=False), sa.Column("table_name", sa.Text()),
+                    sa.Column("updated_at", sa.DateTime(timezone=True)), sa.Column("rows_upserted", sa.BigInteger()),
+                    sa.Column("rows_deleted", sa.BigInteger()))
+
+
+def _dialect_insert(dialect: str) -> Any:
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
+def _execute_many(conn: Any, statement: Any, rows: list[dict], chunk_size: int) -> None:
+    """``statement`` (compiled once by the dialect) for every row, ``chunk_size`` rows per
+    ``executemany``: the values go through the column types' bind processors here, once per
+    distinct value where they repeat (window bounds), rather than SQLAlchemy's per-row parameter
+    processing, which cost more than the database's work (benchmarks/table_sink.py)."""
+    compiled = statement.compile(dialect=conn.dialect)
+    names = list(compiled.positiontup) if compiled.positional else list(compiled.binds)
+    processors = []
+    for name in names:
+        bind = compiled.binds[name]
+        processor = bind.type._cached_bind_processor(conn.dialect)
+        processors.append((name, _memoized(processor) if processor is not None and
+                           isinstance(bind.type, sa.DateTime) else processor))
+    if compiled.positional:
+        params: list[Any] = [tuple(row[n] if p is None or row[n] is None else p(row[n]) for n, p in processors)
+                             for row in rows]
+    else:
+        params = [{n: row[n] if p is None or row[n] is None else p(row[n]) for n, p in processors} for row in rows]
+    for i in range(0, len(params), chunk_size):
+        conn.exec_driver_sql(compiled.string, params[i:i + chunk_size])
+
+
+def _memoized(processor: Any) -> Any:
+    seen: dict[Any, Any] = {}
+
+    def process(value: Any) -> Any:
+        found = seen.get(value)
+        if found is None:
+            found = seen[value] = processor(value)
+        return found
+    return process
+
+
+def _field(record: Any, name: str) -> Any:
+    if record is None:
+        return None
+    if isinstance(record, dict):
+        return record.get(name)
+    if hasattr(record, "asDict"):
+        return record.asDict().get(name)
+    return getattr(record, name, None)
+
+
+def _db_message(exc: Exception) -> str:
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    diag = getattr(orig, "diag", None)
+    column = getattr(diag, "column_name", None) if diag is not None else None
+    if not text:
+        return type(exc).__name__
+    return (f"column {column!r}: " if column else "") + text.splitlines()[0]
+
+
+#: The columns of a pane row the sink reads.
+_READ = ("key", "window_start", "window_end", "value", "timing", "pane_index", "is_last", "is_retraction",
+         "record_type")
+
+
+def _arrow_rows(table: Any) -> list[dict]:
+    """The rows of an Arrow table, only the columns the sink reads; timestamps become UTC datetimes
+    through their epoch microseconds, one object per distinct instant (``to_pylist`` builds an
+    aware datetime per cell, most of the cost of a batch)."""
+    import pyarrow as pa
+
+    columns = {}
+    for name in table.column_names:
+        if name not in _READ:
+            continue
+        column = table.column(name)
+        if pa.types.is_timestamp(column.type):
+            cache: dict[int, dt.datetime] = {}
+            micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+            columns[name] = [None if m is None else cache.get(m) or
+                             cache.setdefault(m, _EPOCH + dt.timedelta(microseconds=m)) for m in micros]
+        else:
+            columns[name] = column.to_pylist()
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*columns.values())]
+
+
+def _read_batch(batch: Any) -> tuple[list[dict], Any, Optional[str]]:
+    """(rows, Arrow schema or None, the batch's streaming query id or None)."""
+    if hasattr(batch, "sparkSession") and hasattr(batch, "toArrow"):  # a Spark DataFrame
+        from ..spark.table_sink import read_spark_batch
+
+        table, query = read_spark_batch(batch)
+        return _arrow_rows(table), table.schema, query
+    if hasattr(batch, "to_pylist") and hasattr(batch, "schema"):  # a pyarrow Table
+        return _arrow_rows(batch), batch.schema, None
+    if hasattr(batch, "to_dict") and hasattr(batch, "columns"):  # a pandas DataFrame
+        import pyarrow as pa
+
+        table = pa.Table.from_pandas(batch, preserve_index=False)
+        return _arrow_rows(table), table.schema, None
+    rows = list(batch)
+    if rows and isinstance(rows[0], PaneRecord):
+        return pane_rows(rows), None, None
+    return [dict(r) for r in rows], None, None
+
+
+__all__ = ["BatchResult", "GLOBAL_END", "GLOBAL_START", "Layout", "OPTIONAL_COLUMNS", "PROGRESS_TABLE", "TableSink",
+           "TableSinkError", "check_operator", "make_engine", "pane_rows"]
