@@ -13,7 +13,7 @@ import pytest
 
 from docs_blocks import DOCS, KINDS, ROOT, pages, printed_comments, python_blocks
 
-DOC_TOOLS = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "griffe_inherited_docstrings")
+DOC_TOOLS = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "griffe_inherited_docstrings", "griffe_pydantic")
 
 
 def _missing_tools() -> list[str]:
