@@ -5,6 +5,8 @@
 - ``reference/pipeline-schema.md``: the JSON schema of the pydantic ``Pipeline`` model
   (``windowed_operator/pipeline/spec.py``, ``model_json_schema()``);
 - ``reference/cli.md``: the help of every ``windowed-operator`` command, from its argparse parser;
+- ``contributing/modules.md``: every module of the three packages with the first sentence of its
+  docstring, so the map follows the code as it moves;
 The performance page includes the tables of ``benchmarks/results/INDEX.md`` itself (a snippet).
 """
 from __future__ import annotations
@@ -126,11 +128,40 @@ def pane_timeline_png() -> bytes:
         return Path(path).read_bytes()
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of a docstring, on one line."""
+    flat = " ".join(text.split())
+    for end in (". ", ".\n"):
+        if end.strip() and end in flat + " ":
+            return (flat + " ").split(end, 1)[0].rstrip(".") + "."
+    return flat
+
+
+def modules_map_page() -> str:
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    lines = ["# Module map", "",
+             "Every module of `windowed_operator`, `triggers` and `accumulations`, with the first sentence of "
+             "its docstring; generated from the code when the site is built. The "
+             "[architecture](architecture.md) page explains how they fit together.", ""]
+    for package in PACKAGES:
+        lines += [f"## `{package}`", "", "| module | what it holds |", "|---|---|"]
+        for path in sorted((root / package).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+            summary = first_sentence(doc).replace("|", "\\|") if doc else "(no module docstring)"
+            lines.append(f"| `{relative}` | {summary} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def on_files(files: Files, config: Any) -> Files:
     generated = {f"reference/api/{package}.md": api_page(package) for package in PACKAGES}
     generated["reference/api/modules.md"] = modules_page()
     generated["reference/pipeline-schema.md"] = schema_page()
     generated["reference/cli.md"] = cli_page()
+    generated["contributing/modules.md"] = modules_map_page()
     for path, text in generated.items():
         files.append(File.generated(config, path, content=text))
     return files
