@@ -48,19 +48,24 @@ class _Ranked:
         return value
 
     def default_accumulated_value(self) -> list:
+        """An empty list: no input ranked yet."""
         return []
 
     def accumulate(self, accumulated: list, value: Any) -> list:
+        """Merge one input into the kept list (``merge`` of the list with ``[value]``)."""
         return self.merge(accumulated, [value])  # type: ignore[attr-defined]
 
     def get_output(self, accumulated: list) -> list:
+        """A copy of the kept inputs."""
         return list(accumulated)
 
     def output_type(self, input_type: str) -> Optional[str]:
+        """An array of the input's type."""
         return f"array<{input_type}>"
 
     # -- the array path: a batch of inputs (a numpy column, or whole rows as ``Rows``) -------------
     def folds_rows(self) -> bool:
+        """True: the array path may hand whole inputs as rows (``accumulations.rows.Rows``)."""
         return True
 
     def fold_array(self, values: Any) -> list:

@@ -32,21 +32,48 @@ class MergeAccumulation(Config, Generic[I1, I2, A, O]):
     and ``get_output``; ``get_retraction`` defaults to the output itself (marked ``is_retraction``)."""
 
     def default_accumulated_value(self) -> A:
+        """The accumulated value of a window with no input from either side.
+
+        Called once for each new window; must return a fresh value, the identity of ``merge``, and (on
+        Spark) plain data, as ``Accumulation.default_accumulated_value``.
+        """
         raise NotImplementedError
 
     def accumulate1(self, accumulated: A, left: I1) -> A:
+        """Fold one element of the left input into a window's accumulated value and return the result.
+
+        The core calls it for each left element of each window it is assigned to (both inputs feed one
+        core as ``(side, value)`` elements); it may update ``accumulated`` in place.  Must agree with
+        ``merge``, as ``Accumulation.accumulate``.
+        """
         raise NotImplementedError
 
     def accumulate2(self, accumulated: A, right: I2) -> A:
+        """Fold one element of the right input into a window's accumulated value and return the result.
+
+        The core calls it for each right element of each window it is assigned to; the same rules as
+        ``accumulate1``.
+        """
         raise NotImplementedError
 
     def merge(self, a1: A, a2: A) -> A:
+        """Combine two accumulated values of one key: called when sessions merge and when the window log
+        folds the parts earlier micro-batches wrote (``a1`` the earlier).  Must be associative, with
+        ``default_accumulated_value()`` as its identity.
+        """
         raise NotImplementedError
 
     def get_output(self, accumulated: A) -> O:
+        """The value of a pane (the join's pairs, the cogroup's lists), called each time a pane of the window
+        fires; must not change ``accumulated``.
+        """
         raise NotImplementedError
 
     def get_retraction(self, output: O) -> O:
+        """The value of the retraction of an earlier pane whose value was ``output``: in retracting mode the
+        core calls it before each re-fired pane.  By default the output itself, marked by the record's
+        ``is_retraction`` flag; must be its own inverse.
+        """
         return output
 
     def output_type(self, left_type: str, right_type: str) -> Optional[str]:

@@ -14,6 +14,9 @@ After a warm-up, each case runs ``--runs`` times round by round with its native 
 are medians with the spread, ratios are native time / our time per round.  Every result is checked:
 the distinct counts against the exact counts (within 3 standard errors of each sketch), the
 quantiles' ranks against the exact ranks (within the KLL rank error).
+
+Results are recorded in ``benchmarks/results/distinct_counts.txt`` (``... | tee benchmarks/results/distinct_counts.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

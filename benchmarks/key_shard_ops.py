@@ -11,6 +11,9 @@ that a batch comes back to a tenth of, and state-scale's share (5% of 100K: abou
 Each record is about the size of a columnar session record (~150 bytes).  Printed per case: the
 shard count the model chose, and the median milliseconds per batch and microseconds per touched key
 over the steady batches of the runs (after a warm-up run), with their spread.
+
+Results are recorded in ``benchmarks/results/key_shard_ops.txt`` (``... | tee benchmarks/results/key_shard_ops.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

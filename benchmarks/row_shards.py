@@ -13,6 +13,9 @@ elements, retracting; batches come back to most keys) and q12's (the global wind
 processing time), and sessions with a batch coming back to few keys of many.  Each round runs key
 records then row shards on the same batches (seeded), after a warm-up; printed: the median over the
 rounds' steady batches of the milliseconds a batch, its spread, and keys/rows as a ratio.
+
+Results are recorded in ``benchmarks/results/row_shards.txt`` (``... | tee benchmarks/results/row_shards.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

@@ -29,6 +29,9 @@ round by round with its native peer first (native, ours..., native, ours...: ben
 each run on a fresh checkpoint; figures are the median with the spread (min-max) in parentheses,
 rows per second of wall time for the whole query at the median, and ratios are taken round by
 round within the run.  ``--only`` picks cases by name.
+
+Results are recorded in ``benchmarks/results/run.txt`` (``... | tee benchmarks/results/run.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 
@@ -292,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="events per sliding case: more than the largest window (1M) so it fills")
     parser.add_argument("--only", default="", help="comma-separated case prefixes (pandas,native,ours,latency,beam,"
                                                    "sliding)")
-    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--json", help="also write the figures to this file (benchmarks/results/run.json, say)")
     parser.add_argument("--beam-python", help="a Python with apache_beam, when this one has none (the Beam case "
                                               "then runs there, on the same generated data)")
     args = parser.parse_args(argv)

@@ -9,6 +9,9 @@ writes ``--records`` records of about 120 bytes.  Prints each batch's millisecon
 the medians over the batches after the first (which reads nothing).  The question it answers: how
 much a layout that keeps many keys' records in one stored text would save per record against one
 request per key (``windowed_operator.spark.pipelined_map``).
+
+Results are recorded in ``benchmarks/results/state_call_costs.txt`` (``... | tee benchmarks/results/state_call_costs.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

@@ -15,6 +15,9 @@ Per run: the median and spread of the steady batches' ``triggerExecution`` time 
 the checkpoint bytes each steady batch wrote (RocksDB changelog checkpointing on: the files of that
 state version), and the peak resident memory of the Python workers.  Runs are interleaved (native,
 ours, native, ours, ...) after a warm-up; ratios are taken within this one run.
+
+Results are recorded in ``benchmarks/results/state_scale.txt`` (``... | tee benchmarks/results/state_scale.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

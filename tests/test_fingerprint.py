@@ -145,18 +145,19 @@ def test_a_restart_moves_session_and_window_rows_into_row_shards_and_back(stored
 
 
 def _readme_restart_lists() -> dict[str, str]:
-    """The README's "what a restart may change" lists: {"Exact": text, "Refused": text}."""
+    """The docs' "what a restart may change" lists: {"Exact": text, "Refused": text}."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text[text.index("**Restarts with a changed operator: what a restart may change.**"):]
+    text = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "reliability.md").read_text()
+    section = text[text.index("## Restarts with a changed operator"):]
     exact = section[section.index("\nExact:\n"):section.index("\nRefused:\n")]
-    refused = section[section.index("\nRefused:\n"):section.index("\n\n", section.index("\nRefused:\n") + 1)]
+    after = section.index("\nRefused:\n") + len("\nRefused:\n\n")
+    refused = section[section.index("\nRefused:\n"):section.index("\n\n", after)]
     return {"Exact": exact, "Refused": refused}
 
 
-def test_the_readmes_restart_rules_are_the_fingerprints():
-    """What the README says a restart may change is ``SAFE_CHANGES`` (each refused direction named as
+def test_the_docs_restart_rules_are_the_fingerprints():
+    """What the docs say a restart may change is ``SAFE_CHANGES`` (each refused direction named as
     ``REFUSED_DIRECTIONS`` says), and what it refuses is ``ADVICE``: the two cannot drift apart."""
     import re
 

@@ -72,6 +72,9 @@ def _imports(source: str) -> list[tuple[str, str]]:
 def _documented_imports() -> list[tuple[str, str, str]]:
     sources = {f"README.md block {i}": block for i, block in
                enumerate(re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S))}
+    for page in sorted((ROOT / "docs").rglob("*.md")):  # the documentation pages' blocks too
+        for i, block in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S)):
+            sources[f"{page.relative_to(ROOT)} block {i}"] = block
     for path in sorted(ROOT.glob("examples/**/*.py")):
         sources[str(path.relative_to(ROOT))] = path.read_text()
     return sorted({(where, m, n) for where, text in sources.items() for m, n in _imports(text)})

@@ -39,22 +39,28 @@ class TriggerContext:
         self.path = path
 
     def nested(self, tag: Any) -> "TriggerContext":
+        """The context of a child trigger, its state and timers kept under ``tag`` below this node's path."""
         return TriggerContext(self.window, self.state, self.timers, self.watermark, self.processing_time,
                               f"{self.path}{tag}/")
 
     def get(self, name: str, default: Any = None) -> Any:
+        """A value this trigger node stored for the window, or ``default``."""
         return self.state.get(self.path + name, default)
 
     def put(self, name: str, value: Any) -> None:
+        """Store a value for this trigger node and window (plain data: it is checkpointed)."""
         self.state[self.path + name] = value
 
     def clear(self, name: str) -> None:
+        """Forget one value of this node."""
         self.state.pop(self.path + name, None)
 
     def set_timer(self, domain: TimeDomain, time: int) -> None:
+        """Ask to be asked again (``should_fire``) once the watermark or processing time reaches ``time``."""
         self.timers[f"{self.path}@{domain.value}"] = time
 
     def clear_timer(self, domain: TimeDomain) -> None:
+        """Cancel this node's timer in ``domain``."""
         self.timers.pop(f"{self.path}@{domain.value}", None)
 
     def clear_subtree(self) -> None:
@@ -66,9 +72,11 @@ class TriggerContext:
 
     @property
     def is_past_end_of_window(self) -> bool:
+        """Whether the watermark has reached the window's end (the rule of ``time_rules.is_end_reached``)."""
         return is_end_reached(self.window.max_timestamp, self.watermark)
 
     def set_end_of_window_timer(self) -> None:
+        """Set the watermark timer that falls due when the window's end is reached."""
         self.set_timer(TimeDomain.WATERMARK, end_of_window_due(self.window.max_timestamp))
 
 
@@ -82,6 +90,12 @@ class Trigger(Config):
         """The window of ``ctx`` replaces the windows of ``sources`` (session merge)."""
 
     def should_fire(self, ctx: TriggerContext) -> bool:
+        """Whether the window should fire a pane now.
+
+        The core asks after each bundle's elements reached the window, after a merge, and when a
+        timer of the window falls due (the watermark or processing time moved).  What a firing
+        changes belongs in ``on_fire``, which the core calls next when this returns True.
+        """
         raise NotImplementedError
 
     def on_fire(self, ctx: TriggerContext) -> bool:
@@ -89,6 +103,7 @@ class Trigger(Config):
         raise NotImplementedError
 
     def reset(self, ctx: TriggerContext) -> None:
+        """Forget this trigger's state and timers for the window (``Repeatedly`` resets its child after each firing)."""
         ctx.clear_subtree()
 
     def uses_processing_time(self) -> bool:
@@ -100,11 +115,13 @@ class Trigger(Config):
         return True
 
     def orfinally(self, until: "Trigger") -> "Trigger":
+        """This trigger, finishing for good once ``until`` fires (Beam's ``orFinally``)."""
         from .composite import OrFinally
 
         return OrFinally(self, until)
 
     def describe(self) -> str:
+        """A short text of the trigger tree, for messages and fingerprints."""
         return type(self).__name__
 
 

@@ -39,6 +39,7 @@ class Firing(Config):
         return self
 
     def to_trigger(self) -> Trigger:
+        """``AfterCount(count)`` or ``AfterProcessingTime(duration)``."""
         if self.count is not None:
             return AfterCount(self.count)
         return AfterProcessingTime(self.duration)
@@ -67,14 +68,19 @@ class TriggerOption(Config):
     # -- constructors -------------------------------------------------------------------------
     @classmethod
     def default(cls) -> "TriggerOption":
+        """Beam's default trigger: an ON_TIME pane when the watermark passes the window's end, then a LATE
+        pane for every late bundle within allowed lateness; discarding mode.
+        """
         return cls()
 
     @classmethod
     def at_watermark(cls) -> "TriggerOption":
+        """``AfterWatermark()``: one ON_TIME pane, then closed, until early or late firings are added."""
         return cls(kind="at_watermark")
 
     @classmethod
     def of(cls, trigger: Trigger) -> "TriggerOption":
+        """Any trigger tree (``Repeatedly(AfterCount(2))``, ``AfterEach(...)``...) as an option."""
         return cls(kind="custom", trigger=trigger)
 
     def _with(self, **changes: Any) -> "TriggerOption":
@@ -84,27 +90,42 @@ class TriggerOption(Config):
 
     # -- fluent modifiers ---------------------------------------------------------------------
     def with_early_firings_at_every(self, duration: Any = None, *, count: Optional[int] = None) -> "TriggerOption":
+        """Early (EARLY) panes before the window's end: every ``duration`` of processing time (ms, timedelta
+        or ``"5s"``) or every ``count`` elements, repeatedly.
+        """
         kind = "at_watermark" if self.kind == "default" else self.kind
         return self._with(kind=kind, early=Firing(duration=duration, count=count))
 
     def with_late_firings_at_every(self, duration: Any = None, *, count: Optional[int] = None) -> "TriggerOption":
+        """Late (LATE) panes after the ON_TIME pane, within allowed lateness: every ``duration`` of processing
+        time or every ``count`` late elements, repeatedly.
+        """
         kind = "at_watermark" if self.kind == "default" else self.kind
         return self._with(kind=kind, late=Firing(duration=duration, count=count))
 
     def fire_only_updated_panes(self) -> "TriggerOption":
+        """Suppress a pane whose value equals the window's last output (and, retracting, its retraction)."""
         return self._with(only_updated_panes=True)
 
     def accumulating_fired_panes(self) -> "TriggerOption":
+        """Accumulating mode: a window keeps its state after a pane, so each pane holds everything so far."""
         return self._with(mode=AccumulationMode.ACCUMULATING)
 
     def discarding_fired_panes(self) -> "TriggerOption":
+        """Discarding mode (Beam's default): a window's state is cleared after each pane."""
         return self._with(mode=AccumulationMode.DISCARDING)
 
     def accumulating_and_retracting_fired_panes(self) -> "TriggerOption":
+        """Accumulating-and-retracting mode: accumulating, and each re-fired pane is preceded by the
+        retraction of the previous one (``is_retraction=True``), so downstream sums stay exact.
+        """
         return self._with(mode=AccumulationMode.ACCUMULATING_AND_RETRACTING)
 
     # -- compilation --------------------------------------------------------------------------
     def to_trigger(self) -> Trigger:
+        """The trigger state machine this option compiles to (``DefaultTrigger``, ``AfterWatermark(early, late)``
+        or the custom tree).
+        """
         if self.kind == "custom":
             assert self.trigger is not None
             return self.trigger
@@ -117,12 +138,15 @@ class TriggerOption(Config):
 
     @property
     def retracting(self) -> bool:
+        """Whether the mode is accumulating-and-retracting."""
         return self.mode == AccumulationMode.ACCUMULATING_AND_RETRACTING
 
     @property
     def discarding(self) -> bool:
+        """Whether the mode is discarding."""
         return self.mode == AccumulationMode.DISCARDING
 
     def describe(self) -> str:
+        """The trigger tree and the mode as one line, for messages."""
         extra = " only-updated" if self.only_updated_panes else ""
         return f"{self.to_trigger().describe()} [{self.mode.value}{extra}]"

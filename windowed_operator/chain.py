@@ -53,12 +53,17 @@ class Chain(Config):
         return self
 
     def then(self, downstream: Any) -> "Chain":
+        """This chain with ``downstream`` as its last stage (each stage's panes are the next one's elements)."""
         return Chain(operators=[*self.operators, downstream])
 
     def local_runner(self) -> "ChainRunner":
+        """A local runner that feeds each stage's panes to the next at the step that made them."""
         return ChainRunner([op.local_runner() for op in self.operators])
 
     def run_local(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
+        """Run ``stream`` (a ``TestStream``) through every stage and return the last stage's panes;
+        ``finish`` ends the input at the end (watermark to infinity).
+        """
         return self.local_runner().run(stream, finish=finish)
 
     def apply(self, df: Any, *others: Any, **options: Any) -> Any:

@@ -40,7 +40,7 @@ from .state_codec import KeyStateCodec
 
 DOMAIN = "keys"
 #: What a record costs in microseconds, read and written: in its own MapState entry (pipelined), and
-#: inside a JSON text of many (``benchmarks/state-call-costs-2026-11-24.txt``).  Only their ratio
+#: inside a JSON text of many (``benchmarks/results/state_call_costs.txt``).  Only their ratio
 #: decides the shard count.
 ENTRY_US = 42.6 + 37.2
 RECORD_US = 2.6 + 3.3

@@ -62,11 +62,13 @@ class MergeOperatorBase(WindowingOptions):
         return SidedAccumulation(inner=self.accumulation)
 
     def input_options(self, side: str) -> InputOptions:
+        """The ``InputOptions`` of one side, ``'left'`` or ``'right'``."""
         if side not in SIDES:
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         return self.left if side == LEFT else self.right
 
     def side_extractor(self, side: str, name: str) -> Extractor:
+        """One side's ``name`` option (``key``, ``timestamp``, ``value``): its own, or else the operator's."""
         own = getattr(self.input_options(side), name)
         return own if own is not None else getattr(self, name, None)
 
@@ -81,6 +83,9 @@ class MergeOperatorBase(WindowingOptions):
             max_future_skew=self.max_future_skew, gap=element_gap(self.window)))
 
     def local_runner(self, processing_time: Any = 0) -> "MergeRunner":
+        """A local runner of two inputs (``add_elements('left', ...)``, ``advance_watermark_to('right', ...)``,
+        ``mark_idle``); each call returns the panes it emitted.
+        """
         from .merge_runner import MergeRunner
 
         return MergeRunner(self, processing_time)

@@ -104,6 +104,7 @@ class WindowingOptions(Config):
     # -- building blocks ----------------------------------------------------------------------
     @property
     def window_option(self) -> WindowOption:
+        """The window option the core assigns with: ``window``, or the upstream's windows when it is None."""
         return self.window if self.window is not None else InheritedWindows()
 
     def core_accumulation(self) -> Accumulation:
@@ -111,6 +112,9 @@ class WindowingOptions(Config):
         raise NotImplementedError
 
     def build_core(self) -> WindowedCore:
+        """A new semantic core for this operator (one per runner): its windows, accumulation, trigger,
+        lateness and timestamp combiner.
+        """
         return WindowedCore(self.window_option, self.core_accumulation(), self.trigger, self.allowed_lateness,
                             self.timestamp_combiner, label=self.label(), value_column=self.value_column())
 
@@ -126,11 +130,17 @@ class WindowingOptions(Config):
         return self.value if isinstance(self.value, str) else self.core_accumulation().input_field()
 
     def describe(self) -> str:
+        """A one-line description (windows, accumulation, trigger, allowed lateness) for messages."""
         window = self.window.describe() if self.window is not None else "inherited windows"
         return (f"{type(self).__name__}({window}, {type(self.accumulation).__name__}, {self.trigger.describe()}, "
                 f"allowed_lateness={self.allowed_lateness} ms)")
 
     def then(self, downstream: "OperatorBase") -> "Chain":
+        """A ``Chain`` of this operator and ``downstream``: each pane of this one is an element of the next.
+
+        Refused, with the reason, when ``downstream`` cannot fold a retracting stage's panes (an
+        accumulation without an inverse, per-record sliding windows); see the chains guide.
+        """
         from .chain import Chain
 
         return Chain(operators=[self, downstream])
@@ -145,6 +155,9 @@ class OperatorBase(WindowingOptions):
         return self.accumulation
 
     def build_reader(self) -> ElementReader:
+        """The reader that turns each input element into its key, event time, value and gap (and decides
+        which elements are bad), for every path.
+        """
         return ElementReader(keyed=self.keyed, key=getattr(self, "key", None), timestamp=self.timestamp,
                              value=self.value, inherit_windows=self.window is None,
                              value_field=self.accumulation.input_field(), max_future_skew=self.max_future_skew,
@@ -152,6 +165,11 @@ class OperatorBase(WindowingOptions):
 
     # -- running ------------------------------------------------------------------------------
     def local_runner(self, processing_time: Any = 0) -> "LocalRunner":
+        """A local runner for this operator; ``processing_time`` is its clock's start (ms or datetime).
+
+        Each call of the runner (``add_elements``, ``advance_watermark_to``, ``advance_processing_time``,
+        ``finish``) returns the panes it emitted.
+        """
         from .local_runner import LocalRunner
 
         return LocalRunner(self, processing_time)

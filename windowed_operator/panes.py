@@ -72,6 +72,7 @@ class PaneRecord:
 
     @property
     def window(self) -> Window:
+        """The pane's window as a ``Window``."""
         return Window(self.window_start, self.window_end)
 
     @property
@@ -81,6 +82,7 @@ class PaneRecord:
         return self.index
 
     def as_dict(self) -> dict:
+        """The pane's fields as a dict (``key``, ``window_start``, ``window_end``, ``value``, ``timing``, ...)."""
         return {name: getattr(self, name) for name in self.__slots__}
 
 

@@ -38,6 +38,11 @@ class UpstreamWatermark(Config):
     idle_timeout: Optional[Duration] = _IDLE_TIMEOUT
 
     def candidate(self, upstream: int, processing_time: int, max_event_time: Optional[int]) -> int:
+        """The watermark this policy proposes: the input's own (``upstream``).
+
+        The runner calls it at each step with the upstream watermark, the processing time and the
+        largest event time seen; the operator's watermark never moves back from what it had.
+        """
         return upstream
 
 
@@ -49,6 +54,7 @@ class FixedLagWatermark(Config):
     lag: Duration = Field(ge=0, description="lag behind processing time in ms")
 
     def candidate(self, upstream: int, processing_time: int, max_event_time: Optional[int]) -> int:
+        """The watermark this policy proposes: processing time minus ``lag``."""
         return processing_time - self.lag
 
 
@@ -62,6 +68,9 @@ class BoundedDisorderWatermark(Config):
     idle_timeout: Optional[Duration] = _IDLE_TIMEOUT
 
     def candidate(self, upstream: int, processing_time: int, max_event_time: Optional[int]) -> int:
+        """The watermark this policy proposes: the largest event time seen minus ``max_disorder``
+        (the smallest timestamp before any element).
+        """
         if max_event_time is None:
             return MIN_TIMESTAMP
         return max_event_time - self.max_disorder

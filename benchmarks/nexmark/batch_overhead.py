@@ -17,6 +17,9 @@ end of input; every batch of a run too short for that) of Spark's own progress f
 stateful operator's tasks, the time spent in its updates (for a Python processor: the Python worker's
 round trip) and in the state store's commit.  The "do-nothing processor" row is the floor any
 ``transformWithStateInPandas`` pays per batch on this machine, whatever the library above it does.
+
+Results are recorded in ``benchmarks/results/nexmark_batch_overhead.txt`` (``... | tee benchmarks/results/nexmark_batch_overhead.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

@@ -8,6 +8,9 @@ stage (``packed_input``), and slices of Arrow batches (``sliced_handoff``, a loc
 default).  Per query: a warm-up, then ``--runs`` rounds of native and the three, in that order and
 reversed in turn, each on a fresh checkpoint and checked against the brute-force model; prints each
 run, the medians, and per round each handoff against native and against row by row.
+
+Results are recorded in ``benchmarks/results/nexmark_handoffs.txt`` (``... | tee benchmarks/results/nexmark_handoffs.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Nexmark q5 with its second stage in native Spark: our count per auction in hopping windows
-(``apply(..., spark_event_time=True)``, README "Native Spark after the operator"), then Spark's own
+(``apply(..., spark_event_time=True)``, docs/guides/chains.md, "Native Spark after the operator"), then Spark's own
 streaming aggregation of the auctions with the most bids per window, against our chain (both stages
 ours) and native Spark's q5, on one stream, interleaved, each result checked against the model.
 
@@ -31,7 +31,7 @@ SIDES = ("native", "ours", "ours+native")
 
 
 def ours_then_native(config: Q.QueryConfig, events: Any) -> Any:
-    """q5's first stage with this library, its second in native Spark, as the README's pattern."""
+    """q5's first stage with this library, its second in native Spark, as docs/guides/chains.md shows it."""
     from pyspark.sql import functions as F
 
     counts = Q.operator("q5", config).operators[0]

@@ -14,6 +14,9 @@ auction joined with the bids placed in its opening window (auctions and bids, 98
 Per join: a warm-up, then ``--runs`` rounds of the three, in turn in that order and reversed, each
 checked against a pandas model; prints each run, the rows the operator received, the medians and
 the ratios round by round.
+
+Results are recorded in ``benchmarks/results/nexmark_q8_bound_and_packing.txt`` (``... | tee benchmarks/results/nexmark_q8_bound_and_packing.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

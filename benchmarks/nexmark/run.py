@@ -19,9 +19,12 @@ ours / Beam round by round.
 q12 runs on processing time, so with Spark's default trigger, stopped once a batch has run at the
 watermark its end-of-input row brings (the batch that emits its last panes).
 ``--ours-setting q8:packInput=false`` adds a side, ours*, that runs ours on q8 with that library
-setting, in the same rounds and checked the same way (the README's table shows q8 both ways: its
+setting, in the same rounds and checked the same way (benchmarks/results/nexmark.txt shows q8 both ways: its
 operator gets 160,000 rows of the 2M events, below where packed input pays, see
-``results-2026-11-28y-q8-bound-and-packing.txt``).
+``benchmarks/results/nexmark_q8_bound_and_packing.txt``).
+
+Results are recorded in ``benchmarks/results/nexmark.txt`` (``... | tee benchmarks/results/nexmark.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

@@ -28,6 +28,9 @@ ours (for a setting that is not the library's own).  Per query: a warm-up, then 
 rounds of (off, on) and (on, off) in turn, each on a fresh checkpoint, with the setting set before the operator is
 applied; each run's final result is checked against the brute-force model.  Prints each run, the
 median events/s of both and their ratio.  A query the setting does not change measures the noise.
+
+Results are recorded in ``benchmarks/results/nexmark_setting_ab.txt`` (``... | tee benchmarks/results/nexmark_setting_ab.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

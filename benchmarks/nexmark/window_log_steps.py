@@ -8,6 +8,9 @@ Every person and auction of the stream goes to one key group, in ``--batches`` m
 arrival; each batch first fires the windows its watermark (the largest event time before it less
 the stream's disorder bound) expires, then appends its rows (``run_window_log_batch``, as the Spark
 processor calls it, with the collector paused, on an in-memory store).  Both forms must give the same panes.
+
+Results are recorded in ``benchmarks/results/nexmark_window_log_steps.txt`` (``... | tee benchmarks/results/nexmark_window_log_steps.txt``),
+its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The README's shell commands, run as a new user runs them: each line of its bash blocks, as written,
-from the repository's root, in order (the ones that need a cluster or are the install and test
-commands themselves are listed and skipped, so a new command cannot slip past unnoticed)."""
+"""The shell commands of the README and the documentation pages, run as a new user runs them: each
+line of their bash blocks, as written, from the repository's root, in order (README first, then the
+pages; the ones that need a cluster or are the install and test commands themselves are listed and
+skipped, so a new command cannot slip past unnoticed); and the pages' python blocks marked
+``<!-- test: spark -->``, run with a SparkSession."""
 from __future__ import annotations
 
 import os
@@ -11,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from docs_blocks import bash_commands, pages, python_blocks
+
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 #: Lines that cannot run here, and why (matched on the start of the command).
 NOT_HERE = {
-    "pip install": "the install itself (CI installs the same extras)",
+    "pip install": "the install itself (CI installs the same extras; the docs are built by tests/test_docs.py)",
     "python -m pytest": "this test suite",
     "windowed-operator run FILE --master spark://": "needs a standalone cluster (tests/spark/test_cluster.py)",
     "ZIP=$(python -m windowed_operator.spark.shipping)": "spark-submit to a cluster",
@@ -26,20 +30,13 @@ NOISE = re.compile(r"\[Stage \d+|TransformWithStateInPandas Python worker|WARN |
 
 
 def readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
-        for line in block.splitlines():
-            command = re.sub(r"\s+#.*$", "", line).strip()
-            if command:
-                commands.append(command)
-    return commands
+    return bash_commands([ROOT / "README.md", *pages()])
 
 
 def test_every_readme_command_runs_as_written_and_quietly():
     commands = readme_commands()
     runnable = [c for c in commands if not any(c.startswith(prefix) for prefix in NOT_HERE)]
-    assert len(commands) - len(runnable) == len(NOT_HERE), "a README command matched no skip rule, or two did"
+    assert all(any(c.startswith(prefix) for c in commands) for prefix in NOT_HERE), "a skip rule matched no command"
     assert any(c.startswith("windowed-operator run") and c.endswith("--local") for c in runnable)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "PYTHONPATH": str(ROOT)}  # the commands run the checkout's code, as an editable install does
@@ -53,3 +50,30 @@ def test_every_readme_command_runs_as_written_and_quietly():
             assert re.search(r"clickstream_sessions_sessions_0: \d+ batches, \d+ rows in", result.stdout)
         if command.startswith("windowed-operator state"):
             assert "key(s) with state" in result.stdout
+
+
+def test_the_docs_spark_blocks_run(spark, tmp_path):
+    """Each block marked ``spark`` runs as written, its relative directories (``clicks/`` read, one JSON
+    file of clicks; ``ckpt/``, ``panes/`` written) made absolute under a temporary directory, since
+    Spark resolves relative paths from the JVM's directory; a query it starts runs its input and
+    is stopped."""
+    clicks = tmp_path / "clicks"
+    clicks.mkdir()
+    (clicks / "0.json").write_text("".join(
+        f'{{"user": "u{i % 3}", "page": "p{i % 5}", "ts": "2026-01-01T00:00:{i:02d}"}}\n' for i in range(40)))
+    ran = 0
+    for page in pages():
+        for i, (kind, code) in enumerate(python_blocks(page)):
+            if kind != "spark":
+                continue
+            for directory in ("clicks/", "ckpt/", "panes/"):
+                code = code.replace(f'"{directory}"', f'"{tmp_path / directory}"')
+            exec(compile(code, f"{page.name} block {i}", "exec"), {})
+            for query in spark.streams.active:
+                query.processAllAvailable()
+                query.stop()
+            ran += 1
+    assert ran >= 1
+    written = spark.read.parquet(str(tmp_path / "panes"))
+    assert {"key", "window_start", "window_end", "value", "timing", "pane_index"} <= set(written.columns)
+    assert written.count() > 0

@@ -293,8 +293,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     packed, timezone = packing_conf(projected)
     # A scan-stage fold already hands few rows (partials, chains, pre-selected rows): packing them is
     # one more Python pass for little (Nexmark, runs interleaved: q7 0.92x with it, q5 1.01x, q11's
-    # chains 0.92x, results-2026-11-28-prechain-ab.txt; where no fold runs,
-    # benchmarks/nexmark/results-2026-11-24d-packed.txt: q11 1.09x, q5r 1.13x).
+    # chains 0.92x; where no fold runs, q11 1.09x, q5r 1.13x; those runs are in git history,
+    # the current figures in benchmarks/results/nexmark_q8_bound_and_packing.txt).
     packed = packed and not plan.folded_in_scan
     plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone,
                                pane_log=conf_flag(projected, PANE_LOG_CONF),

@@ -85,7 +85,7 @@ LOCAL_DEFAULTS = {
     WORKER_PATH: WORKER_SITE,
     # A commit writes the batch's changes to RocksDB's changelog instead of a snapshot of its files:
     # Nexmark at 2M events, 2 rounds interleaved, ours 1.09x (q5) and 1.20x (q11) faster, native
-    # 1.04x and 1.34x (benchmarks/nexmark/results-2026-11-25-changelog-ab.txt).  Spark moves a
+    # 1.04x and 1.34x (benchmarks/results/nexmark_setting_ab.txt).  Spark moves a
     # checkpoint between the two forms either way, so turning it on or off keeps the state.
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     # Checkpoint files (offsets, commits, each state store's changelog) are written to a temporary

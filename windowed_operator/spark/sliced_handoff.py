@@ -7,7 +7,7 @@ with ``itertuples``, and a frame is built per grouping key from the tuples, abou
 rows are a run of each batch: sliced out, converted once per batch (``row_frames``), they are the
 frames the row path would build, at a fraction of the cost, and with no pass in the scan stage,
 which packing needs (Nexmark, 2M events, rounds interleaved: q8 1.10x over the row path and 1.22x
-over packing, q5r 1.33x and 1.31x; ``benchmarks/nexmark/results-2026-11-28z-sliced-handoff.txt``).
+over packing, q5r 1.33x and 1.31x; ``benchmarks/results/nexmark_handoffs.txt``).
 
 pyspark has no hook for this, so ``install`` wraps ``pyspark.worker.read_udfs`` in the worker
 daemon (``worker_daemon``, a local master) before it forks workers: the wrapper keeps what

@@ -14,15 +14,19 @@ class Window(NamedTuple):
 
     @property
     def max_timestamp(self) -> int:
+        """The window's last timestamp, ``end - 1``: its end is reached once the watermark is past it (``time_rules``)."""
         return self.end - 1
 
     def contains(self, ts: int) -> bool:
+        """Whether ``ts`` lies in ``[start, end)``."""
         return self.start <= ts < self.end
 
     def intersects(self, other: "Window") -> bool:
+        """Whether the two windows share a timestamp (sessions merge when their windows intersect)."""
         return self.start < other.end and other.start < self.end
 
     def span(self, other: "Window") -> "Window":
+        """The smallest window covering both: what two merging sessions become."""
         return Window(min(self.start, other.start), max(self.end, other.end))
 
 
@@ -37,6 +41,12 @@ class WindowOption(Config):
     kind: ClassVar[str] = "assigned"
 
     def assign(self, ts: int) -> list[Window]:
+        """The windows an element at ``ts`` (int ms) belongs to.
+
+        The core calls it for every element of an operator that assigns windows by timestamp; the
+        array and columnar paths use ``assign_array`` and the pane layout where a family has them, and
+        must give the same windows.
+        """
         raise NotImplementedError
 
     def assign_array(self, ts: Any) -> tuple[Any, Any, Any]:
@@ -64,6 +74,7 @@ class WindowOption(Config):
         return None
 
     def describe(self) -> str:
+        """A short text naming the family and its parameters, for messages and the pane timeline's title."""
         fields = ", ".join(f"{k}={v}" for k, v in self.model_dump().items())
         return f"{type(self).__name__}({fields})"
 

@@ -29,6 +29,7 @@ class CumulativeWindows(WindowOption):
         return step
 
     def assign(self, ts: int) -> list[Window]:
+        """The windows ``[s, s + k * step)`` of the cycle starting at ``s`` that contain ``ts`` (Flink's CUMULATE)."""
         start = ts - (ts - self.offset) % self.max_size
         first = (ts - start) // self.step + 1
         return [Window(start, start + k * self.step) for k in range(first, self.max_size // self.step + 1)]

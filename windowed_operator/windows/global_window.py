@@ -15,6 +15,7 @@ class GlobalWindow(WindowOption):
     before then (early firings, or composite triggers) to emit anything earlier."""
 
     def assign(self, ts: int) -> list[Window]:
+        """The global window, for every timestamp."""
         return [GLOBAL_WINDOW]
 
     def pane_layout(self) -> GlobalPaneLayout:

@@ -134,6 +134,7 @@ class SessionWindows(MergingWindowOption):
         return [(name, value) for name, value in super().__repr_args__() if value is not None]
 
     def describe(self) -> str:
+        """The option's repr, for messages."""
         return repr(self)
 
     @property
@@ -142,6 +143,7 @@ class SessionWindows(MergingWindowOption):
         return self.gap is not None
 
     def assign(self, ts: int) -> list[Window]:
+        """The proto-session ``[ts, ts + min_gap)`` (a gap per element is read from the element: ``proto_session``)."""
         if self.min_gap is None:
             raise TypeError("sessions with per-element gaps are assigned from the element (proto_session), "
                             "not from its timestamp alone")
@@ -149,6 +151,7 @@ class SessionWindows(MergingWindowOption):
 
     @staticmethod
     def proto_session(ts: int, gap: int) -> Window:
+        """The proto-session of an element at ``ts`` with its own ``gap``: ``[ts, ts + gap)``."""
         return Window(ts, ts + gap)
 
     def merge_windows(self, windows: Iterable[Window]) -> list[tuple[list[Window], Window]]:

@@ -36,9 +36,11 @@ class SlidingWindows(WindowOption):
         return data
 
     def assign(self, ts: int) -> list[Window]:
+        """The one window of the record at ``ts``: ``[ts - size, ts]``, inclusive (``end`` is ``ts + 1``)."""
         return [Window(ts - self.size, ts + 1)]
 
     def window_of(self, ts: int) -> Window:
+        """The window of the record at ``ts``, as ``assign`` gives it."""
         return Window(ts - self.size, ts + 1)
 
     def last_window_max_timestamp(self, ts: int) -> int:

@@ -34,13 +34,19 @@ class TimeWindows(WindowOption):
         return period
 
     def slide_by(self, period: int) -> "TimeWindows":
+        """Hopping windows: the same size, a new window every ``period`` ms (Beam's sliding windows).
+
+        ``TimeWindows(60_000).slide_by(1_000)`` gives each element the 60 windows of 60 s that contain it.
+        """
         return TimeWindows(size=self.size, offset=self.offset, period=period)
 
     @property
     def step(self) -> int:
+        """The distance between window starts: ``period`` for hopping windows, else ``size``."""
         return self.period if self.period is not None else self.size
 
     def assign(self, ts: int) -> list[Window]:
+        """Every ``[s, s + size)`` with ``s`` congruent to ``offset`` modulo the step that contains ``ts``."""
         step = self.step
         last_start = ts - (ts - self.offset) % step
         windows = []
