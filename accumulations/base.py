@@ -90,6 +90,13 @@ class Accumulation(Config, Generic[I, A, O]):
             return -output  # type: ignore[return-value]
         return output
 
+    def is_result(self, output: O) -> bool:
+        """Whether a pane whose value is ``output`` is emitted.  The runtime calls it for every pane it
+        fires; a pane that is no result is not emitted and does not count (no index, no retraction
+        later), as an unchanged pane under ``fire_only_updated_panes``.  True by default: every
+        pane is a result; a join's empty list of pairs is none (as SQL emits no row)."""
+        return True
+
     #: Set to a callable ``subtract(accumulated, value) -> accumulated`` when the fold is invertible.
     def supports_subtract(self) -> bool:
         """Whether ``subtract`` is implemented: a chain refuses, when it is built, a stage without it

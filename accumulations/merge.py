@@ -76,6 +76,11 @@ class MergeAccumulation(Config, Generic[I1, I2, A, O]):
         """
         return output
 
+    def is_result(self, output: O) -> bool:
+        """Whether a pane whose value is ``output`` is emitted (``Accumulation.is_result``): True by
+        default; a join's empty list of pairs is no result."""
+        return True
+
     def output_type(self, left_type: str, right_type: str) -> Optional[str]:
         """The output's DDL type given each side's input type, or None when it cannot be known."""
         return None
@@ -159,6 +164,11 @@ class _PairJoin(_BothSides):
         lefts, rights = accumulated
         return [self._pair(left, right) for left, right in self._pairs(lefts, rights)]
 
+    def is_result(self, output: list) -> bool:
+        """A window with no pair (an inner join's window where one side sent nothing, a left outer
+        join's where the left did) emits no pane, as SQL emits no row."""
+        return bool(output)
+
     def output_type(self, left_type: str, right_type: str) -> Optional[str]:
         if self.join is not None:
             return f"array<{self.result_type}>" if self.result_type else None
@@ -166,14 +176,15 @@ class _PairJoin(_BothSides):
 
 
 class InnerJoin(_PairJoin):
-    """Every left x right pair of the window (nothing while one side is empty)."""
+    """Every left x right pair of the window; a window where one side sent nothing emits no pane."""
 
     def _pairs(self, lefts: list, rights: list) -> list:
         return [(left, right) for left in lefts for right in rights]
 
 
 class LeftOuterJoin(_PairJoin):
-    """Every left x right pair; a left without any right pairs with ``None``."""
+    """Every left x right pair; a left without any right pairs with ``None``; a window where the
+    left sent nothing emits no pane."""
 
     def _pairs(self, lefts: list, rights: list) -> list:
         if not rights:
@@ -193,7 +204,8 @@ class FullOuterJoin(_PairJoin):
 
 
 class Cogroup(_BothSides):
-    """The window's inputs grouped by side: ``{"left": [...], "right": [...]}``."""
+    """The window's inputs grouped by side: ``{"left": [...], "right": [...]}`` (a pane for every
+    window with inputs, one side empty or not)."""
 
     def get_output(self, accumulated: tuple) -> dict:
         return {LEFT: list(accumulated[0]), RIGHT: list(accumulated[1])}
@@ -233,3 +245,6 @@ class SidedAccumulation(Accumulation[tuple, Any, Any]):
 
     def get_retraction(self, output: Any) -> Any:
         return self.inner.get_retraction(output)
+
+    def is_result(self, output: Any) -> bool:
+        return self.inner.is_result(output)

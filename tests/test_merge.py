@@ -36,18 +36,16 @@ def test_inner_join_pairs_every_left_with_every_right_of_the_window_and_key():
     assert fmts(out) == [
         "a [0,10) [('l1', 'r1'), ('l2', 'r1')] ON_TIME #0 FL",
         "a [10,20) [('l4', 'r3')] ON_TIME #0 FL",
-        "b [0,10) [] ON_TIME #0 FL",
-        "b [10,20) [] ON_TIME #0 FL",
-    ]
+    ]  # (b's windows, each with one side only, have no pair: no pane, as SQL emits no row)
 
 
 def test_join_function_and_outer_joins_with_explicit_null_sides():
     stream = (TwoInputTestStream().add_elements("left", TV(("a", 1), 1), TV(("a", 2), 2), TV(("b", 5), 3))
               .add_elements("right", TV(("a", 10), 4), TV(("c", 7), 5)))
     add = keyed(InnerJoin(lambda left, right: left + right)).run_local(stream)
-    assert [(r.key, r.value) for r in add] == [("a", [11, 12]), ("b", []), ("c", [])]
+    assert [(r.key, r.value) for r in add] == [("a", [11, 12])]
     left_outer = keyed(LeftOuterJoin()).run_local(stream)
-    assert [(r.key, r.value) for r in left_outer] == [("a", [(1, 10), (2, 10)]), ("b", [(5, None)]), ("c", [])]
+    assert [(r.key, r.value) for r in left_outer] == [("a", [(1, 10), (2, 10)]), ("b", [(5, None)])]
     full = keyed(FullOuterJoin()).run_local(stream)
     assert [(r.key, r.value) for r in full] == [("a", [(1, 10), (2, 10)]), ("b", [(5, None)]), ("c", [(None, 7)])]
 
@@ -66,7 +64,25 @@ def test_keys_come_from_each_input_own_field():
     stream = (TwoInputTestStream().add_elements("left", {"user": "u", "ts": 1})
               .add_elements("right", {"uid": "u", "ts": 2}, {"uid": "v", "ts": 3}))
     out = op.run_local(stream)
-    assert [(r.key, len(r.value)) for r in out] == [("u", 1), ("v", 0)]
+    assert [(r.key, len(r.value)) for r in out] == [("u", 1)]
+
+
+def test_an_inner_join_emits_no_pane_for_a_window_without_pairs_and_counts_none():
+    """Early panes of a window where one side has not arrived yet emit nothing; the first pane
+    with pairs is the window's first (index 0), and retractions only follow emitted panes."""
+    from triggers import TriggerOption
+
+    trigger = TriggerOption.at_watermark().with_early_firings_at_every(count=1).accumulating_and_retracting_fired_panes()
+    runner = keyed(InnerJoin(), trigger=trigger).local_runner()
+    assert runner.add_elements("left", TV(("a", "l1"), 1)) == []  # an early firing, no pair yet
+    assert runner.add_elements("left", TV(("a", "l2"), 2)) == []
+    out = runner.add_elements("right", TV(("a", "r1"), 3))
+    assert fmts(out) == ["a [0,10) [('l1', 'r1'), ('l2', 'r1')] EARLY #0 F"]
+    out = runner.advance_watermark_to("left", 10) + runner.advance_watermark_to("right", 10)
+    assert fmts(out) == ["a [0,10) [('l1', 'r1'), ('l2', 'r1')] ON_TIME #1 R",
+                         "a [0,10) [('l1', 'r1'), ('l2', 'r1')] ON_TIME #1 L"]
+    cogrouped = keyed(Cogroup()).run_local(TwoInputTestStream().add_elements("left", TV(("a", "l"), 1)))
+    assert [r.value for r in cogrouped] == [{"left": ["l"], "right": []}]  # (a cogroup's pane has both sides)
 
 
 # -- watermark -------------------------------------------------------------------------------------
@@ -83,11 +99,11 @@ def test_the_slower_input_holds_firing_back():
 
 
 def test_an_input_that_sent_nothing_holds_the_watermark_until_marked_idle():
-    runner = keyed(InnerJoin()).local_runner()
+    runner = keyed(Cogroup()).local_runner()
     runner.add_elements("left", TV(("a", "l"), 1))
     assert runner.advance_watermark_to("left", 100) == []
     out = runner.mark_idle("right")
-    assert fmts(out) == ["a [0,10) [] ON_TIME #0 FL"]
+    assert fmts(out) == ["a [0,10) {'left': ['l'], 'right': []} ON_TIME #0 FL"]
     assert runner.watermark == 100
     # The idle input wakes up behind the watermark: its element is late and dropped (no lateness).
     runner.add_elements("right", TV(("a", "r"), 5))
@@ -98,14 +114,14 @@ def test_an_input_that_sent_nothing_holds_the_watermark_until_marked_idle():
 
 
 def test_idle_timeout_releases_the_watermark_after_silence_in_processing_time():
-    op = keyed(InnerJoin(), idle_timeout=5_000)
+    op = keyed(Cogroup(), idle_timeout=5_000)
     runner = op.local_runner()
     runner.add_elements("left", TV(("a", "l"), 1))
     assert runner.advance_processing_time(3_000) == []
     runner.advance_watermark_to("left", 50)  # the left input is active at 3 s, the right silent since 0
     assert runner.advance_processing_time(1_999) == []
     out = runner.advance_processing_time(1)
-    assert fmts(out) == ["a [0,10) [] ON_TIME #0 FL"]
+    assert fmts(out) == ["a [0,10) {'left': ['l'], 'right': []} ON_TIME #0 FL"]
     assert runner.watermark == 50
 
 

@@ -134,6 +134,8 @@ def test_merge_operator_equals_brute_force(steps, window_name, acc_name, latenes
         if not pane.is_retraction:
             last[where] = normalize(acc_name, pane.value)
     expected = {where: model_result(acc_name, lefts, rights) for where, (lefts, rights) in kept.items()}
+    # a join's window without a pair emits no pane (SQL emits no row); a cogroup's always does
+    expected = {where: result for where, result in expected.items() if acc_name == "cogroup" or result}
     assert last == expected
     for where, result in expected.items():
         items = [repr(result)] if acc_name == "cogroup" else [repr(p) for p in result]

@@ -58,7 +58,9 @@ class PaneEmitter:
         # In retracting mode every re-fired pane is preceded by the retraction of the last one, also
         # when the value is unchanged: the pane's timing (ON_TIME, is_last) stays visible and
         # downstream sums of panes minus retractions still equal the window's value.
-        suppress = ws.fired and self.option.only_updated_panes and value == ws.last_output
+        # A pane that is no result (a join's window without pairs) is not emitted either.
+        suppress = (ws.fired and self.option.only_updated_panes and value == ws.last_output) \
+            or not self.accumulation.is_result(value)
         records: list[PaneRecord] = []
         if not suppress:
             if self.option.retracting and ws.fired:

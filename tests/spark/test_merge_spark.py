@@ -78,6 +78,21 @@ def test_merge_on_spark_equals_local_runner(spark, tmp_path, case):
         assert any(row[8] for row in expected), "no retraction in the expected panes"
 
 
+@pytest.mark.parametrize("lateness", [0, 30_000], ids=["window-log", "per-key"])
+def test_an_inner_join_emits_nothing_for_windows_where_one_side_arrived(spark, tmp_path, lateness):
+    """As SQL, Flink and Beam users expect: user b only clicks, user c only views, a's second window
+    has views only; only a's first window, which has both, emits a pane (Spark equals local)."""
+    left = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}, {"user": "b", "amount": 2, "ts": BASE + 2_000}],
+            [{"user": "b", "amount": 3, "ts": BASE + 12_000}], [{"user": "b", "amount": 4, "ts": BASE + 40_000}]]
+    right = [[{"user": "a", "page": "home", "ts": BASE + 3_000}, {"user": "c", "page": "cart", "ts": BASE + 4_000}],
+             [{"user": "a", "page": "buy", "ts": BASE + 14_000}], [{"user": "c", "page": "home", "ts": BASE + 40_000}]]
+    op = merge_op(TimeWindows(10_000), InnerJoin(), TriggerOption.default(), lateness)
+    store = run_spark_merge(spark, op, left, right, tmp_path)
+    assert spark_rows(store) == local_rows(run_local_merge_like_spark(op, left, right, DELAY))
+    assert [(r["key"], r["ws"], normalize(r["value"])) for rows in store.values() for r in rows] == [
+        ("a", BASE, ((1, "home"),))]
+
+
 def test_inner_join_on_spark_equals_brute_force(spark, tmp_path):
     """Independently of the local runner: the panes net (pairs minus retracted pairs) to the cross
     product of every row that was not late, with lateness judged by the minimum watermark."""
