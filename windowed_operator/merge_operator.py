@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 from pydantic import Field
 
 from accumulations.base import Accumulation
-from accumulations.merge import LEFT, RIGHT, SIDES, MergeAccumulation, SidedAccumulation
+from accumulations.merge import LEFT, SIDES, MergeAccumulation, SidedAccumulation
 from triggers.base import Trigger
 from triggers.option import TriggerOption
 

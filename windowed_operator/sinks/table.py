@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
 import sqlalchemy as sa

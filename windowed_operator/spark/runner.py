@@ -568,7 +568,7 @@ def resolved_gap(op: WindowingOptions, df: DataFrame, gap: Any, columns: list[st
     try:
         selected = df.select(gap)  # (classic Spark analyses here; Spark Connect only when asked)
         if analyse:
-            selected.schema
+            _ = selected.schema
     except Exception as exc:  # an expression over columns the DataFrame lacks, or of an unknown function
         raise SparkOperatorError(f"{op.label()}: session gap expression {gap} does not resolve on {where}: "
                                  f"{str(exc).splitlines()[0]}") from None
