@@ -41,7 +41,7 @@ from typing import Any, Callable, Hashable, Iterable, Optional
 
 import numpy as np
 
-from .columnar_records import RowRecords
+from .columnar_records import ColumnarRecords, RowRecords
 from .columnar_triggers import NOT_SET, RowTable
 from .group_state import EVENT, PROCESSING, SHARDS, GroupState
 from .key_shards import SLACK, key_hash, key_json, modelled_cost, target_shards
@@ -291,7 +291,7 @@ def key_records_to_row_shards(group: GroupState, records: RowRecords) -> RowTabl
     return table
 
 
-def row_shards_to_key_records(group: GroupState, records: RowRecords, shards: RowShards) -> list[Hashable]:
+def row_shards_to_key_records(group: GroupState, records: ColumnarRecords, shards: RowShards) -> list[Hashable]:
     """Every row moved to per-key records (loaded and marked changed: the batch's commit writes them
     and enters their due times); returns the keys, which the batch must run with."""
     table = shards.take_all(group.meta.get("wm", MIN_TIMESTAMP))
