@@ -72,6 +72,7 @@ def _in_range(element: Any, ts: int, now: Optional[int], max_future_skew: Option
     if ts >= END_OF_INPUT:
         detail = f"event time {ts} is at or after END_OF_INPUT ({END_OF_INPUT}, 2255-03-14), the end of event time here"
     else:
+        assert now is not None  # (without a processing time only END_OF_INPUT and later are out of range)
         detail = (f"event time {ts} is {ts - now} ms ahead of processing time {now}, more than max_future_skew "
                   f"({max_future_skew} ms)")
     raise BadElementError(DropReason.INVALID_TIMESTAMP, element, detail)
