@@ -282,9 +282,11 @@ class ElementReader:
             raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
 
     def _gap(self, element: Any, payload: Any) -> int:
-        if callable(self.gap) and self.payload is not None:  # a callable takes the element proper (Spark's
+        gap = self.gap
+        assert gap is not None  # (read for a reader with a gap only)
+        if callable(gap) and self.payload is not None:  # a callable takes the element proper (Spark's
             payload = _field(payload, self.payload)  # merge rows hold it; a named gap sits beside it)
-        raw = _extract(self.gap, payload, element, DropReason.INVALID_GAP, "gap")
+        raw = _extract(gap, payload, element, DropReason.INVALID_GAP, "gap")
         try:
             return read_gap(raw)
         except GapError as exc:
