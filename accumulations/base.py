@@ -87,7 +87,7 @@ class Accumulation(Config, Generic[I, A, O]):
         Must be its own inverse (a negation or the identity): a downstream stage reads the output
         a retraction undoes as ``get_retraction(retraction)``."""
         if isinstance(output, numbers.Number) and not isinstance(output, bool):
-            return -output  # type: ignore[return-value]
+            return -output  # type: ignore[operator]  # typeshed's numbers.Number has no __neg__; every number has
         return output
 
     def is_result(self, output: O) -> bool:

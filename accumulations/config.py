@@ -115,7 +115,7 @@ class Config(BaseModel, metaclass=_OptionClass):
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
         if "__init__" not in vars(cls):
-            cls.__signature__ = cls._signature()  # type: ignore[misc]  # pydantic's is keywords only
+            cls.__signature__ = cls._signature()  # pydantic's is keywords only
         cls._document_options()
 
     @classmethod

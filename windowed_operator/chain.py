@@ -6,7 +6,7 @@ so an ON_TIME pane reaches the next stage before that stage's own window becomes
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union, cast
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -19,6 +19,7 @@ from .windows.sliding_windows import SlidingWindows
 
 if TYPE_CHECKING:
     from .local_runner import LocalRunner
+    from .merge_runner import MergeRunner
 
 
 def check_consumable(upstream: Any, downstream: Any) -> None:
@@ -98,7 +99,7 @@ def pane_from_row(row: dict, upstream: Any) -> PaneRecord:
 _TIMINGS = {timing.value: timing for timing in Timing}
 
 
-def panes_from_columns(columns: Mapping[str, Sequence[Any]], upstream: Any) -> list[PaneRecord]:
+def panes_from_columns(columns: Mapping[str, Union[Sequence[Any], np.ndarray]], upstream: Any) -> list[PaneRecord]:
     """``pane_from_row`` for many rows at once: each column converted once (numpy scalars to Python
     ones by ``tolist``), the panes built from plain values."""
     def plain(name: str) -> list:
@@ -152,14 +153,18 @@ class ChainRunner:
     def add_elements(self, *args: Any) -> list[PaneRecord]:
         return self._propagate(self.runners[0].add_elements(*args), 1)
 
+    def _merge_head(self) -> "MergeRunner":
+        # (the two-input steps are for a chain that starts with a merge operator, whose runner is a MergeRunner)
+        return cast("MergeRunner", self.runners[0])
+
     def add_elements_from_both(self, left: list, right: list) -> list[PaneRecord]:
-        return self._propagate(self.runners[0].add_elements_from_both(left, right), 1)
+        return self._propagate(self._merge_head().add_elements_from_both(left, right), 1)
 
     def advance_watermark_to(self, *args: Any) -> list[PaneRecord]:
         return self._propagate(self.runners[0].advance_watermark_to(*args), 1)
 
     def mark_idle(self, side: str) -> list[PaneRecord]:
-        return self._propagate(self.runners[0].mark_idle(side), 1)
+        return self._propagate(self._merge_head().mark_idle(side), 1)
 
     def advance_processing_time(self, advance_by: Any) -> list[PaneRecord]:
         emitted = self.runners[0].advance_processing_time(advance_by)

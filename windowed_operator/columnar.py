@@ -33,7 +33,7 @@ Retracting mode, other triggers and other accumulations keep the object path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -70,13 +70,15 @@ class ColumnarForm:
         the element count (Arrow / SQL aggregate names)."""
         return {"sum": ["sum"], "count": [], "min": ["min"], "max": ["max"], "mean": ["sum"]}[self.kind]
 
-    def from_partials(self, counts: np.ndarray, aggregates: list[np.ndarray]) -> list[np.ndarray]:
+    def from_partials(self, counts: np.ndarray, aggregates: Sequence[Optional[np.ndarray]]) -> list[np.ndarray]:
         """Accumulator columns from an upstream pre-aggregation (``partial_aggregates`` + counts)."""
         if self.kind == "count":
             return [counts.astype(np.int64)]
+        aggregate = aggregates[0]
+        assert aggregate is not None  # (every kind but count folds a value column)
         if self.kind == "mean":
-            return [aggregates[0], counts.astype(np.int64)]
-        return [aggregates[0]]
+            return [aggregate, counts.astype(np.int64)]
+        return [aggregate]
 
     def range_values(self, cols: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
         """The fold of rows ``lo:hi`` of each column, for many non-empty ranges at once."""

@@ -58,7 +58,10 @@ class Every:
     def of(firing: Optional[Firing]) -> Optional["Every"]:
         if firing is None:
             return None
-        return Every(count=firing.count) if firing.count is not None else Every(delay=int(firing.duration))
+        if firing.count is not None:
+            return Every(count=firing.count)
+        assert firing.duration is not None  # (a firing by count or by time)
+        return Every(delay=int(firing.duration))
 
 
 def _fires_by_count(every: Optional[Every], count: np.ndarray) -> Any:
@@ -191,10 +194,11 @@ class RowTable:
         if len(tables) == 1:
             tables[0].watermark = watermark
             return tables[0]
-        joined = RowTable(**{f.name: (
+        columns: dict[str, Any] = {f.name: (
             [np.concatenate([t.acc[c] for t in tables]) for c in range(len(tables[0].acc))] if f.name == "acc"
             else np.concatenate([getattr(t, f.name) for t in tables])) for f in fields(RowTable)
-            if f.name != "watermark"}, watermark=watermark)
+            if f.name != "watermark"}
+        joined = RowTable(**columns, watermark=watermark)
         if not sort:
             return joined
         codes, _ = factorize(joined.keys)

@@ -88,7 +88,11 @@ class WindowedCore:
                 if self.kind == "per_record":
                     reason = self._add_per_record(state, ts, value, watermark, processing_time, touched)
                 else:
-                    windows = [inherited] if self.kind == "inherited" else self.window_option.assign(ts)
+                    if self.kind == "inherited":
+                        assert inherited is not None  # (the reader gives each element its window when inheriting)
+                        windows = [inherited]
+                    else:
+                        windows = self.window_option.assign(ts)
                     reason = self._add_to_windows(state, windows, ts, value, watermark, processing_time, touched)
                 if reason is not None:
                     emission.dropped.append(DroppedElement(reason, value, key, ts, watermark))
@@ -254,9 +258,9 @@ class WindowedCore:
         added = False
         for later in times[bisect_right(times, ts):bisect_right(times, ts + option.size)]:
             window = option.window_of(later)
-            ws = state.windows[window]
-            if not ws.closed and not self.is_expired(window, watermark):
-                self._accumulate_into(window, ws, ts, value, watermark, processing_time)
+            later_ws = state.windows[window]
+            if not later_ws.closed and not self.is_expired(window, watermark):
+                self._accumulate_into(window, later_ws, ts, value, watermark, processing_time)
                 touched[window] = None
                 added = True
         own = option.window_of(ts)
@@ -297,12 +301,14 @@ class WindowedCore:
         lateness = self.allowed_lateness
         per_record = isinstance(self.window_option, SlidingWindows)
         if per_record:
+            option = self.window_option
+            assert isinstance(option, SlidingWindows)
             # No trigger sets a watermark timer before a window's end, so only windows whose end is
             # reached can be due, and they are due in the order of their timestamps (max timestamps).
             times = state.window_times
             reached = len(times) if watermark >= MAX_TIMESTAMP else \
                 bisect_right(times, time_rules.latest_max_timestamp_reached(watermark))
-            order = [self.window_option.window_of(t) for t in times[:reached]]
+            order = [option.window_of(t) for t in times[:reached]]
         else:
             # Only windows that expire or have a due event-time timer can change; visit those in
             # event-time order.

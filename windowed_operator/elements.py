@@ -72,6 +72,7 @@ def _in_range(element: Any, ts: int, now: Optional[int], max_future_skew: Option
     if ts >= END_OF_INPUT:
         detail = f"event time {ts} is at or after END_OF_INPUT ({END_OF_INPUT}, 2255-03-14), the end of event time here"
     else:
+        assert now is not None  # (without a processing time only END_OF_INPUT and later are out of range)
         detail = (f"event time {ts} is {ts - now} ms ahead of processing time {now}, more than max_future_skew "
                   f"({max_future_skew} ms)")
     raise BadElementError(DropReason.INVALID_TIMESTAMP, element, detail)
@@ -281,9 +282,11 @@ class ElementReader:
             raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
 
     def _gap(self, element: Any, payload: Any) -> int:
-        if callable(self.gap) and self.payload is not None:  # a callable takes the element proper (Spark's
+        gap = self.gap
+        assert gap is not None  # (read for a reader with a gap only)
+        if callable(gap) and self.payload is not None:  # a callable takes the element proper (Spark's
             payload = _field(payload, self.payload)  # merge rows hold it; a named gap sits beside it)
-        raw = _extract(self.gap, payload, element, DropReason.INVALID_GAP, "gap")
+        raw = _extract(gap, payload, element, DropReason.INVALID_GAP, "gap")
         try:
             return read_gap(raw)
         except GapError as exc:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 from .due_index import DueIndex, IndexStore
 from .fingerprint import check_restart
 from .key_shards import KeyShards
+from .part_log import PartStore
 from .time import MAX_TIMESTAMP
 from .time_rules import is_timer_due
 
@@ -62,9 +63,9 @@ class StateCodec(Protocol):
     def from_data(self, data: Any) -> Any: ...
 
 
-class GroupStore(IndexStore, Protocol):
+class GroupStore(IndexStore, PartStore, Protocol):
     """Where one key group's records live (Spark: a ValueState and two MapStates); the due index's
-    parts too (``IndexStore``)."""
+    parts too (``IndexStore``), and the texts of key shards and logs (``PartStore``)."""
 
     def get_meta(self) -> Optional[str]: ...
 
@@ -193,9 +194,10 @@ class GroupState:
             due = list(next_due(entry.state))
             moved = False
             for i, domain in enumerate((EVENT, PROCESSING)):
-                if due[i] is not None and due[i] != entry.due[i]:
-                    self.indexes[domain].enter(key, due[i])
-                    entry.due[i] = due[i]
+                at = due[i]
+                if at is not None and at != entry.due[i]:
+                    self.indexes[domain].enter(key, at)
+                    entry.due[i] = at
                     moved = True
             if entry.changed or moved or not entry.existed:
                 puts.append((key, record_text(self.codec.to_data(entry.state), entry.due)))
@@ -218,15 +220,17 @@ class GroupState:
             return
         if self.sharded:
             keys = self.store.all_keys()
-            items = list(zip(keys, self.store.get_keys(keys))) if keys else []
+            # (every key all_keys names has its record)
+            items = [(key, text) for key, text in zip(keys, self.store.get_keys(keys)) if text is not None] if keys \
+                else []
             self.records = KeyShards.of(self.store, items, touched, came_back)
             if keys:
                 self.store.remove_keys(keys)
         else:
             assert isinstance(self.records, KeyShards)
-            items = self.records.take_all()
-            if items:
-                self.store.put_keys(items)
+            taken = self.records.take_all()
+            if taken:
+                self.store.put_keys(taken)
             self.records = self.store
 
     def save(self, **bookkeeping: Any) -> None:

@@ -8,12 +8,12 @@ new rule is the watermark: the minimum over the inputs that are not idle
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional, Union, overload
 
 from pydantic import Field
 
 from accumulations.base import Accumulation
-from accumulations.merge import LEFT, RIGHT, SIDES, MergeAccumulation, SidedAccumulation
+from accumulations.merge import LEFT, SIDES, MergeAccumulation, SidedAccumulation
 from triggers.base import Trigger
 from triggers.option import TriggerOption
 
@@ -67,7 +67,13 @@ class MergeOperatorBase(WindowingOptions):
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         return self.left if side == LEFT else self.right
 
-    def side_extractor(self, side: str, name: str) -> Extractor:
+    @overload
+    def side_extractor(self, side: str, name: Literal["key", "timestamp"]) -> Extractor: ...
+
+    @overload
+    def side_extractor(self, side: str, name: Literal["value"]) -> Union[Extractor, dict[str, str]]: ...
+
+    def side_extractor(self, side: str, name: str) -> Union[Extractor, dict[str, str]]:
         """One side's ``name`` option (``key``, ``timestamp``, ``value``): its own, or else the operator's."""
         own = getattr(self.input_options(side), name)
         return own if own is not None else getattr(self, name, None)

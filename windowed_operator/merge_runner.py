@@ -19,12 +19,16 @@ class MergeRunner(LocalRunner):
     """Steps name their input: ``add_elements("left", ...)``, ``advance_watermark_to("right", t)``,
     ``mark_idle("right")``.  Processing time is shared."""
 
+    # Two inputs' watermarks: the steps that feed the one-input tracker are overridden below, and the rest of
+    # LocalRunner reads only what both trackers have (current, compute).
+    tracker: TwoInputWatermarkTracker  # type: ignore[assignment]
+
     def __init__(self, operator: "MergeOperatorBase", processing_time: Any = 0) -> None:
         super().__init__(operator, processing_time)  # type: ignore[arg-type]
 
     def _build_inputs(self, operator: Any) -> None:
         self.readers = {side: operator.build_reader(side) for side in SIDES}
-        self.tracker = TwoInputWatermarkTracker(operator.watermark, SIDES, operator.idle_timeout,  # type: ignore[assignment]
+        self.tracker = TwoInputWatermarkTracker(operator.watermark, SIDES, operator.idle_timeout,
                                                 self.processing_time)
 
     def _check(self, side: str) -> str:
@@ -32,7 +36,7 @@ class MergeRunner(LocalRunner):
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         return side
 
-    def add_elements(self, side: str, *elements: Any) -> list[PaneRecord]:  # type: ignore[override]
+    def add_elements(self, side: str, *elements: Any) -> list[PaneRecord]:
         """One bundle of one input."""
         return self._add_bundle([self._part(side, _elements(elements))])
 

@@ -29,6 +29,8 @@ from .windows.session_windows import element_gap
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame  # the Spark runner's type; pyspark is imported there only
 
+    from accumulations.merge import MergeAccumulation
+
     from .chain import Chain
     from .local_runner import LocalRunner
 
@@ -63,6 +65,8 @@ class WindowingOptions(Config):
 
     _positional: ClassVar[tuple[str, ...]] = ("window", "accumulation")
     keyed: ClassVar[bool] = False
+    if TYPE_CHECKING:  # each subclass declares the field, with its own type (not a field here)
+        accumulation: Union[Accumulation, MergeAccumulation]
 
     window: Optional[WindowOption] = Field(default=None, description="None keeps upstream windows")
     trigger: TriggerOption = Field(default_factory=TriggerOption)

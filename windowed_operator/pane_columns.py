@@ -14,7 +14,7 @@ read as ``Rows``, one column per field: the array path ranks or folds it without
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Union
 
 import numpy as np
 
@@ -129,10 +129,11 @@ def read_pane_columns(columns: Mapping[str, np.ndarray], reader: ElementReader, 
         undone = [undo(v) for v in values[retracted].tolist()]
         values = values.copy() if all(type(v) in (int, float) for v in undone) else values.astype(object)
         values[retracted] = undone
+    read: Union[np.ndarray, Rows] = values
     if record is not None:
-        values = Rows({name: values if column == "value" else np.asarray(columns[column])
-                       for name, column in record.items()}, n)
-    return PaneColumns(keys, timestamps, values, retracted, windows)
+        read = Rows({name: values if column == "value" else np.asarray(columns[column])
+                     for name, column in record.items()}, n)
+    return PaneColumns(keys, timestamps, read, retracted, windows)
 
 
 def _integers(column: Any) -> Optional[np.ndarray]:

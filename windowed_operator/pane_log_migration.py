@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Hashable
 
-from .columnar_records import PaneRecords, build_table
+from .columnar_records import ColumnarRecords, build_table
 from .group_state import GroupState
 from .pane_log import PaneLog
 from .part_log import PartStore, take_every_bucket, write_whole_buckets
@@ -40,7 +40,7 @@ def key_records_to_pane_log(group: GroupState, log: PaneLog, store: PartStore) -
     return len(held)
 
 
-def pane_log_to_key_records(group: GroupState, records: PaneRecords, log: PaneLog, store: PartStore) -> list[Hashable]:
+def pane_log_to_key_records(group: GroupState, records: ColumnarRecords, log: PaneLog, store: PartStore) -> list[Hashable]:
     """Every pane's rows moved to per-key records (loaded and marked changed: the batch's commit
     writes them and enters their due times); returns the keys, which the batch must run with."""
     table = log.build(take_every_bucket(log, store, group.meta), group.meta.get("wm", MIN_TIMESTAMP))

@@ -59,7 +59,7 @@ def read_buckets(log: PartLog, store: PartStore, held: dict[int, int], buckets: 
     missing = [place for place, text in zip(places, texts) if text is None]
     if missing:
         raise RuntimeError(f"the {log.domain} log's record names parts the state does not hold: {missing[:5]}")
-    return [(bucket, text) for (bucket, _), text in zip(places, texts)]
+    return [(bucket, text) for (bucket, _), text in zip(places, texts) if text is not None]  # (all: none missing)
 
 
 def write_whole_buckets(log: PartLog, store: PartStore, meta: dict, texts: dict[int, str]) -> None:

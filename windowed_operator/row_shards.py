@@ -37,11 +37,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Optional
+from typing import Any, Callable, Hashable, Iterable, Optional, cast
 
 import numpy as np
 
-from .columnar_records import RowRecords
+from .columnar_records import ColumnarRecords, RowRecords
 from .columnar_triggers import NOT_SET, RowTable
 from .group_state import EVENT, PROCESSING, SHARDS, GroupState
 from .key_shards import SLACK, key_hash, key_json, modelled_cost, target_shards
@@ -141,8 +141,9 @@ class RowShards:
         taken = indexes[EVENT].take_due(watermark)
         if processing_time is not None:
             taken |= indexes[PROCESSING].take_due(processing_time)
-        self.load(taken, last_watermark)
-        for shard in taken:
+        shard_ids = cast("set[int]", taken)  # (row shards enter their shard numbers in the group's indexes)
+        self.load(shard_ids, last_watermark)
+        for shard in shard_ids:
             due = self.loaded[shard].due
             if due[0] is not None and is_timer_due(due[0], watermark):
                 due[0] = None
@@ -158,10 +159,10 @@ class RowShards:
     @staticmethod
     def _table(shards: list[_Shard], watermark: int) -> RowTable:
         """Shards' rows as one table, each column made an array once."""
-        held = [shard for shard in shards if shard.part is not None and shard.keys]
+        held = [(shard.part, shard.keys) for shard in shards if shard.part is not None and shard.keys]
         if not held:
             return RowTable(watermark=watermark)
-        return table_of_parts([shard.part for shard in held], watermark, [k for shard in held for k in shard.keys])
+        return table_of_parts([part for part, _ in held], watermark, [k for _, keys in held for k in keys])
 
     def addresses(self) -> dict[Hashable, int]:
         """The shard of every key read."""
@@ -291,7 +292,7 @@ def key_records_to_row_shards(group: GroupState, records: RowRecords) -> RowTabl
     return table
 
 
-def row_shards_to_key_records(group: GroupState, records: RowRecords, shards: RowShards) -> list[Hashable]:
+def row_shards_to_key_records(group: GroupState, records: ColumnarRecords, shards: RowShards) -> list[Hashable]:
     """Every row moved to per-key records (loaded and marked changed: the batch's commit writes them
     and enters their due times); returns the keys, which the batch must run with."""
     table = shards.take_all(group.meta.get("wm", MIN_TIMESTAMP))

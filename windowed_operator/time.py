@@ -105,7 +105,7 @@ def latest_event_time(now: Optional[int] = None, max_future_skew: Optional[int] 
     return min(END_OF_INPUT - 1, now + max_future_skew)
 
 
-def event_time_in_range(ts: Any, latest: int = END_OF_INPUT - 1) -> Any:
+def event_time_in_range(ts: Any, latest: Any = END_OF_INPUT - 1) -> Any:
     """Whether an element's event time (int ms, or an int64 array) is one this library handles (see
     ``latest_event_time``).  The rule for every path; later times are bad elements."""
     return ts <= latest

@@ -59,7 +59,7 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     earliest, latest = segment_holds(timestamps[index], first, watermark)
     window_starts, window_ends = starts[first].tolist(), ends[first].tolist()
     acc = core.accumulation
-    windows = state.windows
+    window_states = state.windows
     seg_live = [False] * len(counts)
     seg_open = [False] * len(counts)
     open_segments = []  # (segment, window, window state or None)
@@ -68,7 +68,7 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
         if core.is_expired(window, watermark):
             continue
         seg_live[seg] = True
-        ws = windows.get(window)
+        ws = window_states.get(window)
         if ws is not None and ws.closed:
             continue
         seg_open[seg] = True
@@ -96,7 +96,7 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     touched: list[Window] = []
     for seg, window, ws in open_segments:
         if ws is None:
-            ws = windows[window] = core._new_window_state()
+            ws = window_states[window] = core._new_window_state()
         core.accumulate_into(window, ws, partials[seg], counts[seg], watermark, processing_time, earliest[seg],
                              latest[seg], undone.get(seg, ()))
         touched.append(window)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Hashable, Iterable, Optional, Union
 
-from .panes import PaneRecord
 
 
 @dataclass(frozen=True)

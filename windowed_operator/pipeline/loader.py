@@ -156,7 +156,7 @@ def _syntax_error(source: str, exc: yaml.YAMLError) -> PipelineError:
                                                 f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}")])
 
 
-def _compose(text: str, source: str) -> yaml.Node:
+def _compose(text: str, source: str) -> Optional[yaml.Node]:
     if len(text.encode()) > MAX_FILE_BYTES:
         raise PipelineError(source, [PipelineIssue("", 0, f"the file has {len(text.encode()):,} bytes; pipeline files "
                                                           f"are limited to {MAX_FILE_BYTES:,} (put data in sources)")])

@@ -143,10 +143,10 @@ def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]]
                 out_now.extend(runner.advance_processing_time(pipeline.trigger_interval))
             if spec.input is not None:
                 if emitted[spec.input]:  # (an upstream operator's last panes too: those the end of input fired)
-                    rows = emitted[spec.input]
+                    fed: list = emitted[spec.input]  # (a source's rows or an upstream operator's panes)
                     if spec.input in operators:  # an upstream operator's panes, retractions undone
-                        rows = as_consumed(rows, operators[spec.input])
-                    out_now.extend(runner.add_elements(*rows))
+                        fed = as_consumed(fed, operators[spec.input])
+                    out_now.extend(runner.add_elements(*fed))
                 if i == rounds:
                     out_now.extend(runner.finish())
                 elif spec.input in runners:

@@ -253,11 +253,11 @@ class AccumulationSpec(Spec):
         if self.cogroup is not None:
             return Cogroup()
         joins = {"inner_join": InnerJoin, "left_outer_join": LeftOuterJoin, "full_outer_join": FullOuterJoin}
-        for name, cls in joins.items():
+        for name, join_cls in joins.items():
             args = getattr(self, name)
             if args is not None:
                 fn: Optional[Callable] = import_dotted(args.join) if args.join else None
-                return cls(join=fn, result_type=args.result_type)
+                return join_cls(join=fn, result_type=args.result_type)
         assert self.code is not None
         target = import_dotted(self.code.path)
         if not (isinstance(target, type) and issubclass(target, (Accumulation, MergeAccumulation))):
@@ -447,13 +447,14 @@ class OperatorSpec(Spec):
             timestamp=self.timestamp, value=self.value, late_data_output=self.late_data_output,
             on_bad_element=self.on_bad_element, max_future_skew=self.max_future_skew, name=self.name)
         keyed = self.key is not None or self.left_options.key is not None
+        key: dict[str, Any] = {"key": self.key} if keyed else {}
         if self.input is not None:
             cls = KeyedWindowedOperator if keyed else WindowedOperator
-            return cls(**common, **({"key": self.key} if keyed else {}))
-        sides = {"left": InputOptions(**self.left_options.model_dump()),
-                 "right": InputOptions(**self.right_options.model_dump())}
-        cls = KeyedWindowedMergeOperator if keyed else WindowedMergeOperator
-        return cls(**common, **sides, idle_timeout=self.idle_timeout, **({"key": self.key} if keyed else {}))
+            return cls(**common, **key)
+        sides: dict[str, Any] = {"left": InputOptions(**self.left_options.model_dump()),
+                                 "right": InputOptions(**self.right_options.model_dump())}
+        merge_cls = KeyedWindowedMergeOperator if keyed else WindowedMergeOperator
+        return merge_cls(**common, **sides, idle_timeout=self.idle_timeout, **key)
 
 
 # -- sinks --------------------------------------------------------------------------------------------
@@ -707,7 +708,8 @@ class Pipeline(Spec):
                                       "(e.g. trigger_interval: 5s): processing time passes only in micro-batches, and "
                                       "without an interval Spark runs them back to back, each a stateful batch with "
                                       "its checkpoint files, for as long as the query runs"))
-            markers = {self.sources[name].end_of_input for name in op.inputs if name in self.sources} - {None}
+            markers = {marker for name in op.inputs if name in self.sources
+                       if (marker := self.sources[name].end_of_input) is not None}
             if len(markers) > 1:
                 errors.append((("operators", i), f"its inputs mark the end of input with different columns "
                                                  f"{sorted(markers)}: name the same column in both sources"))

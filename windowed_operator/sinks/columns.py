@@ -125,9 +125,10 @@ def sql_type(kind: str) -> sa.types.TypeEngine:
     match = _DECIMAL.match(kind)
     if match:
         return sa.Numeric(int(match.group(1)), int(match.group(2)))
-    return {"bigint": sa.BigInteger(), "double": sa.Double(), "string": sa.Text(), "boolean": sa.Boolean(),
+    types: dict[str, sa.types.TypeEngine] = {"bigint": sa.BigInteger(), "double": sa.Double(), "string": sa.Text(), "boolean": sa.Boolean(),
             "timestamp": sa.DateTime(timezone=True), "date": sa.Date(), "binary": sa.LargeBinary(),
-            "json": sa.JSON()}[kind]
+            "json": sa.JSON()}
+    return types[kind]
 
 
 def kind_of_sql_type(sql: sa.types.TypeEngine) -> Optional[str]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
 import sqlalchemy as sa
@@ -355,17 +355,18 @@ class TableSink:
                 f"table sink {self.name!r}, {self.where()}: cannot tell the type of column(s) "
                 f"{unknown or [self.value_column]} from batch values that are all null and no table exists yet; "
                 "give the sink value_type='<Spark DDL type>'")
+        kinds = [(n, k) for n, k in values if k is not None]  # (all of them: none is unknown)
         taken = {self.key_column, *WINDOW_COLUMNS, *self.optional}
         clashing = [n for n, _ in values if n in taken or not _NAME.match(n)]
         if clashing:
             raise TableSinkError(f"table sink {self.name!r}, {self.where()}: value field(s) {clashing} cannot be columns "
                                  f"(taken by the key, window or optional columns, or not plain SQL names)")
-        if self.mode == "add" and (record or values[0][1] not in ("bigint", "double") and
-                                   not values[0][1].startswith("decimal")):
+        if self.mode == "add" and (record or kinds[0][1] not in ("bigint", "double") and
+                                   not kinds[0][1].startswith("decimal")):
             raise TableSinkError(f"table sink {self.name!r}, {self.where()}: mode 'add' adds the panes' values, which "
-                                 f"must be one number, not {'a record' if record else values[0][1]}")
-        return Layout(key=(self.key_column, key_kind) if keyed else None,  # type: ignore[arg-type]
-                      values=tuple((n, k) for n, k in values),  # type: ignore[misc]
+                                 f"must be one number, not {'a record' if record else kinds[0][1]}")
+        return Layout(key=(self.key_column, key_kind) if keyed and key_kind is not None else None,
+                      values=tuple(kinds),
                       record=record, optional=self.optional)
 
     def _values_of(self, panes: list[dict], table_kinds: dict[str, Optional[str]]
@@ -597,10 +598,10 @@ def _progress_table() -> sa.Table:
 
 def _dialect_insert(dialect: str) -> Any:
     if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+        return postgresql_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+    return sqlite_insert
 
 
 def _execute_many(conn: Any, statement: Any, rows: list[dict], chunk_size: int) -> None:

@@ -35,7 +35,7 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from ..chain import check_consumable, panes_from_columns
 from ..elements import BadElementError
-from ..operator import OperatorBase, WindowingOptions
+from ..operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
 from ..watermarks import UpstreamWatermark
 from ..windows.session_windows import element_gap
@@ -146,7 +146,7 @@ def _route(op: OperatorBase, feed: Feed, key_type: Optional[str]) -> tuple[DataF
     frame = feed.frame
     if not op.keyed:
         return frame, None, None, None
-    key = op.key
+    key = op.key if isinstance(op, KeyedWindowedOperator) else None  # (keyed: a KeyedWindowedOperator)
     if key is None:
         if not feed.operator.keyed:
             raise SparkOperatorError(
@@ -174,7 +174,7 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
     if callable(value):
         return None
     if isinstance(value, dict):  # a record of fields: of the pane (a stage with key=), else of its value
-        reads_pane = op.keyed and op.key is not None
+        reads_pane = isinstance(op, KeyedWindowedOperator) and op.key is not None
         upstream_value = frame.schema["value"].dataType
         fields = []
         for name, field in value.items():
@@ -192,7 +192,8 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
                 data_type = upstream_value[field].dataType
             fields.append(StructField(name, data_type, True))
         return StructType(fields).simpleString()
-    if value is None and op.keyed and op.key is not None:  # the reader folds the whole pane (as locally)
+    # the reader folds the whole pane (as locally)
+    if value is None and isinstance(op, KeyedWindowedOperator) and op.key is not None:
         return StructType([f for f in frame.schema.fields
                            if f.name not in (PHASE_COLUMN, STAGE_COLUMN, *SIDE_OUTPUT_COLUMNS)]).simpleString()
     column = PANE_COLUMN_OF.get(value or "value")
@@ -200,12 +201,12 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
         raise SparkOperatorError(f"{op.label()}: value {value!r} is not an attribute of the panes it reads; use a "
                                  "callable on the pane for anything else")
     data_type = frame.schema[column].dataType
-    field = op.accumulation.input_field()
-    if field is not None and value is None:
-        if not isinstance(data_type, StructType) or field not in data_type.fieldNames():
-            raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} reads field {field!r} of the "
+    read_field = op.accumulation.input_field()
+    if read_field is not None and value is None:
+        if not isinstance(data_type, StructType) or read_field not in data_type.fieldNames():
+            raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} reads field {read_field!r} of the "
                                      f"upstream's values, which are {data_type.simpleString()}")
-        data_type = data_type[field].dataType
+        data_type = data_type[read_field].dataType
     return data_type.simpleString()
 
 

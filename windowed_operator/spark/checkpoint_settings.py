@@ -86,7 +86,7 @@ def native_stages_setting(locations: Sequence[str], given: Optional[bool], plain
                     f"it started with, so Spark would refuse the query at its first batch; drop the setting to "
                     f"resume this checkpoint, or give a new checkpoint directory")
         return given
-    values = {s.native_stages for s in started}
+    values = {s.native_stages for s in started if s.native_stages is not None}  # (all of them: started)
     if len(values) > 1:
         listed = ", ".join(f"{s.location} ({str(s.native_stages).lower()})" for s in started)
         raise CheckpointSettingError(f"the pipeline's checkpoints were started with different {NATIVE_STAGES_CONF} "

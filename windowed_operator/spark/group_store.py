@@ -26,7 +26,8 @@ from typing import Any, Hashable, Optional
 from ..due_index import Entry
 from ..state_codec import KeyStateCodec
 from .pipelined_map import PendingWrites, PipelinedMap
-from .state_schemas import DUE_STATE, KEYS_STATE, META_STATE, DeclaredState
+# DUE_STATE, KEYS_STATE, META_STATE: re-exported (spark/inspect.py and the Spark tests import them from here)
+from .state_schemas import DUE_STATE as DUE_STATE, KEYS_STATE as KEYS_STATE, META_STATE as META_STATE, DeclaredState
 
 #: The map key of a non-keyed operator's one state (its key is None).
 _NO_KEY = 0

@@ -178,11 +178,12 @@ class NativeStage:
             return None
         return F.col(PANE_COLUMN_OF[getattr(self.op, "key", None) or "key"])
 
-    def _reads(self) -> list[tuple[str, str, Column, DataType]]:
-        """Every field the stage reads from a pane, as (output name, what it is, column, type): a
-        pane attribute, the pane's value, or a field of that value."""
+    def _reads(self) -> list[tuple[str, str, Column, Optional[DataType]]]:
+        """Every field the stage reads from a pane, as (output name, what it is, column, type; None: Spark's
+        analysis names a missing field): a pane attribute, the pane's value, or a field of that value."""
         value = self.op.value
         if _reads_pane(self.op):
+            assert isinstance(value, (str, dict))  # (_stage_refusal: a stage reading the pane names what it reads)
             fields = value if isinstance(value, dict) else {"": value}
             return [(name, f"attribute {field!r}", F.col(PANE_COLUMN_OF[field]),
                      self.schema[PANE_COLUMN_OF[field]].dataType) for name, field in fields.items()]
@@ -202,8 +203,12 @@ class NativeStage:
     def element_type(self) -> DataType:
         reads = self._reads()
         if isinstance(self.op.value, dict):
-            return StructType([StructField(name, data_type, True) for name, _, _, data_type in reads])
-        return reads[0][3]
+            # (a field the upstream's values lack has no type: pyspark's StructField refuses the None, as it did)
+            return StructType([StructField(name, data_type, True)  # type: ignore[arg-type]
+                               for name, _, _, data_type in reads])
+        data_type = reads[0][3]
+        assert data_type is not None  # (a pane attribute's or the value's own type: never None)
+        return data_type
 
     def folded(self) -> Optional[Column]:
         """The value the aggregate reads (None for Count, which reads none)."""
@@ -243,6 +248,7 @@ class NativeStage:
         if isinstance(accumulation, Max):
             return F.max(value)
         # AllMax: every record whose rank equals the largest, in a deterministic order
+        assert isinstance(accumulation, AllMax)  # (_NATIVE_ACCUMULATIONS: the last one)
         field = str(accumulation.field)
         top = F.max(value[field])
         return F.array_sort(F.filter(F.collect_list(value), lambda record: record[field] == top))

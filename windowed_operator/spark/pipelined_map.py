@@ -67,7 +67,7 @@ def _row_converter(data_type: Any) -> Callable:
     if known is None or known[0] is not data_type:
         from pyspark.sql.types import _create_row_inbound_converter
 
-        fields = getattr(data_type, "fields", None)
+        fields = getattr(data_type, "fields", None) or []
         plain = bool(fields) and not any(f.dataType.needConversion() for f in fields)
         converter = _tuple_of if plain else _create_row_inbound_converter(data_type)
         known = _converters[id(data_type)] = (data_type, converter)

@@ -38,6 +38,7 @@ from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
 from ..pane_log import LAYOUT as PANE_LOG, PaneLog, supports_pane_log
 from ..part_log import held_buckets, run_part_log_batch
+from ..merge_operator import MergeOperatorBase
 from ..pane_log_migration import key_records_to_pane_log, pane_log_to_key_records, stored_layout
 from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize, lexsort_ints
@@ -96,7 +97,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def __init__(self, plan: SparkPlan) -> None:
         self.plan = plan
 
-    def init(self, handle: StatefulProcessorHandle, state: DeclaredState) -> None:
+    # (called by the DeferredProcessor Spark runs, from its own init, with the state it declared)
+    def init(self, handle: StatefulProcessorHandle, state: DeclaredState) -> None:  # type: ignore[override]
         """``state``: the variables the ``DeferredProcessor`` Spark runs declared in its own ``init``."""
         self.handle = handle
         self.core = self.plan.operator.build_core()
@@ -136,7 +138,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self.store = SparkGroupStore(state, self.plan.key_type, handle)
 
     # -- Spark callbacks ------------------------------------------------------------------------
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues) -> Iterator[pd.DataFrame]:
+    # (transformWithStateInPandas passes pandas DataFrames only; the base class also types the Row API's rows)
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame],  # type: ignore[override]
+                        timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         if self.plan.packed_input:
@@ -266,7 +270,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
         processing_time = plan.clock.now(spark_now)
         watermark = self._watermark(timer_values, meta, processing_time)
         behind = meta.get("wm", watermark)
-        released, timed, panes, dropped, bad = Panes(), Panes(), Panes(), [], []
+        released, timed, panes = Panes(), Panes(), Panes()
+        dropped: list = []
+        bad: list = []
         n_dropped = 0
 
         def run(table: Any) -> Any:
@@ -508,6 +514,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
         return row
 
+    def _merge_operator(self) -> MergeOperatorBase:
+        operator = self.plan.operator
+        assert isinstance(operator, MergeOperatorBase)  # (called on a merge's paths only)
+        return operator
+
     def _sided_values(self, frame: pd.DataFrame) -> SidedValues:
         """A merge's rows as the array path folds them: each row's value (its input's whole row, or the
         field or record of fields its input's value extractor names), marked by side; None where the
@@ -515,8 +526,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
         left = frame[SIDE_COLUMN].to_numpy() == LEFT
         values = np.where(left, frame[PAYLOAD_COLUMNS[LEFT]].to_numpy(), frame[PAYLOAD_COLUMNS[RIGHT]].to_numpy())
         for side, rows in ((LEFT, left), (RIGHT, ~left)):
-            extractor = self.plan.operator.side_extractor(side, "value")
+            extractor = self._merge_operator().side_extractor(side, "value")
             if extractor is not None:
+                assert not callable(extractor)  # (SIDED_VALUES: each input's value is a field or a record of fields)
                 for i in np.flatnonzero(rows).tolist():
                     payload = values[i]
                     values[i] = None if payload is None else readable_value(payload, extractor)
@@ -560,6 +572,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         if not self.plan.vectorized:
             return False
         upstream = self.plan.upstream
+        assert upstream is not None  # (called for a fed stage's rows only)
         read = read_pane_columns({c: frame[c].to_numpy() for c in frame.columns}, self.reader.reader,
                                  upstream.keyed, upstream.core_accumulation().get_retraction)
         if read is None:
@@ -683,7 +696,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             event = policy.candidate(MIN_TIMESTAMP, processing_time, info.get("max"))
             marks[side] = idle_advanced(max(MIN_TIMESTAMP, event), info.get("input"), policy.idle_timeout,
                                         processing_time)
-            idle[side] = input_is_idle(info.get("input", start), self.plan.operator.idle_timeout, processing_time)
+            idle[side] = input_is_idle(info.get("input", start), self._merge_operator().idle_timeout, processing_time)
         return two_input_watermark(marks, idle)
 
     def _schedule_group(self, group: GroupState, spark_now: int, watermark: int, *,

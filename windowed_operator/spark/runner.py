@@ -332,19 +332,19 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                 windows=plan.operator.window if plan.operator.window is not None else inherited_windows,
                 stage=plan.stage or 0,
                 with_side_rows=pane_rows(out, plan, side_rows=True) if plan.side_outputs else None)
-    columns: list[Column] = []
+    shown: list[Column] = []
     if plan.keyed:
-        columns.append(F.col("key"))
-    columns += [shown_timestamp("window_start"), shown_timestamp("window_end"), F.col("value"), F.col("timing"),
+        shown.append(F.col("key"))
+    shown += [shown_timestamp("window_start"), shown_timestamp("window_end"), F.col("value"), F.col("timing"),
                 F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
                 shown_timestamp("timestamp")]
     if plan.side_outputs:
-        columns += [F.col("record_type"), F.col("reason"), F.col("element"), shown_timestamp("element_timestamp")]
+        shown += [F.col("record_type"), F.col("reason"), F.col("element"), shown_timestamp("element_timestamp")]
     if plan.stage_column:
-        columns.append(F.col(STAGE_COLUMN))
+        shown.append(F.col(STAGE_COLUMN))
     if plan.event_time_output:
-        columns.append(F.col(EVENT_TIME_COLUMN))
-    return attach_feed(out.select(*columns), feed)
+        shown.append(F.col(EVENT_TIME_COLUMN))
+    return attach_feed(out.select(*shown), feed)
 
 
 def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None, timestamp: Optional[str] = None,
@@ -483,7 +483,9 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     # (pre-aggregation runs in the scan stage, which has no batch time to check max_future_skew against)
     if (preaggregate and plan.columnar and folds_before_shuffle(core_op, counts_carried=True)
             and preaggregable(plan.key_type, value_spark_type)):
-        folding = PreAggregation(layout=core_op.window.pane_layout(), form=columnar_form(core_op.core_accumulation()),
+        form = columnar_form(core_op.core_accumulation())
+        assert form is not None  # (plan.columnar: the accumulation has a columnar form)
+        folding = PreAggregation(layout=core_op.window_option.pane_layout(), form=form,
                                  key_column=key_col, time_column=ts_col, value_column=value_column,
                                  key_type=plan.key_type, value_type=value_spark_type, reader=plan.record_reader())
         projected_schema = parse_ddl_schema(folding.schema())
@@ -491,7 +493,10 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         columns = [name for name, _ in folding.fields()]
         plan = dataclasses.replace(plan, preaggregated=True, partial_columns=tuple(folding.aggregate_columns()))
     elif preaggregate and plan.columnar and _prechains(core_op, plan.key_type, value_spark_type):
-        chaining = PreChaining(gap=int(core_op.window.min_gap), form=columnar_form(core_op.core_accumulation()),
+        sessions, form = core_op.window, columnar_form(core_op.core_accumulation())
+        # (_prechains: sessions with a fixed gap; plan.columnar: a columnar form)
+        assert isinstance(sessions, SessionWindows) and sessions.min_gap is not None and form is not None
+        chaining = PreChaining(gap=int(sessions.min_gap), form=form,
                                key_column=key_col, time_column=ts_col, value_column=value_column,
                                key_type=plan.key_type, value_type=value_spark_type, reader=plan.record_reader())
         projected_schema = parse_ddl_schema(chaining.schema())
@@ -500,7 +505,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         plan = dataclasses.replace(plan, prechained=True, partial_columns=tuple(chaining.aggregate_columns()),
                                    chain_values=chaining.values_dtype)
     elif preaggregate and plan.vectorized and plan.value_column == WHOLE_ROWS and _preselects(core_op, shape):
-        selection = PreSelection(layout=core_op.window.pane_layout(), accumulation=core_op.core_accumulation(),
+        selection = PreSelection(layout=core_op.window_option.pane_layout(), accumulation=core_op.core_accumulation(),
                                  key_column=key_col, time_column=ts_col, reader=plan.record_reader())
         # (the projection's schema from the declared one, without analysing it: see ``schema``)
         schema = StructType([StructField(f.name, LongType() if f.name == ts_col else f.dataType, f.nullable)
@@ -510,7 +515,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         plan = dataclasses.replace(plan, preselected=True)
         projected_schema = schema
     elif preaggregate and plan.vectorized and _prefolds(core_op, plan.value_column, value_spark_type):
-        prefolding = PreFolding(layout=core_op.window.pane_layout(), accumulation=core_op.core_accumulation(),
+        prefolding = PreFolding(layout=core_op.window_option.pane_layout(), accumulation=core_op.core_accumulation(),
                                 key_column=key_col, time_column=ts_col, value_column=str(plan.value_column),
                                 reader=plan.record_reader())
         schema = prefolding.schema(shape[key_col].dataType if key_col else None)
@@ -568,7 +573,7 @@ def resolved_gap(op: WindowingOptions, df: DataFrame, gap: Any, columns: list[st
     try:
         selected = df.select(gap)  # (classic Spark analyses here; Spark Connect only when asked)
         if analyse:
-            selected.schema
+            _ = selected.schema
     except Exception as exc:  # an expression over columns the DataFrame lacks, or of an unknown function
         raise SparkOperatorError(f"{op.label()}: session gap expression {gap} does not resolve on {where}: "
                                  f"{str(exc).splitlines()[0]}") from None
@@ -585,6 +590,7 @@ def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
     expression = resolved_gap(op, df, gap, columns, analyse=analyse)
     if isinstance(gap, str):
         return op, df, columns
+    assert op.window is not None  # (element_gap found a gap: the operator's own session windows)
     op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
     return op, df.withColumn(GAP_COLUMN, expression), [*columns, GAP_COLUMN]
 
@@ -596,7 +602,7 @@ def folds_before_shuffle(op: WindowingOptions, *, counts_carried: bool = False) 
     processing time (all of a batch's elements arrive at its processing time); windows that are unions
     of panes, and what every scan-stage fold needs (``_scan_stage_may_fold``)."""
     trigger = op.trigger.kind == "default" or (counts_carried and row_trigger(op.trigger) is not None)
-    return trigger and op.window.pane_layout() is not None and _scan_stage_may_fold(op)
+    return trigger and op.window_option.pane_layout() is not None and _scan_stage_may_fold(op)
 
 
 def _scan_stage_may_fold(op: WindowingOptions) -> bool:

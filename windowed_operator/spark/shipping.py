@@ -44,17 +44,17 @@ def _package_sources(packages: Iterable[str]) -> list[tuple[str, bytes]]:
     sources = []
     for name in packages:
         module = importlib.import_module(name)
-        if not getattr(module, "__file__", None):
+        file = getattr(module, "__file__", None)
+        if not file:
             raise RuntimeError(f"cannot locate package {name!r} (no __file__; a namespace package?)")
-        root = Path(module.__file__).parent
+        root = Path(file).parent
         found = []
         if root.is_dir():
             for path in root.rglob("*.py"):
                 relative = path.relative_to(root)
                 if "__pycache__" not in relative.parts:
                     found.append(((Path(name) / relative).as_posix(), path.read_bytes()))
-        elif getattr(module.__loader__, "archive", None):  # zipimport
-            archive = module.__loader__.archive
+        elif archive := getattr(module.__loader__, "archive", None):  # zipimport
             inner = root.relative_to(archive).as_posix() + "/"
             with zipfile.ZipFile(archive) as opened:
                 for entry in opened.namelist():

@@ -180,7 +180,7 @@ def key_runs(batches: Batches, key_offsets: list[int], value_offsets: list[int],
         # The row path converts the whole batch, then builds a key's frame from its rows' Python
         # values, inferring an object column's dtype from that key's rows alone (booleans with a
         # null elsewhere in the batch come back bool): a run of an object column is inferred again.
-        objects = values.dtypes.eq(object).any()
+        objects = values.dtypes.eq(object).any()  # type: ignore[arg-type]  # pandas-stubs: eq takes a dtype too
         key_values = [column.tolist() for column in keys]
         for start, end in zip(starts, ends):
             run = values.iloc[start:end]

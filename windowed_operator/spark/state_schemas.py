@@ -30,8 +30,9 @@ _PRIMITIVES: dict[str, type[DataType]] = {
 def schema(*fields: tuple[str, str]) -> Union[StructType, str]:
     """``schema(("key", "bigint"), ...)``: a StructType, or the DDL string where a type is not a
     primitive this module knows (the JVM parses it)."""
-    types = [_PRIMITIVES.get(type_name.strip().lower()) for _, type_name in fields]
-    if any(t is None for t in types):
+    found = [_PRIMITIVES.get(type_name.strip().lower()) for _, type_name in fields]
+    types = [t for t in found if t is not None]
+    if len(types) < len(found):
         return ", ".join(f"{name} {type_name}" for name, type_name in fields)
     return StructType([StructField(name, t(), True) for (name, _), t in zip(fields, types)])
 

@@ -19,6 +19,7 @@ def _installed_pyspark_first() -> None:
     location = os.path.join(os.path.dirname(_HERE), "pyspark_path.py")
     try:  # by file path: importing the library's packages here would cost every process their imports
         spec = importlib.util.spec_from_file_location("_windowed_operator_pyspark_path", location)
+        assert spec is not None and spec.loader is not None  # (a .py file's location: a spec with a loader)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         sys.path[:] = module.installed_pyspark_first(sys.path)
