@@ -20,17 +20,24 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 
-if TYPE_CHECKING:
-    from .chain import Chain
-    from .elements import BadElementError, TimestampedValue
-    from .merge_operator import InputOptions, KeyedWindowedMergeOperator, WindowedMergeOperator
-    from .operator import KeyedWindowedOperator, OperatorBase, WindowedOperator
-    from .panes import DroppedElement, DropReason, PaneRecord, TimestampCombiner, Timing, WindowOverflowError
-    from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-    from .watermarks import (BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark, bounded_disorder,
-                             fixed_watermark, upstream_watermark)
-    from .windows import (CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows, Window,
-                          WindowOption)
+if TYPE_CHECKING:  # (``X as X``: re-exported, for type checkers)
+    from .chain import Chain as Chain
+    from .elements import BadElementError as BadElementError, TimestampedValue as TimestampedValue
+    from .merge_operator import (InputOptions as InputOptions, KeyedWindowedMergeOperator as KeyedWindowedMergeOperator,
+                                 WindowedMergeOperator as WindowedMergeOperator)
+    from .operator import (KeyedWindowedOperator as KeyedWindowedOperator, OperatorBase as OperatorBase,
+                           WindowedOperator as WindowedOperator)
+    from .panes import (DroppedElement as DroppedElement, DropReason as DropReason, PaneRecord as PaneRecord,
+                        TimestampCombiner as TimestampCombiner, Timing as Timing,
+                        WindowOverflowError as WindowOverflowError)
+    from .time import MAX_TIMESTAMP as MAX_TIMESTAMP, MIN_TIMESTAMP as MIN_TIMESTAMP
+    from .watermarks import (BoundedDisorderWatermark as BoundedDisorderWatermark,
+                             FixedLagWatermark as FixedLagWatermark, UpstreamWatermark as UpstreamWatermark,
+                             bounded_disorder as bounded_disorder, fixed_watermark as fixed_watermark,
+                             upstream_watermark as upstream_watermark)
+    from .windows import (CumulativeWindows as CumulativeWindows, GlobalWindow as GlobalWindow,
+                          SessionWindows as SessionWindows, SlidingWindows as SlidingWindows,
+                          TimeWindows as TimeWindows, Window as Window, WindowOption as WindowOption)
 
 _EXPORTS = {
     # operators
@@ -51,7 +58,7 @@ _EXPORTS = {
     "MIN_TIMESTAMP": "time", "MAX_TIMESTAMP": "time",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", *_EXPORTS]  # noqa: PLE0604 (the names of _EXPORTS, the one table)
 
 
 def __getattr__(name: str) -> Any:
