@@ -69,8 +69,8 @@ def do_nothing_plan(events: Any, query: str = "q7") -> Any:
 
 def minimal_q8_plan(events: Any, config: Q.QueryConfig) -> Any:
     """q8 as a ``transformWithStateInPandas`` that keeps only what q8 needs, as columns: our panes
-    (one per person or seller and tumbling window that got a row, its list of pairs, empty lists
-    included), at the window's end, from the same 16 key groups.
+    (one per person or seller and tumbling window with a pair: its list of pairs; an inner join's
+    window without a pair emits nothing), at the window's end, from the same 16 key groups.
 
     Each group's rows of a batch are appended, window by window, as a JSON object of columns to a
     map state keyed by (window end, batch number); a value state lists what is held and the one
@@ -153,11 +153,12 @@ def minimal_q8_plan(events: Any, config: Q.QueryConfig) -> Any:
             for k, start, name, reserve in zip(pairs.key.tolist(), pairs.ws.tolist(), pairs.name.tolist(),
                                                pairs.reserve_a.tolist()):
                 values.setdefault((k, start), []).append({"id": k, "name": name, "reserve": reserve})
-            windows = rows[["key", "ws"]].drop_duplicates()
-            keys, starts = windows.key.tolist(), windows.ws.tolist()
+            if not values:
+                return None
+            keys, starts = [k for k, _ in values], [s for _, s in values]
             return pd.DataFrame({"key": keys, "ws": starts, "we": [s + size for s in starts],
-                                 "value": [values.get(w, []) for w in zip(keys, starts)],
-                                 "timing": "ON_TIME", "pane_index": 0, "is_last": True})
+                                 "value": list(values.values()), "timing": "ON_TIME", "pane_index": 0,
+                                 "is_last": True})
 
     timed = events.withColumn("t", F.timestamp_millis("dateTime")).withWatermark(
         "t", f"{config.max_disorder_ms} milliseconds")
