@@ -65,26 +65,48 @@ def _state_variables(checkpoint: Path) -> tuple[dict, list[bytes]]:
     return properties, schemas
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(spark, tmp_path_factory):
+    """One uninterrupted run of a case (its panes and checkpoint), shared by every version storing
+    the case: the same operator over the same batches."""
+    runs: dict[str, tuple[list, Path]] = {}
+
+    def run(case: str) -> tuple[list, Path]:
+        if case not in runs:
+            fixture = _fixture()
+            fresh = tmp_path_factory.mktemp(f"fresh-{case}") / "checkpoint"
+            shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
+            try:
+                fixture.write_source(len(fixture.BATCHES))
+                runs[case] = (fixture.run(spark, fixture.operators()[case], fresh, case), fresh)
+            finally:
+                shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
+        return runs[case]
+
+    return run
+
+
 @pytest.mark.parametrize("version,case", STORED)
-def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, version, case):
+def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, uninterrupted, version, case):
     fixture = _fixture()
     op = fixture.operators()[case]
+    expected, fresh = uninterrupted(case)
     checkpoint = _copy(version, case, tmp_path / "checkpoint")
     shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
     try:
         fixture.write_source(len(fixture.BATCHES))
         continued = fixture.run(spark, op, checkpoint, case)
-        uninterrupted = fixture.run(spark, op, tmp_path / "fresh", case)
     finally:
         shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
+    uninterrupted_panes = expected
     before = json.loads((FIXTURES / version / case / "panes.json").read_text())
     assert continued, "the continued run emitted panes"
     # (a case whose windows are all still open at the restart emits its panes only after it)
     assert before or case in fixture.CLOSED_AFTER_RESTART, "the run before the restart emitted panes"
     key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
-    assert Counter(map(key, before + continued)) == Counter(map(key, uninterrupted))
+    assert Counter(map(key, before + continued)) == Counter(map(key, uninterrupted_panes))
     if version == LATEST:
-        _check_stores_what_the_fixture_stores(spark, tmp_path, case, tmp_path / "fresh")
+        _check_stores_what_the_fixture_stores(spark, tmp_path, case, fresh)
 
 
 def _check_stores_what_the_fixture_stores(spark, tmp_path, case, fresh):
