@@ -16,7 +16,8 @@ delay) is run through:
   sessions: the element path until the session table takes count triggers); state after the run read back from the
   checkpoint (accumulators held and bytes; native: Spark's state rows and RocksDB memory);
 - latency: ``--latency-batches`` micro-batches of ``--latency-rows`` rows (100 of 1,000), tumbling
-  10 s, native and ours: p50/p99 of the batch durations after the first (the fixed cost per
+  10 s, native and ours (also without pre-aggregation: whether the scan-stage fold still pays on small
+  batches): p50/p99 of the batch durations after the first (the fixed cost per
   micro-batch is what a latency-minded user feels);
 - the Apache Beam Python DirectRunner on a sample (200,000 events; its start-up timed apart; skipped
   when ``apache_beam`` is not installed, or run from ``--beam-python``'s interpreter);
@@ -363,7 +364,9 @@ def main(argv: list[str] | None = None) -> int:
                       files=args.latency_batches)
         cases = [("native", lambda: native(spark, latency_dir, work, "tumbling")),
                  ("ours", lambda: ours(spark, latency_dir, work, "tumbling", "default", args.key_groups)),
-                 ("ours early", lambda: ours(spark, latency_dir, work, "tumbling", "early", args.key_groups))]
+                 ("ours early", lambda: ours(spark, latency_dir, work, "tumbling", "early", args.key_groups)),
+                 ("ours no pre-agg", lambda: ours(spark, latency_dir, work, "tumbling", "default", args.key_groups,
+                                                  preaggregate=False))]
         figures: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in cases}
 
         def latency_case(name: str, make: Callable[[], Run]) -> Callable[[], float]:
@@ -379,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, runs in figures.items():
             p50, p99 = spread([r[0] for r in runs]), spread([r[1] for r in runs])
             results[f"latency {name}"] = {"p50_s": p50.median, "p99_s": p99.median}
-            print(f"  {name:<12} p50 {p50.text(3)} s   p99 {p99.text(3)} s", flush=True)
+            print(f"  {name:<16} p50 {p50.text(3)} s   p99 {p99.text(3)} s", flush=True)
     if pick("beam"):
         beam = beam_direct(df, args.beam_sample)
         if beam is None and args.beam_python:
