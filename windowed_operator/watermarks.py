@@ -172,10 +172,6 @@ class PartitionWatermarks:
         #: The watermark so far (never moves back).
         self.current = current
 
-    @classmethod
-    def of(cls, policy: BoundedDisorderWatermark) -> "PartitionWatermarks":
-        return cls(policy.max_disorder, policy.idle_timeout)
-
     def observe(self, partition: Hashable, event_time: int, processing_time: int) -> None:
         """An element of ``partition`` (on time, late or behind the watermark alike) at ``processing_time``."""
         seen = self.partitions.get(partition)
@@ -186,6 +182,7 @@ class PartitionWatermarks:
             seen[1] = max(seen[1], processing_time)
 
     def is_idle(self, partition: Hashable, processing_time: int) -> bool:
+        """Whether ``partition`` (one seen) is left out of the minimum at ``processing_time``."""
         return input_is_idle(self.partitions[partition][1], self.idle_timeout, processing_time)
 
     def marks(self) -> dict[Hashable, int]:
