@@ -15,6 +15,7 @@ from .config import Config
 from .panes import PaneRecord, Timing
 from .testing import replay
 from .time import MAX_TIMESTAMP
+from .watermarks import partition_of
 from .windows.sliding_windows import SlidingWindows
 
 if TYPE_CHECKING:
@@ -51,6 +52,10 @@ class Chain(Config):
     def _retractions_can_be_consumed(self) -> "Chain":
         for upstream, downstream in zip(self.operators, self.operators[1:]):
             check_consumable(upstream, downstream)
+            if partition_of(downstream.watermark) is not None:
+                raise ValueError(f"{downstream.label()} follows {upstream.label()}'s watermark: only the first stage "
+                                 "computes per-partition watermarks (its panes carry no partition); remove partition= "
+                                 "from the later stage")
         return self
 
     def then(self, downstream: Any) -> "Chain":
@@ -150,8 +155,9 @@ class ChainRunner:
             emitted = out
         return emitted
 
-    def add_elements(self, *args: Any) -> list[PaneRecord]:
-        return self._propagate(self.runners[0].add_elements(*args), 1)
+    def add_elements(self, *args: Any, **named: Any) -> list[PaneRecord]:
+        """A bundle of the first stage's input (``partition=``: the input partition it came from)."""
+        return self._propagate(self.runners[0].add_elements(*args, **named), 1)
 
     def _merge_head(self) -> "MergeRunner":
         # (the two-input steps are for a chain that starts with a merge operator, whose runner is a MergeRunner)

@@ -9,7 +9,10 @@ unreadable timestamp, or one at or after ``END_OF_INPUT`` (2255-03-14); a missin
 value in the field the accumulation reads, or a null or NaN value (an upstream pane's included)
 where the accumulation folds the value itself (``Accumulation.folds_whole_input``); a session gap
 read from the element (``SessionWindows(gap=...)``) that is missing, null, not a duration or not
-positive.
+positive; a partition field (``bounded_disorder(partition=...)``) that is missing, null or not
+hashable -- a null partition is no partition of its own, as a null key is no key: a source never
+gives one (Kafka's partition, a Flink split), so it is a broken derived column, which as a
+partition of its own would hold every other partition's watermark back unnoticed.
 """
 from __future__ import annotations
 
@@ -107,6 +110,8 @@ class ReadElement:
     timestamp: int
     value: Any
     window: Optional[Window]
+    #: The input partition the element came from (a reader with a partition field only).
+    partition: Optional[Hashable] = None
 
 
 _MISSING = object()
@@ -170,7 +175,8 @@ class ElementReader:
     def __init__(self, *, keyed: bool, key: Extractor, timestamp: Extractor,
                  value: Union[Extractor, dict[str, str]],
                  inherit_windows: bool, payload: Optional[str] = None, value_field: Optional[str] = None,
-                 max_future_skew: Optional[int] = None, gap: Extractor = None, whole_value_read: bool = False) -> None:
+                 max_future_skew: Optional[int] = None, gap: Extractor = None, whole_value_read: bool = False,
+                 partition: Optional[str] = None) -> None:
         #: A field holding the element proper, when key and time sit beside it (Spark's merge rows).
         self.payload = payload
         self.keyed = keyed
@@ -186,9 +192,14 @@ class ElementReader:
         self.max_future_skew = max_future_skew
         #: Each element's session gap (``SessionWindows(gap=...)``): read into its proto-session, the window slot.
         self.gap = gap
+        #: The field naming each element's input partition (``bounded_disorder(partition=...)``).
+        self.partition = partition
 
-    def read(self, element: Any, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
-        """``now``: the processing time against which ``max_future_skew`` is checked."""
+    def read(self, element: Any, default_timestamp: int, now: Optional[int] = None,
+             partition: Optional[Hashable] = None) -> ReadElement:
+        """``now``: the processing time against which ``max_future_skew`` is checked; ``partition``:
+        the element's partition when its input names it (a test stream's bundle), else the
+        partition field is read."""
         payload, ts = element, None
         if isinstance(element, TimestampedValue):
             payload = element.value
@@ -205,10 +216,12 @@ class ElementReader:
             window = self._window(element, payload) if self.inherit_windows else None
             if self.gap is not None:
                 window = SessionWindows.proto_session(ts, self._gap(element, payload))
+            if self.partition is not None and partition is None:
+                partition = self._partition(element, payload)
         except BadElementError as exc:
             exc.key = key
             raise
-        return ReadElement(key, ts, value, window)
+        return ReadElement(key, ts, value, window, partition)
 
     def key_of(self, element: Any) -> Optional[Hashable]:
         """Only the key of an element (how Spark routes an upstream pane to a chained stage's group)."""
@@ -280,6 +293,26 @@ class ElementReader:
             return _in_range(element, to_millis(raw), now, self.max_future_skew)
         except TimestampError as exc:
             raise BadElementError(DropReason.INVALID_TIMESTAMP, element, str(exc)) from None
+
+    def _partition(self, element: Any, payload: Any) -> Hashable:
+        assert self.partition is not None  # (read for a reader with a partition field only)
+        if isinstance(payload, PaneRecord):  # (a chained stage follows its upstream's watermark)
+            raise BadElementError(DropReason.INVALID_PARTITION, element,
+                                  "an upstream pane has no partition: only the first stage of a chain computes "
+                                  "per-partition watermarks")
+        read = _field(payload, self.partition)
+        if read is _MISSING:
+            raise BadElementError(DropReason.INVALID_PARTITION, element, f"no partition field {self.partition!r}")
+        if is_null(read):
+            raise BadElementError(DropReason.INVALID_PARTITION, element,
+                                  f"partition {self.partition!r} is null ({read!r}): a null partition is a bad "
+                                  "element, not a partition of its own")
+        try:
+            hash(read)
+        except TypeError:
+            raise BadElementError(DropReason.INVALID_PARTITION, element,
+                                  f"partition {self.partition!r} value {read!r} is not hashable") from None
+        return read
 
     def _gap(self, element: Any, payload: Any) -> int:
         gap = self.gap

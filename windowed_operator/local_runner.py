@@ -10,7 +10,7 @@ from .panes import DroppedElement, PaneRecord
 from .state import KeyState
 from .testing import _elements, replay
 from .time import MAX_TIMESTAMP, to_duration_millis, to_millis
-from .watermarks import WatermarkTracker
+from .watermarks import WatermarkTracker, partition_of
 
 if TYPE_CHECKING:
     from .operator import OperatorBase
@@ -47,42 +47,52 @@ class LocalRunner:
         return self.tracker.current
 
     # -- steps --------------------------------------------------------------------------------
-    def add_elements(self, *elements: Any) -> list[PaneRecord]:
+    def add_elements(self, *elements: Any, partition: Optional[Hashable] = None) -> list[PaneRecord]:
         """One bundle.  Every element is read before any state changes, so a bad element that raises
-        leaves the runner exactly as it was."""
-        return self._add_bundle([(_elements(elements), self.reader, self.tracker.observe_event_time,
-                                  self.tracker.note_input)])
+        leaves the runner exactly as it was.  ``partition``: the input partition every element of
+        the bundle came from (``bounded_disorder(partition=...)``), instead of the partition field."""
+        return self._add_bundle([(_elements(elements), self.reader, self._observe, self.tracker.note_input,
+                                  partition)])
 
-    def _add_bundle(self, parts: list[tuple[tuple, Any, Callable[[int], None], Callable[[int], None]]]
-                    ) -> list[PaneRecord]:
-        """One bundle made of ``(elements, reader, observe, note_input)`` parts (a merge's bundle has
-        one per input): ``observe`` takes each element's event time, ``note_input`` the processing
-        time at which the input was not quiet (``watermarks.idle_advanced``)."""
+    def _observe(self, ts: int, partition: Optional[Hashable]) -> None:
+        self.tracker.observe_event_time(ts, partition, self.processing_time)
+
+    def _add_bundle(self, parts: list[tuple[tuple, Any, Callable[[int, Optional[Hashable]], None],
+                                            Callable[[int], None], Optional[Hashable]]]) -> list[PaneRecord]:
+        """One bundle made of ``(elements, reader, observe, note_input, partition)`` parts (a merge's
+        bundle has one per input): ``observe`` takes each element's event time and partition,
+        ``note_input`` the processing time at which the input was not quiet
+        (``watermarks.idle_advanced``), ``partition`` names the partition of the part's elements (None:
+        each element's partition field, under a partitioned watermark)."""
+        if any(part[4] is not None for part in parts) and partition_of(self.operator.watermark) is None:
+            raise ValueError(f"{self.operator.label()}: the bundle names its partition, but the operator's watermark "
+                             "is not per partition: give it watermark=bounded_disorder(..., partition='<field>')")
         self.steps += 1
         watermark = self.tracker.current
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
-        observers: dict[Optional[Hashable], list[tuple[Callable[[int], None], int]]] = {}
+        observers: dict[Optional[Hashable], list[tuple[Callable[[int, Optional[Hashable]], None], int,
+                                                       Optional[Hashable]]]] = {}
         bad: list[DroppedElement] = []
-        for elements, reader, observe, note_input in parts:
+        for elements, reader, observe, note_input, partition in parts:
             if elements:
                 note_input(self.processing_time)
             for element in elements:
                 try:
-                    read = reader.read(element, watermark, self.processing_time)
+                    read = reader.read(element, watermark, self.processing_time, partition)
                 except BadElementError as exc:
                     if self.operator.on_bad_element == "raise":
                         raise
                     bad.append(DroppedElement(exc.reason, element, key=exc.key, detail=exc.detail, watermark=watermark))
                     continue
                 batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
-                observers.setdefault(read.key, []).append((observe, read.timestamp))
+                observers.setdefault(read.key, []).append((observe, read.timestamp, read.partition))
         for dropped in bad:
             self.dropped_counts[dropped.reason.value] += 1
             self.dead_letters.append(dropped)
         emitted: list[PaneRecord] = []
         for key, batch in batches.items():
-            for observe, ts in observers[key]:
-                observe(ts)
+            for observe, ts, partition in observers[key]:
+                observe(ts, partition)
             state = self.states.setdefault(key, KeyState())
             self._collect(self.core.process_batch(key, state, batch, watermark, self.processing_time), emitted)
             self._forget_if_empty(key)

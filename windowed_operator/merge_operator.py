@@ -8,7 +8,7 @@ new rule is the watermark: the minimum over the inputs that are not idle
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional, Union, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Hashable, Literal, Optional, Union, overload
 
 from pydantic import Field
 
@@ -22,6 +22,7 @@ from .elements import ElementReader, ReadElement
 from .operator import Extractor, OnBadElement, ValueExtractor, ValueOption, WatermarkOption, WindowingOptions
 from .panes import PaneRecord, TimestampCombiner
 from .windows.base import WindowOption
+from .watermarks import partition_of
 from .windows.session_windows import element_gap
 
 if TYPE_CHECKING:
@@ -45,9 +46,10 @@ class SidedReader:
         self.side = side
         self.reader = reader
 
-    def read(self, element: Any, default_timestamp: int, now: Optional[int] = None) -> ReadElement:
-        read = self.reader.read(element, default_timestamp, now)
-        return ReadElement(read.key, read.timestamp, (self.side, read.value), read.window)
+    def read(self, element: Any, default_timestamp: int, now: Optional[int] = None,
+             partition: Optional[Hashable] = None) -> ReadElement:
+        read = self.reader.read(element, default_timestamp, now, partition)
+        return ReadElement(read.key, read.timestamp, (self.side, read.value), read.window, read.partition)
 
 
 class MergeOperatorBase(WindowingOptions):
@@ -86,7 +88,8 @@ class MergeOperatorBase(WindowingOptions):
             keyed=self.keyed, key=key if key is not None else self.side_extractor(side, "key"),
             timestamp=timestamp if timestamp is not None else self.side_extractor(side, "timestamp"),
             value=self.side_extractor(side, "value"), inherit_windows=self.window is None, payload=payload,
-            max_future_skew=self.max_future_skew, gap=element_gap(self.window)))
+            max_future_skew=self.max_future_skew, gap=element_gap(self.window),
+            partition=partition_of(self.watermark)))
 
     def local_runner(self, processing_time: Any = 0) -> "MergeRunner":
         """A local runner of two inputs (``add_elements('left', ...)``, ``advance_watermark_to('right', ...)``,

@@ -1,7 +1,7 @@
 """The local runner of a merge operator: a one-input runner with two readers and two watermarks."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Hashable, Optional
 
 from accumulations.merge import SIDES
 
@@ -36,25 +36,27 @@ class MergeRunner(LocalRunner):
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         return side
 
-    def add_elements(self, side: str, *elements: Any) -> list[PaneRecord]:
-        """One bundle of one input."""
-        return self._add_bundle([self._part(side, _elements(elements))])
+    def add_elements(self, side: str, *elements: Any,  # type: ignore[override]
+                     partition: Optional[Hashable] = None) -> list[PaneRecord]:
+        """One bundle of one input; ``partition``: the partition of that input all its elements came
+        from (each input has its own partitions)."""
+        return self._add_bundle([self._part(side, _elements(elements), partition)])
 
     def add_elements_from_both(self, left: list, right: list) -> list[PaneRecord]:
         """One bundle holding elements of both inputs, as a Spark micro-batch does (count triggers
         are evaluated once per bundle)."""
         return self._add_bundle([self._part("left", tuple(left)), self._part("right", tuple(right))])
 
-    def _part(self, side: str, elements: tuple) -> tuple:
+    def _part(self, side: str, elements: tuple, partition: Optional[Hashable] = None) -> tuple:
         tracker, now = self.tracker, self.processing_time
 
-        def observe(ts: int) -> None:
-            tracker.observe_event_time(side, ts, now)
+        def observe(ts: int, element_partition: Optional[Hashable]) -> None:
+            tracker.observe_event_time(side, ts, now, element_partition)
 
         def note_input(processing_time: int) -> None:
             tracker.note_input(side, processing_time)
 
-        return elements, self.readers[self._check(side)], observe, note_input
+        return elements, self.readers[self._check(side)], observe, note_input, partition
 
     def advance_watermark_to(self, side: str, watermark: Any) -> list[PaneRecord]:  # type: ignore[override]
         self.tracker.observe_upstream(self._check(side), to_millis(watermark), self.processing_time)

@@ -21,7 +21,7 @@ from .core import WindowedCore
 from .elements import ElementReader
 from .panes import PaneRecord, TimestampCombiner
 from .testing import TestStream
-from .watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
+from .watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark, partition_of
 from .windows.base import WindowOption
 from .windows.inherited import InheritedWindows
 from .windows.session_windows import element_gap
@@ -165,7 +165,8 @@ class OperatorBase(WindowingOptions):
         return ElementReader(keyed=self.keyed, key=getattr(self, "key", None), timestamp=self.timestamp,
                              value=self.value, inherit_windows=self.window is None,
                              value_field=self.accumulation.input_field(), max_future_skew=self.max_future_skew,
-                             gap=element_gap(self.window), whole_value_read=self.accumulation.folds_whole_input())
+                             gap=element_gap(self.window), whole_value_read=self.accumulation.folds_whole_input(),
+                             partition=partition_of(self.watermark))
 
     # -- running ------------------------------------------------------------------------------
     def local_runner(self, processing_time: Any = 0) -> "LocalRunner":

@@ -36,6 +36,7 @@ class DropReason(str, Enum):
     MISSING_WINDOW = "missing_window"
     INVALID_VALUE = "invalid_value"
     INVALID_GAP = "invalid_gap"  # a session gap read from the element that is null, not a duration or not positive
+    INVALID_PARTITION = "invalid_partition"  # a partition field (``bounded_disorder(partition=)``) missing, null, unhashable
 
 
 #: The columns of an operator's output rows on Spark and in ``run --local``'s sinks, in order

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Hashable, Optional, Union
 
 from .elements import TimestampedValue
 from .time import MAX_TIMESTAMP, to_duration_millis, to_millis
@@ -16,6 +16,9 @@ class ElementsEvent:
     elements: tuple
     #: Which input of a merge operator gets them (None: the only input).
     side: Optional[str] = None
+    #: The input partition they all came from (``bounded_disorder(partition=...)``; None: each
+    #: element's partition field).
+    partition: Optional[Hashable] = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,8 @@ def replay(events: list[StreamEvent], target: Any) -> list:
             emitted.extend(target.add_elements_from_both(*event.elements))
         elif isinstance(event, ElementsEvent):
             side = () if event.side is None else (event.side,)
-            emitted.extend(target.add_elements(*side, *event.elements))
+            named = {} if event.partition is None else {"partition": event.partition}
+            emitted.extend(target.add_elements(*side, *event.elements, **named))
         elif isinstance(event, WatermarkEvent):
             side = () if event.side is None else (event.side,)
             emitted.extend(target.advance_watermark_to(*side, event.watermark))
@@ -68,7 +72,9 @@ class TestStream:
     """Elements (one bundle per ``add_elements`` call), watermark advances and processing-time advances.
 
     Elements that are not ``TimestampedValue`` take the current watermark as their timestamp unless the
-    operator has a timestamp extractor, as in Beam.
+    operator has a timestamp extractor, as in Beam.  Under ``bounded_disorder(..., partition=...)``
+    an element's partition is its partition field, or the one its bundle names
+    (``add_elements(..., partition="p1")``: everything a partition delivered at once).
     """
 
     __test__ = False  # not a pytest test class
@@ -76,8 +82,8 @@ class TestStream:
     def __init__(self) -> None:
         self.events: list[StreamEvent] = []
 
-    def add_elements(self, *elements: Any) -> "TestStream":
-        self.events.append(ElementsEvent(_elements(elements)))
+    def add_elements(self, *elements: Any, partition: Optional[Hashable] = None) -> "TestStream":
+        self.events.append(ElementsEvent(_elements(elements), partition=partition))
         return self
 
     def advance_watermark_to(self, watermark: Any) -> "TestStream":
@@ -108,8 +114,9 @@ class TwoInputTestStream:
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         return side
 
-    def add_elements(self, side: str, *elements: Any) -> "TwoInputTestStream":
-        self.events.append(ElementsEvent(_elements(elements), self._side(side)))
+    def add_elements(self, side: str, *elements: Any, partition: Optional[Hashable] = None) -> "TwoInputTestStream":
+        """One bundle of one input; ``partition``: the partition of that input it came from."""
+        self.events.append(ElementsEvent(_elements(elements), self._side(side), partition))
         return self
 
     def add_elements_from_both(self, left: list, right: list) -> "TwoInputTestStream":

@@ -275,6 +275,10 @@ class WatermarkSpec(Spec):
     idle_timeout: Optional[Duration] = Field(
         default=None, gt=0, description="with upstream or bounded_disorder: processing time without input after "
                                         "which the watermark advances with processing time")
+    partition: Optional[str] = Field(
+        default=None, min_length=1, description="with bounded_disorder: the column naming each row's input partition; "
+                                                "the watermark is the minimum over partitions not idle (local runs "
+                                                "only for now: Spark refuses it)")
 
     @model_validator(mode="after")
     def _one(self) -> "WatermarkSpec":
@@ -285,11 +289,15 @@ class WatermarkSpec(Spec):
         if self.idle_timeout is not None and self.fixed_lag is not None:
             raise ValueError("idle_timeout applies to event-time watermarks (upstream, bounded_disorder): a fixed_lag "
                              "watermark already follows processing time")
+        if self.partition is not None and self.bounded_disorder is None:
+            raise ValueError(f"partition ({self.partition!r}) applies to a bounded_disorder watermark, which the operator "
+                             "computes from each partition's event times: give bounded_disorder: <delay>")
         return self
 
     def build(self) -> Union[UpstreamWatermark, BoundedDisorderWatermark, FixedLagWatermark]:
         if self.bounded_disorder is not None:
-            return BoundedDisorderWatermark(max_disorder=self.bounded_disorder, idle_timeout=self.idle_timeout)
+            return BoundedDisorderWatermark(max_disorder=self.bounded_disorder, idle_timeout=self.idle_timeout,
+                                            partition=self.partition)
         if self.fixed_lag is not None:
             return FixedLagWatermark(lag=self.fixed_lag)
         return UpstreamWatermark(idle_timeout=self.idle_timeout)
@@ -667,6 +675,8 @@ class Pipeline(Spec):
                     reads.append((("operators", i, "accumulation"), op.accumulation.field()))
                 if op.window is not None and op.window.sessions is not None:
                     reads.append((("operators", i, "window", "sessions", "gap_field"), op.window.sessions.gap_field))
+                if op.watermark is not None:
+                    reads.append((("operators", i, "watermark", "partition"), op.watermark.partition))
                 for loc, column in reads:
                     if column is not None and column not in columns:
                         errors.append((loc, f"column {column!r} is not in {input_name!r} "

@@ -14,7 +14,7 @@ from ..columnar_records import supports_columnar_path
 from ..columnar_triggers import row_trigger
 from ..operator import OperatorBase, WindowingOptions
 from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, event_time_in_range, latest_event_time
-from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, needs_processing_time
+from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, check_runs_on_spark, needs_processing_time
 from ..windows.session_windows import SessionWindows, element_gap
 from .clock import FileClock, SparkBatchClock
 from .chain import Feed, apply_fed_operator, attach_feed, feed_of, pane_rows
@@ -168,6 +168,7 @@ def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str, sc
     ``END_OF_INPUT`` and a row at or after it holds null: such a row is a bad element (the
     processor rejects it), and it must not move the watermark to the end of time; so does a row more
     than ``max_future_skew`` ahead of the batch's time."""
+    check_runs_on_spark(op.watermark, op.label(), SparkOperatorError)
     if marker is not None and isinstance(op.watermark, FixedLagWatermark):
         raise SparkOperatorError("end_of_input needs an event-time watermark (bounded_disorder or upstream): a "
                                  "fixed-lag watermark follows processing time, which no marker row can move")
