@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, TextIO
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from ..time import END_OF_INPUT_WATERMARK
+from ..time import END_OF_INPUT_WATERMARK, time_text
 from ..totals import Totals
 
 #: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``runner.observation_name``).
@@ -91,7 +91,7 @@ def format_watermark(ms: Optional[int]) -> str:
         return "none yet"
     if ended(ms):  # the marker's time minus the watermark's delay
         return "end of input"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return time_text(ms)
 
 
 def batch_line(batch: BatchProgress, totals: Totals) -> str:
