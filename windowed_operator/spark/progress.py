@@ -118,6 +118,8 @@ class ProgressPrinter(StreamingQueryListener):
         self._ended: set[str] = set()
         #: Names of the queries whose input has ended (a completed batch at the end-of-input watermark).
         self.input_ended: set[str] = set()
+        #: Per query, the watermark (ms) each batch ran with (the pane timeline's watermark line).
+        self.watermarks: dict[str, dict[int, Optional[int]]] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
 
@@ -138,6 +140,8 @@ class ProgressPrinter(StreamingQueryListener):
         with self._lock:
             if batch.input_ended:
                 self.input_ended.add(batch.query)
+            self.watermarks.setdefault(batch.query, {})[batch.batch_id] = (
+                batch.watermark_ms if batch.watermark_ms and batch.watermark_ms > 0 else None)
             totals = self.totals.setdefault(batch.query, Totals(input_rows=0))
             totals.add(batch.panes, batch.late_rows_dropped, batch.bad_rows, batch.input_rows)
             print(self.prefix() + batch_line(batch, totals), file=self.out, flush=True)
