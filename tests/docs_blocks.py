@@ -2,8 +2,9 @@
 
 Every ```python block of a page under ``docs/`` is marked by the comment line before it:
 ``<!-- test: run -->`` (executed by tests/test_docs.py, the page's blocks in order in one namespace),
-``<!-- test: spark -->`` (executed by tests/spark/test_readme_commands.py with a SparkSession) or
-``<!-- test: fragment -->`` (a piece of a program, not meant to run alone)."""
+``<!-- test: spark -->`` (executed by tests/spark/test_readme_commands.py with a SparkSession),
+``<!-- test: postgres -->`` (executed by tests/test_docs.py with ``RESULTS_URL`` set to a PostgreSQL
+server the test starts) or ``<!-- test: fragment -->`` (a piece of a program, not meant to run alone)."""
 from __future__ import annotations
 
 import re
@@ -11,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-KINDS = ("run", "spark", "fragment")
+KINDS = ("run", "spark", "postgres", "fragment")
 _BLOCK = re.compile(r"(?:<!-- test: (\w+) -->\n)?```python\n(.*?)```", re.S)
 
 

@@ -56,18 +56,37 @@ def test_every_python_block_of_the_docs_is_marked():
 RUNNABLE = [page for page in pages() if any(kind == "run" for kind, _ in python_blocks(page))]
 
 
-@pytest.mark.parametrize("page", RUNNABLE, ids=lambda p: str(p.relative_to(DOCS)))
-def test_the_runnable_blocks_of_a_page_print_what_they_say(page, capsys):
+def run_blocks(page, kind: str, capsys) -> int:
+    """Run the ``kind`` blocks of ``page`` in order in one namespace, each printing what it says; how many ran."""
     namespace: dict = {}
-    for i, (kind, code) in enumerate(python_blocks(page)):
-        if kind != "run":
+    ran = 0
+    for i, (marker, code) in enumerate(python_blocks(page)):
+        if marker != kind:
             continue
         capsys.readouterr()
         exec(compile(code, f"{page.name} block {i}", "exec"), namespace)
+        ran += 1
         expected = printed_comments(code)
         if expected:
             printed = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
             assert printed == [" ".join(line.split()) for line in expected], f"{page.name} block {i}"
+    return ran
+
+
+@pytest.mark.parametrize("page", RUNNABLE, ids=lambda p: str(p.relative_to(DOCS)))
+def test_the_runnable_blocks_of_a_page_print_what_they_say(page, capsys):
+    assert run_blocks(page, "run", capsys)
+
+
+ON_POSTGRES = [page for page in pages() if any(kind == "postgres" for kind, _ in python_blocks(page))]
+
+
+@pytest.mark.parametrize("page", ON_POSTGRES, ids=lambda p: str(p.relative_to(DOCS)))
+def test_the_postgres_blocks_of_a_page_print_what_they_say(page, capsys, monkeypatch, postgres_url):
+    """Against a server of the test run's own (skipped, saying why, where none can be started); the
+    blocks read its URL from RESULTS_URL, in the plain form a user writes (no SQLAlchemy driver)."""
+    monkeypatch.setenv("RESULTS_URL", postgres_url.replace("postgresql+psycopg://", "postgresql://"))
+    assert run_blocks(page, "postgres", capsys)
 
 
 def test_the_readme_performance_figures_are_the_current_results():

@@ -30,6 +30,19 @@ def shown_time(ms: Optional[int]) -> Optional[int]:
     return ms if ms is not None and MIN_SHOWN_TIME <= ms <= MAX_SHOWN_TIME else None
 
 
+def time_text(ms: int) -> str:
+    """A time as the CLI shows it to people: UTC, ``2026-01-01 00:00:30.000`` (ISO-8601's date and
+    time, to the millisecond); the bounds of time and of the global window by name, and anything
+    else a ``datetime`` cannot hold as its epoch milliseconds."""
+    named = {MIN_TIMESTAMP: "the start of time", MAX_TIMESTAMP: "the end of time",
+             END_OF_GLOBAL_WINDOW: "the end of the global window"}
+    if ms in named:
+        return named[ms]
+    if shown_time(ms) is None:
+        return f"{ms} ms"
+    return (_EPOCH + timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
 class TimestampError(ValueError):
     """A value that cannot be read as an event time."""
 

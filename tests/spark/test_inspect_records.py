@@ -21,18 +21,19 @@ def test_session_rows_are_printed_with_their_bookkeeping():
                            nonspeculative=[1, 0], index=[1, 0], last=[3, None], late=[True, False], count=[0, 2],
                            closed=[False, False])
     lines = list(describe_record("u1", record(KeySessionsCodec(ColumnarForm("sum")).to_data(sessions))))
-    assert lines == ["'u1': due at watermark 15",
-                     "  session [0, 15) acc=[3] pending=0 panes fired=1 last_output=3 trigger after its ON_TIME "
-                     "pane, 0 element(s) counted",
-                     "  session [40, 52) acc=[9] pending=2 panes fired=0 on_time_hold trigger before its ON_TIME "
-                     "pane, 2 element(s) counted"]
+    assert lines == ["'u1': due at watermark 1970-01-01 00:00:00.015",
+                     "  session [1970-01-01 00:00:00.000, 00:00:00.015) acc=[3] pending=0 panes fired=1 last_output=3 "
+                     "trigger after its ON_TIME pane, 0 element(s) counted",
+                     "  session [1970-01-01 00:00:00.040, 00:00:00.052) acc=[9] pending=2 panes fired=0 on_time_hold "
+                     "trigger before its ON_TIME pane, 2 element(s) counted"]
 
 
 def test_pane_rows_are_printed_with_late_counts():
     panes = KeyPanes(starts=[10], first_watermark=[4], acc=[[2.5]], late={20: 1})
     lines = list(describe_record(7, record(KeyPanesCodec().to_data(panes), due=(20, None))))
-    assert lines == ["7: due at watermark 20", "  pane from 10: acc=[2.5] first data at watermark 4",
-                     "  window ending 20: 1 LATE pane(s) fired"]
+    assert lines == ["7: due at watermark 1970-01-01 00:00:00.020",
+                     "  pane from 1970-01-01 00:00:00.010: acc=[2.5] first data at watermark 1970-01-01 00:00:00.004",
+                     "  window ending 1970-01-01 00:00:00.020: 1 LATE pane(s) fired"]
 
 
 def test_window_rows_are_printed_with_their_trigger_state():
@@ -41,12 +42,13 @@ def test_window_rows_are_printed_with_their_trigger_state():
                          late=[True, True, False], count=[0, 1, 2], fire_at=[NOT_SET, 1_700, NOT_SET],
                          closed=[True, False, False])
     lines = list(describe_record("u2", record(KeyWindowsCodec(ColumnarForm("sum")).to_data(windows), due=(30, 1_700))))
-    assert lines == ["'u2': due at watermark 30, processing time 1700",
-                     "  window [0, 10) acc=[0] pending=0 panes fired=2 last_output=7 trigger finished",
-                     "  window [10, 20) acc=[5] pending=1 panes fired=1 last_output=4 trigger after its ON_TIME pane, "
-                     "1 element(s) counted, fires at processing time 1700",
-                     "  window [20, 30) acc=[2] pending=2 panes fired=0 on_time_hold trigger before its ON_TIME pane, "
-                     "2 element(s) counted"]
+    assert lines == ["'u2': due at watermark 1970-01-01 00:00:00.030, processing time 1970-01-01 00:00:01.700",
+                     "  window [1970-01-01 00:00:00.000, 00:00:00.010) acc=[0] pending=0 panes fired=2 last_output=7 "
+                     "trigger finished",
+                     "  window [1970-01-01 00:00:00.010, 00:00:00.020) acc=[5] pending=1 panes fired=1 last_output=4 trigger after its "
+                     "ON_TIME pane, 1 element(s) counted, fires at processing time 1970-01-01 00:00:01.700",
+                     "  window [1970-01-01 00:00:00.020, 00:00:00.030) acc=[2] pending=2 panes fired=0 on_time_hold "
+                     "trigger before its ON_TIME pane, 2 element(s) counted"]
 
 
 def test_a_row_shard_is_printed_key_by_key():
@@ -68,7 +70,8 @@ def test_a_row_shard_is_printed_key_by_key():
     table = SessionRecords(engine).build(list(sessions), list(sessions.values()), 0)
     text = json.dumps([15, 77, json.loads(rows_text(table, "sessions"))])
     by_key = list(describe_row_shard(3, 0, text))
-    assert by_key[0] == "row shard 3: 2 key(s), due at watermark 15, processing time 77"
+    assert by_key[0] == ("row shard 3: 2 key(s), due at watermark 1970-01-01 00:00:00.015, "
+                         "processing time 1970-01-01 00:00:00.077")
     own = [line for k, s in sessions.items() for line in describe_record(
         k, record(KeySessionsCodec(ColumnarForm("sum")).to_data(s)))]
     assert [line.strip() for line in by_key[1:] if not line.startswith("  '") and not line.startswith("  (")] == \
@@ -91,10 +94,11 @@ def test_a_joins_window_log_part_is_printed_with_each_windows_inputs():
     text = log.part_text([(7, Window(0, 10), Partial(([{"id": 7, "name": "Ann"}], [{"reserve": 5}]), 2)),
                           (8, Window(0, 10), Partial(([], [{"reserve": 6}]), 1))])
     assert list(describe_window_part(10, 0, text)) == [
-        "windows expiring at watermark 10 (part 0): 2 row(s)",
-        "  7: [0, 10) acc=([{'id': 7, 'name': 'Ann'}], [{'reserve': 5}]) elements=2",
-        "  8: [0, 10) acc=([], [{'reserve': 6}]) elements=1"]
-    assert list(describe_window_part(10, 0, text, key="8"))[1:] == ["  8: [0, 10) acc=([], [{'reserve': 6}]) elements=1"]
+        "windows expiring at watermark 1970-01-01 00:00:00.010 (part 0): 2 row(s)",
+        "  7: [1970-01-01 00:00:00.000, 00:00:00.010) acc=([{'id': 7, 'name': 'Ann'}], [{'reserve': 5}]) elements=2",
+        "  8: [1970-01-01 00:00:00.000, 00:00:00.010) acc=([], [{'reserve': 6}]) elements=1"]
+    assert list(describe_window_part(10, 0, text, key="8"))[1:] == [
+        "  8: [1970-01-01 00:00:00.000, 00:00:00.010) acc=([], [{'reserve': 6}]) elements=1"]
 
 
 def test_the_keys_of_a_window_log_part_and_a_row_shard_are_counted():
@@ -122,3 +126,52 @@ def test_the_keys_of_a_window_log_part_and_a_row_shard_are_counted():
     table = SessionRecords(engine).build(["u1", ("t", 2)], [one, one], 0)
     shard = json.dumps([15, None, json.loads(rows_text(table, "sessions"))])
     assert _part_keys("row shards", shard) == ["u1", ("t", 2)]
+
+
+def test_limit_counts_keys_not_lines():
+    """``--limit N`` shows N keys, however many lines each takes, first the keys of their own records,
+    then those of the logs and row shards (issue 58: it cut at N lines)."""
+    from accumulations import InnerJoin, Sum
+    from accumulations.merge import SidedAccumulation
+    from triggers import TriggerOption
+    from windowed_operator import TimeWindows
+    from windowed_operator.columnar_records import SessionRecords
+    from windowed_operator.columnar_sessions import ColumnarSessions
+    from windowed_operator.core import WindowedCore
+    from windowed_operator.row_columns_text import rows_text
+    from windowed_operator.spark.inspect import _LOGS, describe_state
+    from windowed_operator.window_log import Partial, WindowLog
+    from windowed_operator.windows.base import Window
+    from windowed_operator.windows.session_windows import SessionWindows
+
+    two = KeySessions(starts=[0, 40], ends=[15, 52], acc=[[3, 9]], pending=[0, 2], hold=[False, True],
+                      nonspeculative=[1, 0], index=[1, 0], last=[3, None], late=[True, False], count=[0, 2],
+                      fire_at=[NOT_SET, NOT_SET], closed=[False, False])
+    rows = [{"key": k, "record": record(KeySessionsCodec(ColumnarForm("sum")).to_data(two))} for k in ("u1", "u2")]
+    log = WindowLog(WindowedCore(TimeWindows(10), SidedAccumulation(inner=InnerJoin()), TriggerOption.default()))
+    part = log.part_text([(7, Window(0, 10), Partial(([{"id": 7}], []), 1)),
+                          (7, Window(10, 20), Partial(([{"id": 7}], []), 1)),
+                          (8, Window(0, 10), Partial(([], [{"reserve": 6}]), 1))])
+    engine = ColumnarSessions(SessionWindows(10), Sum(), TriggerOption.default(), 0, label="op", column=None)
+    shard = json.dumps([15, None, json.loads(rows_text(SessionRecords(engine).build(["s1", "s2"], [two, two], 0),
+                                                       "sessions"))])
+    found = {"pane log": [], "window log": [{"due": 10, "part": 0, "rows": part}],
+             "row shards": [{"shard": 0, "part": 0, "rows": shard}]}
+    logs = [(name, found[name], bucket, describe, note) for name, _, bucket, describe, note in _LOGS]
+
+    def keys_shown(limit):
+        lines = list(describe_state("cp", rows, 6, logs, None, limit))
+        shown = [line.split(":")[0].strip() for line in lines
+                 if line.startswith("'") or line.startswith("  7:") or line.startswith("  8:")
+                 or line.startswith("  's")]
+        return list(dict.fromkeys(shown)), lines
+
+    shown, lines = keys_shown(3)
+    assert shown == ["'u1'", "'u2'", "7"]  # key 7's two windows: one key
+    assert lines[0] == "cp: 6 key(s) with state, the first 3:"
+    assert lines[-1] == "... (3 more key(s): --limit 6 shows them all)"
+    assert sum(line.startswith("  7:") for line in lines) == 2
+    assert keys_shown(1)[0] == ["'u1'"]
+    shown, lines = keys_shown(6)
+    assert shown == ["'u1'", "'u2'", "7", "8", "'s1'", "'s2'"] and lines[0] == "cp: 6 key(s) with state:"
+    assert not lines[-1].startswith("...")

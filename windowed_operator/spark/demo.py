@@ -88,8 +88,10 @@ def _table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(out)
 
 
-def _plot_timeline(batches: dict, user: str, path: Optional[str]) -> None:
-    """The user's pane timeline (event time x micro-batch) as PNG, when matplotlib is installed."""
+def _plot_timeline(batches: dict, user: str, path: Optional[str],
+                   watermarks: Optional[dict[int, Optional[int]]] = None) -> None:
+    """The user's pane timeline (event time x micro-batch) as PNG, with the watermark each batch ran
+    with, when matplotlib is installed."""
     if path is None:
         return
     try:
@@ -99,7 +101,7 @@ def _plot_timeline(batches: dict, user: str, path: Optional[str]) -> None:
     rows = [{**r, "window_start": r["ws"], "window_end": r["we"], "batch_id": b}
             for b in sorted(batches) for r in batches[b] if r["record_type"] == "pane"]
     try:
-        plot_pane_timeline(points_from_rows(rows, user), path, title=f"demo: sessions of {user}",
+        plot_pane_timeline(points_from_rows(rows, user, watermarks=watermarks), path, title=f"demo: sessions of {user}",
                            emitted_label="emitted (micro-batch)")
     except ImportError:
         print("(pip install matplotlib for the pane timeline plot)")
@@ -187,7 +189,7 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
         print(_table(["session", "clicks", "timing", "pane", "retraction", "last"],
                      [[f"{_fmt_time(r['ws'])}-{_fmt_time(r['we'])}", r["value"], r["timing"], r["pane_index"],
                        "yes" if r["is_retraction"] else "", "yes" if r["is_last"] else ""] for r in ordered]))
-        _plot_timeline(results["sessions"], user, plot_path)
+        _plot_timeline(results["sessions"], user, plot_path, printer.watermarks.get("sessions"))
     page_rows = [r for rows in results["pages"].values() for r in rows]
     windows = sorted({(r["ws"], r["we"]) for r in page_rows})[-4:]
     print("\nClicks per page, hopping 60 s windows every 20 s (last windows, final values):")

@@ -16,7 +16,7 @@ key's JSON record) to query yourself; ``pane_log_parts(spark, checkpoint)`` for 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Optional
+from typing import Any, Collection, Iterator, Optional
 
 from ..columnar_records import _ROW_COLUMNS, PANES, stored_columns
 from ..columnar_triggers import NOT_SET
@@ -26,9 +26,32 @@ from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
 from ..row_columns_text import column_values
 from ..row_shards import DOMAIN as ROW_SHARDS_DOMAIN
 from ..state_codec import KeyStateCodec
+from ..time import time_text
 from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
 from .processor import GROUP_COLUMN
+
+
+def _when(ms: Optional[int]) -> str:
+    return "never" if ms is None else time_text(int(ms))
+
+
+def _interval(start: int, end: int) -> str:
+    """A window's bounds, ``[start, end)`` in UTC; the end without its date when the start has it."""
+    first, last = _when(start), _when(end)
+    if first[:11] == last[:11] and first[:4].isdigit():
+        last = last[11:]
+    return f"[{first}, {last})"
+
+
+def _shown(k: Any, key: Optional[str], only: Optional[Collection[str]]) -> bool:
+    """Whether key ``k`` is shown: it is ``key`` (compared as text), and among ``only`` (reprs) if given."""
+    return (key is None or str(k) == key) and (only is None or repr(k) in only)
+
+
+def _due(event_due: Optional[int], processing_due: Optional[int]) -> str:
+    return f"due at watermark {_when(event_due)}" + (
+        f", processing time {_when(processing_due)}" if processing_due is not None else "")
 
 
 def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
@@ -87,31 +110,33 @@ def row_shard_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     return _log_parts(spark, checkpoint, operator_id, ROW_SHARDS_DOMAIN, "shard")
 
 
-def describe_part(pane_start: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
+def describe_part(pane_start: int, part: int, text: str, key: Optional[str] = None,
+                  only: Optional[Collection[str]] = None) -> Iterator[str]:
     """Lines for one part of the pane log: its pane and each row (key, accumulator columns)."""
     data = json.loads(text)
     read = KeyStateCodec().read_value
     keys = [read(k) for k in data["keys"]]
     columns = [[read(v) for v in column] for column in data["acc"]]
-    shown = [i for i, k in enumerate(keys) if key is None or str(k) == key]
+    shown = [i for i, k in enumerate(keys) if _shown(k, key, only)]
     if shown:
-        yield f"pane from {pane_start} (part {part}): {len(keys)} row(s)"
+        yield f"pane from {_when(pane_start)} (part {part}): {len(keys)} row(s)"
     for i in shown:
         yield f"  {keys[i]!r}: acc={[column[i] for column in columns]!r}"
 
 
-def describe_window_part(due: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
+def describe_window_part(due: int, part: int, text: str, key: Optional[str] = None,
+                         only: Optional[Collection[str]] = None) -> Iterator[str]:
     """Lines for one part of the window log: the windows due at ``due`` and each (key, window)'s
     accumulator and element count."""
     data = json.loads(text)
     read = KeyStateCodec().read_value
     keys = [read(k) for k in data["k"]]
-    shown = [i for i, k in enumerate(keys) if key is None or str(k) == key]
+    shown = [i for i, k in enumerate(keys) if _shown(k, key, only)]
     if shown:
-        yield f"windows expiring at watermark {due} (part {part}): {len(keys)} row(s)"
+        yield f"windows expiring at watermark {_when(due)} (part {part}): {len(keys)} row(s)"
         accs = part_accs(read, data)
     for i in shown:
-        yield f"  {keys[i]!r}: [{data['s'][i]}, {data['e'][i]}) acc={accs[i]!r} elements={data['n'][i]}"
+        yield f"  {keys[i]!r}: {_interval(data['s'][i], data['e'][i])} acc={accs[i]!r} elements={data['n'][i]}"
 
 
 def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
@@ -127,7 +152,7 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
     """Lines for one key: its windows (object path), pane rows or session/window rows (columnar paths)."""
     state, (event_due, processing_due) = read_record(json.loads(text))
     read = KeyStateCodec().read_value
-    due = f"due at watermark {event_due}" + (f", processing time {processing_due}" if processing_due else "")
+    due = _due(event_due, processing_due)
     yield f"{key!r}: {due}"
     if isinstance(state, dict) and "windows" in state:
         yield from _describe_windows(state, read)
@@ -135,10 +160,10 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
     columns = stored_columns(state)
     if columns["kind"] == PANES:
         for i, start in enumerate(columns["starts"]):
-            yield (f"  pane from {start}: acc={[read(column[i]) for column in columns['acc']]!r} first data at "
-                   f"watermark {columns['first_watermark'][i]}")
+            yield (f"  pane from {_when(start)}: acc={[read(column[i]) for column in columns['acc']]!r} first data "
+                   f"at watermark {_when(columns['first_watermark'][i])}")
         for end, n in columns["late"]:
-            yield f"  window ending {end}: {n} LATE pane(s) fired"
+            yield f"  window ending {_when(end)}: {n} LATE pane(s) fired"
         return
     yield from _describe_rows(columns, read)
 
@@ -152,24 +177,24 @@ def _describe_rows(columns: dict, read: Any) -> Iterator[str]:
         fire_at = columns["fire_at"][i]
         trigger = (" trigger finished" if columns["closed"][i] else
                    f" trigger {phase}, {columns['count'][i]} element(s) counted"
-                   + (f", fires at processing time {fire_at}" if fire_at != NOT_SET else ""))
-        yield (f"  {name} [{start}, {end}) acc={[read(column[i]) for column in columns['acc']]!r} "
+                   + (f", fires at processing time {_when(fire_at)}" if fire_at != NOT_SET else ""))
+        yield (f"  {name} {_interval(start, end)} acc={[read(column[i]) for column in columns['acc']]!r} "
                f"pending={columns['pending'][i]} panes fired={fired}"
                + (f" last_output={read(columns['last'][i])!r}" if fired else "")
                + (" on_time_hold" if columns["hold"][i] else "") + trigger)
 
 
-def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
+def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = None,
+                       only: Optional[Collection[str]] = None) -> Iterator[str]:
     """Lines for one row shard (``windowed_operator.row_shards``): its due times, then each key's
     session or window rows."""
     event_due, processing_due, (kind, keys, lengths, *values) = json.loads(text)
     read = KeyStateCodec().read_value
     names = [*_ROW_COLUMNS, "acc", "last"]
     stored = dict(zip(names, values))
-    shown = [(i, read(k)) for i, k in enumerate(keys) if key is None or str(read(k)) == key]
+    shown = [(i, read(k)) for i, k in enumerate(keys) if _shown(read(k), key, only)]
     if shown:
-        yield (f"row shard {shard}: {len(keys)} key(s), due at watermark {event_due}"
-               + (f", processing time {processing_due}" if processing_due is not None else ""))
+        yield f"row shard {shard}: {len(keys)} key(s), {_due(event_due, processing_due)}"
     bounds = [0]
     for n in lengths:
         bounds.append(bounds[-1] + n)
@@ -186,7 +211,7 @@ def _describe_windows(state: dict, read: Any) -> Iterator[str]:
     """The object path's windows (``state_codec``) and element buffer."""
     for window in state["windows"]:
         flags = [name for name in ("fired", "closed", "on_time_hold") if window.get(name)]
-        yield (f"  [{window['start']}, {window['end']}) acc={read(window['acc'])!r} pane_index="
+        yield (f"  {_interval(window['start'], window['end'])} acc={read(window['acc'])!r} pane_index="
                f"{window.get('pane_index', 0)} pending={window.get('pending', 0)}"
                + (f" last_output={read(window.get('last_output'))!r}" if window.get("fired") else "")
                + (f" trigger_state={read(window['trigger_state'])!r}" if "trigger_state" in window else "")
@@ -224,21 +249,34 @@ def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, 
     # keys held in logs or row shards (a key's rows may span parts: each key counted once)
     held = {(part["key_group"], repr(k)) for name, found, *_ in logs for part in found
             for k in _part_keys(name, part["rows"]) if key is None or str(k) == key}
-    total = records + len(held)
-    yield f"{checkpoint}: {total} key(s) with state" + (f", the first {limit}:" if records > limit else ":")
+    yield from describe_state(checkpoint, rows, records + len(held), logs, key, limit)
+
+
+def describe_state(checkpoint: str, rows: list, total: int, logs: list, key: Optional[str],
+                   limit: int) -> Iterator[str]:
+    """The lines of ``describe_checkpoint`` from what it read: the first ``limit`` per-key records
+    (``rows``, each with ``key`` and ``record``), then the logs' parts and row shards (``logs``: name,
+    parts, bucket column, describe function, note) showing the rows of the first keys there, up to
+    ``limit`` keys in all; ``total`` keys hold state."""
+    yield f"{checkpoint}: {total} key(s) with state" + (f", the first {limit}:" if total > limit else ":")
     for row in rows[:limit]:
         yield from describe_record(row["key"], row["record"])
-    lines = 0
+    # the rest of the --limit keys from the logs and row shards, in the order they appear there
+    only: dict[str, None] = {}
+    budget = max(0, limit - len(rows[:limit]))
+    for name, found, *_ in logs:
+        for part in found:
+            for k in _part_keys(name, part["rows"]):
+                if len(only) < budget and _shown(k, key, None):
+                    only.setdefault(repr(k))
     for name, found, bucket, describe, note in logs:
+        parts = [part for part in found if any(repr(k) in only for k in _part_keys(name, part["rows"]))]
         if found and name == "row shards":
             in_shards = sum(len(_part_keys(name, part["rows"])) for part in found)
             yield f"the {name}: {len(found)} shard(s), {in_shards} key(s) ({note})"
         elif found:
             yield f"the {name}: {len(found)} part(s) ({note})"
-        for part in found:
-            for line in describe(part[bucket], part["part"], part["rows"], key):
-                if lines == limit:
-                    yield f"... (the first {limit} lines)"
-                    return
-                lines += 1
-                yield line
+        for part in parts:
+            yield from describe(part[bucket], part["part"], part["rows"], key, only)
+    if total > limit:
+        yield f"... ({total - limit} more key(s): --limit {total} shows them all)"

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, TextIO
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from ..time import END_OF_INPUT_WATERMARK
+from ..time import END_OF_INPUT_WATERMARK, time_text
 from ..totals import Totals
 
 #: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``runner.observation_name``).
@@ -91,7 +91,7 @@ def format_watermark(ms: Optional[int]) -> str:
         return "none yet"
     if ended(ms):  # the marker's time minus the watermark's delay
         return "end of input"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return time_text(ms)
 
 
 def batch_line(batch: BatchProgress, totals: Totals) -> str:
@@ -118,6 +118,8 @@ class ProgressPrinter(StreamingQueryListener):
         self._ended: set[str] = set()
         #: Names of the queries whose input has ended (a completed batch at the end-of-input watermark).
         self.input_ended: set[str] = set()
+        #: Per query, the watermark (ms) each batch ran with (the pane timeline's watermark line).
+        self.watermarks: dict[str, dict[int, Optional[int]]] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
 
@@ -138,6 +140,8 @@ class ProgressPrinter(StreamingQueryListener):
         with self._lock:
             if batch.input_ended:
                 self.input_ended.add(batch.query)
+            self.watermarks.setdefault(batch.query, {})[batch.batch_id] = (
+                batch.watermark_ms if batch.watermark_ms and batch.watermark_ms > 0 else None)
             totals = self.totals.setdefault(batch.query, Totals(input_rows=0))
             totals.add(batch.panes, batch.late_rows_dropped, batch.bad_rows, batch.input_rows)
             print(self.prefix() + batch_line(batch, totals), file=self.out, flush=True)
