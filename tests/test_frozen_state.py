@@ -40,10 +40,10 @@ def test_every_fingerprint_is_the_stored_text():
 
 def test_layout_names_and_their_transitions_are_the_stored_names():
     from windowed_operator import fingerprint
-    from windowed_operator.columnar_records import PaneRecords, SessionRecords, WindowRecords
-    from windowed_operator.pane_log import LAYOUT as PANE_LOG
-    from windowed_operator.row_shards import LAYOUTS as ROW_SHARDS
-    from windowed_operator.window_log import LAYOUT as WINDOW_LOG
+    from windowed_operator.state.records import PaneRecords, SessionRecords, WindowRecords
+    from windowed_operator.state.pane_log import LAYOUT as PANE_LOG
+    from windowed_operator.state.row_shards import LAYOUTS as ROW_SHARDS
+    from windowed_operator.state.window_log import LAYOUT as WINDOW_LOG
 
     named = {PANE_LOG, WINDOW_LOG, *ROW_SHARDS.values(), PaneRecords.layout}
     named |= {layout for pair in fingerprint.LAYOUT_MIGRATIONS for layout in pair}

@@ -12,8 +12,8 @@ from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, TimeWindows
 from windowed_operator.columnar import PaneTable, Panes
 from windowed_operator.columnar_records import columnar_engine
-from windowed_operator.pane_log import DOMAIN, META, PaneLog, supports_pane_log
-from windowed_operator.part_log import run_part_log_batch
+from windowed_operator.state.pane_log import DOMAIN, META, PaneLog, supports_pane_log
+from windowed_operator.state.part_log import run_part_log_batch
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import MemoryStore, near_boundaries
@@ -52,7 +52,7 @@ def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, 
     """Batches with watermarks at and around window boundaries; elements as rows or as partials
     folded upstream per (key, pane); panes folded after 1, 2 or 32 parts.  The store is empty once
     input ends."""
-    with mock.patch("windowed_operator.part_log.COMPACT_PARTS", compact_parts):
+    with mock.patch("windowed_operator.state.part_log.COMPACT_PARTS", compact_parts):
         _check_against_the_whole_table(name, steps, partials, compact_parts)
 
 
@@ -156,9 +156,9 @@ def test_a_key_in_several_parts_of_a_pane_is_one_row_once_read():
 def test_moving_between_per_key_records_and_the_pane_log_keeps_every_pane(steps, switch):
     """Before each batch the group may move to the other layout (a restart changing allowed lateness,
     here without late data, so the panes are the same): every layout change keeps all rows."""
-    from windowed_operator.columnar_records import columnar_records, run_columnar_batch
-    from windowed_operator.group_state import GroupState
-    from windowed_operator.pane_log_migration import key_records_to_pane_log, pane_log_to_key_records
+    from windowed_operator.state.records import columnar_records, run_columnar_batch
+    from windowed_operator.state.group_state import GroupState
+    from windowed_operator.state.transitions import key_records_to_pane_log, pane_log_to_key_records
 
     engine, acc = engine_of("hopping mean")
     log, records, store = PaneLog(engine), columnar_records(engine), MemoryStore()

@@ -12,10 +12,11 @@ from triggers import TriggerOption
 from windowed_operator import SessionWindows, TimeWindows
 from windowed_operator.columnar import Panes
 from windowed_operator.columnar_panes import object_array
-from windowed_operator.columnar_records import columnar_engine, columnar_records, run_columnar_batch
+from windowed_operator.columnar_records import columnar_engine
+from windowed_operator.state.records import columnar_records, run_columnar_batch
 from windowed_operator.columnar_triggers import RowTable
-from windowed_operator.group_state import GroupState
-from windowed_operator.row_shards import (DOMAIN, META, MIN_KEYS_PER_SHARD, ROW_KEY_US, RowShards, key_records_to_row_shards, row_shards_to_key_records,
+from windowed_operator.state.group_state import GroupState
+from windowed_operator.state.row_shards import (DOMAIN, META, MIN_KEYS_PER_SHARD, ROW_KEY_US, RowShards, key_records_to_row_shards, row_shards_to_key_records,
                                           run_row_shards_batch)
 
 from helpers import MemoryStore, near_boundaries
@@ -126,7 +127,7 @@ def test_a_batch_touching_one_key_of_many_reads_one_shard():
 
 def test_a_shard_holds_at_most_its_share_of_keys(monkeypatch):
     """However many keys a group holds, no shard is sized for more than ``MAX_KEYS_PER_SHARD``."""
-    import windowed_operator.row_shards as row_shards
+    import windowed_operator.state.row_shards as row_shards
 
     monkeypatch.setattr(row_shards, "MAX_KEYS_PER_SHARD", 100)
     window, acc, trigger, lateness = CASES["sessions count, early every 3 elements"]

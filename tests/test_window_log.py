@@ -13,15 +13,15 @@ from accumulations.merge import SidedAccumulation, SidedValues
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, TimeWindows
 from windowed_operator.core import WindowedCore
-from windowed_operator.group_batch import GroupBatch, next_due, run_group_steps
-from windowed_operator.group_state import GroupState
+from windowed_operator.state.group_batch import GroupBatch, next_due, run_group_steps
+from windowed_operator.state.group_state import GroupState
 from windowed_operator.panes import TimestampCombiner
-from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.time import MAX_TIMESTAMP
 from windowed_operator.vectorized import process_batch_arrays
 from windowed_operator.windows.base import Window
 from windowed_operator.range_ops import factorize
-from windowed_operator.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog, run_window_log_batch,
+from windowed_operator.state.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog, run_window_log_batch,
                                           supports_window_log)
 
 from helpers import MemoryStore, near_boundaries
@@ -121,7 +121,7 @@ def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulati
     log, store, meta = WindowLog(core), MemoryStore(), {}
     keyed = MemoryStore()
     watermark = -3
-    with mock.patch("windowed_operator.part_log.COMPACT_PARTS", compact_parts):
+    with mock.patch("windowed_operator.state.part_log.COMPACT_PARTS", compact_parts):
         for rows, step in [*steps, ([], MAX_TIMESTAMP)]:
             watermark = min(watermark + step, MAX_TIMESTAMP)
             work = (array_work if arrays else element_work)(reference, rows)
@@ -219,7 +219,7 @@ def test_moving_between_per_key_windows_and_the_window_log_keeps_every_pane(step
     lateness to 0 (the window log) or back to ``lateness`` (per key) does; late data arrives while
     windows are held per key.  Each batch gives the panes of a group that stayed per key under the
     same lateness changes, and no state is left once input ends."""
-    from windowed_operator.window_log_migration import key_windows_to_window_log, window_log_to_key_windows
+    from windowed_operator.state.transitions import key_windows_to_window_log, window_log_to_key_windows
 
     def core(late):
         return WindowedCore(WINDOWS["hopping"], ACCUMULATIONS[accumulation], TRIGGERS[trigger], late)

@@ -13,11 +13,11 @@ the handoff without it, in a local session slices of Arrow batches, ``spark.pack
 ``slicedHandoff`` (not a flag: the workers' slices of Arrow batches, a local session's default,
 against pyspark's row-by-row handoff with packing off too, ``spark.sliced_handoff``) or ``paneLog`` (under the default trigger with
 no allowed lateness, the logs against per-key state: the pane log against per-key pane rows,
-``windowed_operator.pane_log``, for q5 and q7; the window log against per-key windows,
-``windowed_operator.window_log``, for q8) or ``keyShards`` (per-key records kept many keys to a
-text against each in its own state entry, ``windowed_operator.key_shards``: q11 and q5r's first
+``windowed_operator.state.pane_log``, for q5 and q7; the window log against per-key windows,
+``windowed_operator.state.window_log``, for q8) or ``keyShards`` (per-key records kept many keys to a
+text against each in its own state entry, ``windowed_operator.state.key_shards``: q11 and q5r's first
 stage) or ``rowShards`` (session and window rows kept as shards of columns against per-key records,
-``windowed_operator.row_shards``: q11 and q12) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
+``windowed_operator.state.row_shards``: q11 and q12) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
 transformWithState, ``windowed_operator.spark.native_stage``: q5 and q5r) or ``workerSite`` (not a
 flag: the site hook on the path of the Python processes Spark starts, ``spark.worker_site``, against
 Spark's own path: the Python environment a function carries, which Spark starts its processes

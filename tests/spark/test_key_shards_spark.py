@@ -34,7 +34,7 @@ def stored(spark, checkpoint, rows=False):
     latest batch."""
     import json
 
-    from windowed_operator.key_shards import parse_shard
+    from windowed_operator.state.key_shards import parse_shard
     from windowed_operator.spark.group_store import DUE_STATE, KEYS_STATE
 
     own = spark.read.format("statestore").option("stateVarName", KEYS_STATE).load(str(checkpoint)).count()
@@ -105,9 +105,9 @@ def test_inspection_reads_a_shards_keys_in_both_forms(spark):
     unquoted (with the characters lines are split on), other keys as their tagged JSON."""
     import json
 
-    from windowed_operator.key_shards import key_json, shard_text
+    from windowed_operator.state.key_shards import key_json, shard_text
     from windowed_operator.spark.inspect import shard_pairs
-    from windowed_operator.state_codec import KeyStateCodec
+    from windowed_operator.state.codec import KeyStateCodec
 
     records = {"a\tb": '{"n":1}', 'q"\n': '{"n":2}', 7: '{"n":[3,"\\t"]}', (1, "x"): "{}"}
     lines = shard_text({key_json(k): text for k, text in records.items()})

@@ -18,22 +18,22 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Optional
 
-from ..columnar_records import _ROW_COLUMNS, PANES, stored_columns
+from ..state.records import _ROW_COLUMNS, PANES, stored_columns
 from ..columnar_triggers import NOT_SET
-from ..group_state import read_record
-from ..key_shards import DOMAIN as KEY_SHARDS_DOMAIN
-from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
-from ..row_columns_text import column_values
-from ..row_shards import DOMAIN as ROW_SHARDS_DOMAIN
-from ..state_codec import KeyStateCodec
-from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
+from ..state.group_state import read_record
+from ..state.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
+from ..state.pane_log import DOMAIN as PANE_LOG_DOMAIN
+from ..state.row_columns_text import column_values
+from ..state.row_shards import DOMAIN as ROW_SHARDS_DOMAIN
+from ..state.codec import KeyStateCodec
+from ..state.window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
 from .processor import GROUP_COLUMN
 
 
 def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     """The per-key records of the operator's state in ``checkpoint`` (its latest committed batch):
-    those in their own entries and those in key shards (``windowed_operator.key_shards``), with the
+    those in their own entries and those in key shards (``windowed_operator.state.key_shards``), with the
     key as text (a shard holds it as JSON: a string key unquoted, others as their JSON)."""
     from pyspark.sql import functions as F
 
@@ -71,18 +71,18 @@ def _log_parts(spark: Any, checkpoint: str, operator_id: int, domain: str, bucke
 
 
 def pane_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The pane log's parts (``windowed_operator.pane_log``): each a pane's rows some batches added."""
+    """The pane log's parts (``windowed_operator.state.pane_log``): each a pane's rows some batches added."""
     return _log_parts(spark, checkpoint, operator_id, PANE_LOG_DOMAIN, "pane_start")
 
 
 def window_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The window log's parts (``windowed_operator.window_log``): the accumulators some batches added
+    """The window log's parts (``windowed_operator.state.window_log``): the accumulators some batches added
     to the windows that expire at watermark ``due``."""
     return _log_parts(spark, checkpoint, operator_id, WINDOW_LOG_DOMAIN, "due")
 
 
 def row_shard_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The row shards' texts (``windowed_operator.row_shards``): each the session or window rows of
+    """The row shards' texts (``windowed_operator.state.row_shards``): each the session or window rows of
     many keys, as columns."""
     return _log_parts(spark, checkpoint, operator_id, ROW_SHARDS_DOMAIN, "shard")
 
@@ -160,7 +160,7 @@ def _describe_rows(columns: dict, read: Any) -> Iterator[str]:
 
 
 def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = None) -> Iterator[str]:
-    """Lines for one row shard (``windowed_operator.row_shards``): its due times, then each key's
+    """Lines for one row shard (``windowed_operator.state.row_shards``): its due times, then each key's
     session or window rows."""
     event_due, processing_due, (kind, keys, lengths, *values) = json.loads(text)
     read = KeyStateCodec().read_value

@@ -4,7 +4,7 @@ Spark groups the input by a *key group* (a hash of the key modulo ``key_groups``
 not by the key: one Python call and one timer serve all keys of the group in a micro-batch
 (SPARK_NOTES.md measured about 5 ms per call).  Inside the group each key's state is its own
 record in a MapState, read only when the batch has rows for the key or the group's due index says
-it has work due (``windowed_operator.group_state``, ``spark.group_store``): the calls a batch makes
+it has work due (``windowed_operator.state.group_state``, ``spark.group_store``): the calls a batch makes
 follow the keys it touches, not the keys held.
 
 Within a call, operators a columnar path serves (``columnar_records.columnar_engine``) run on a
@@ -27,30 +27,31 @@ from accumulations.rows import Rows
 from ..core import CoreElement, Emission
 from ..elements import BadElementError, is_null, readable_value, rejected_row_error
 from ..fingerprint import IncompatibleRestartError, in_key_shards, state_fingerprint
-from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
-from ..group_state import GroupState
+from ..state.group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
+from ..state.group_state import GroupState
 from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
-from ..columnar_records import RowRecords, columnar_engine, columnar_records, run_columnar_batch
+from ..columnar_records import columnar_engine
+from ..state.records import RowRecords, columnar_records, run_columnar_batch
 from ..columnar_sessions import ColumnarSessions, SessionTable
 from ..columnar_panes import object_array
 from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
-from ..pane_log import LAYOUT as PANE_LOG, PaneLog, supports_pane_log
-from ..part_log import held_buckets, run_part_log_batch
+from ..state.pane_log import LAYOUT as PANE_LOG, PaneLog, supports_pane_log
+from ..state.part_log import held_buckets, run_part_log_batch
 from ..merge_operator import MergeOperatorBase
-from ..pane_log_migration import key_records_to_pane_log, pane_log_to_key_records, stored_layout
+from ..state.transitions import key_records_to_pane_log, pane_log_to_key_records, stored_layout
 from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize, lexsort_ints
-from ..row_shards import (LAYOUTS as ROW_SHARDS_LAYOUTS, META as ROW_SHARDS, RowShards, key_records_to_row_shards,
+from ..state.row_shards import (LAYOUTS as ROW_SHARDS_LAYOUTS, META as ROW_SHARDS, RowShards, key_records_to_row_shards,
                           row_shards_to_key_records, run_row_shards_batch)
-from ..state import KeyState
-from ..state_codec import KeyStateCodec
+from ..key_state import KeyState
+from ..state.codec import KeyStateCodec
 from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
                     latest_event_time)
 from ..vectorized import process_batch_arrays
-from ..window_log import LAYOUT as WINDOW_LOG, ArrayElements, WindowLog, run_window_log_batch, supports_window_log
-from ..window_log_migration import key_windows_to_window_log, window_log_to_key_windows
+from ..state.window_log import LAYOUT as WINDOW_LOG, ArrayElements, WindowLog, run_window_log_batch, supports_window_log
+from ..state.transitions import key_windows_to_window_log, window_log_to_key_windows
 from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
 from ..windows.session_windows import element_gap, read_gaps
 from .heartbeat import max_known, split_beats

@@ -25,12 +25,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .columnar import ColumnarCore, PaneTable
-from .columnar_panes import object_array
-from .columnar_records import _column, _decoded, _encoded
-from .range_ops import factorize, lexsort_ints, run_starts
-from .state_codec import KeyStateCodec
-from .time_rules import is_timer_due
+from ..columnar import ColumnarCore, PaneTable
+from ..columnar_panes import object_array
+from .records import _column, _decoded, _encoded
+from ..range_ops import factorize, lexsort_ints, run_starts
+from .codec import KeyStateCodec
+from ..time_rules import is_timer_due
 
 LAYOUT = "pane log"
 #: The store's part domain the pane log writes under (the due index's parts use "event", "processing").

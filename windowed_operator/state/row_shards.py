@@ -41,15 +41,15 @@ from typing import Any, Callable, Hashable, Iterable, Optional, cast
 
 import numpy as np
 
-from .columnar_records import ColumnarRecords, RowRecords
-from .columnar_triggers import NOT_SET, RowTable
+from .records import ColumnarRecords, RowRecords
+from ..columnar_triggers import NOT_SET, RowTable
 from .group_state import EVENT, PROCESSING, SHARDS, GroupState
 from .key_shards import SLACK, key_hash, key_json, modelled_cost, target_shards
 from .part_log import PartStore
-from .range_ops import factorize
+from ..range_ops import factorize
 from .row_columns_text import decoded_keys, key_runs, rows_texts, table_of_parts
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from .time_rules import is_timer_due
+from ..time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from ..time_rules import is_timer_due
 
 DOMAIN = "rows"
 META = "row_shards"

@@ -36,7 +36,7 @@ import zlib
 from typing import Any, Hashable, Iterable, Optional
 
 from .part_log import PartStore
-from .state_codec import KeyStateCodec
+from .codec import KeyStateCodec
 
 DOMAIN = "keys"
 #: What a record costs in microseconds, read and written: in its own MapState entry (pipelined), and

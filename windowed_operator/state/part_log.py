@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Protocol
 
-from .time import MIN_TIMESTAMP
+from ..time import MIN_TIMESTAMP
 
 #: A bucket holding this many parts has them folded into one when a batch adds to it: a bucket's
 #: read stays bounded however many batches its windows span (each fold is paid by that many appends).

@@ -30,19 +30,19 @@ import numpy as np
 
 from accumulations.merge import SidedAccumulation
 
-from .columnar_records import _decoded, _encoded
-from .core import Emission, WindowedCore
+from .records import _decoded, _encoded
+from ..core import Emission, WindowedCore
 from .group_batch import Work
-from .panes import DropReason, DroppedElement, TimestampCombiner
+from ..panes import DropReason, DroppedElement, TimestampCombiner
 from .part_log import PartStore, run_part_log_batch
-from .range_ops import lexsort_ints
+from ..range_ops import lexsort_ints
 from .record_columns import decode_sided, encode_sided
-from .state import KeyState, WindowState
-from .state_codec import KeyStateCodec
-from .time import MIN_TIMESTAMP
-from .time_rules import is_timer_due
-from .vectorized import segment_holds
-from .windows.base import Window
+from ..key_state import KeyState, WindowState
+from .codec import KeyStateCodec
+from ..time import MIN_TIMESTAMP
+from ..time_rules import is_timer_due
+from ..vectorized import segment_holds
+from ..windows.base import Window
 
 LAYOUT = "window log"
 #: The store's part domain (beside the due index's "event"/"processing" and the pane log's "panes").
