@@ -153,12 +153,13 @@ def test_a_key_in_several_parts_of_a_pane_is_one_row_once_read():
 
 @settings(max_examples=60, deadline=None)
 @given(steps=batches, switch=st.lists(st.booleans(), min_size=13, max_size=13))
-def test_moving_between_per_key_records_and_the_pane_log_keeps_every_pane(steps, switch):
-    """Before each batch the group may move to the other layout (a restart changing allowed lateness,
-    here without late data, so the panes are the same): every layout change keeps all rows."""
+def test_moving_per_key_records_into_the_pane_log_keeps_every_pane(steps, switch):
+    """Before any batch the group may move into the pane log (a restart lowering allowed lateness to
+    none, here without late data, so the panes are the same; nothing moves back: raising it is
+    refused): the move keeps all rows."""
     from windowed_operator.state.records import columnar_records, run_columnar_batch
     from windowed_operator.state.group_state import GroupState
-    from windowed_operator.state.transitions import key_records_to_pane_log, pane_log_to_key_records
+    from windowed_operator.state.transitions import key_records_to_pane_log
 
     engine, acc = engine_of("hopping mean")
     log, records, store = PaneLog(engine), columnar_records(engine), MemoryStore()
@@ -176,17 +177,13 @@ def test_moving_between_per_key_records_and_the_pane_log_keeps_every_pane(steps,
             return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=0)
 
         group = GroupState(store, records.codec, {}, "op")
-        moved: list = []
-        if flip:
-            on_log = not on_log
-            if on_log:
-                key_records_to_pane_log(group, log, store)
-            else:
-                moved = pane_log_to_key_records(group, records, log, store)
+        if flip and not on_log:
+            on_log = True
+            key_records_to_pane_log(group, log, store)
         if on_log:
             run_part_log_batch(log, store, group.meta, watermark, run)
         else:
-            run_columnar_batch(records, group, [*keys.tolist(), *moved], watermark, 0, run)
+            run_columnar_batch(records, group, keys.tolist(), watermark, 0, run)
         group.save(wm=watermark)
         assert panes_of(got) == panes_of(expected)
     assert not store.keys and not [p for p in store.parts if p[0] == DOMAIN]

@@ -22,6 +22,7 @@ from ..state.records import _ROW_COLUMNS, PANES, stored_columns
 from ..columnar_triggers import NOT_SET
 from ..state.group_state import read_record
 from ..state.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
+from ..state.layouts import PANE_LOG, WINDOW_LOG
 from ..state.pane_log import DOMAIN as PANE_LOG_DOMAIN
 from ..state.row_columns_text import column_values
 from ..state.row_shards import DOMAIN as ROW_SHARDS_DOMAIN
@@ -199,14 +200,14 @@ def _describe_windows(state: dict, read: Any) -> Iterator[str]:
 def _part_keys(name: str, text: str) -> list[Any]:
     """The keys one part of a log or one row shard holds rows of."""
     data = json.loads(text)
-    stored = data["keys"] if name == "pane log" else data["k"] if name == "window log" else data[2][1]
+    stored = data["keys"] if name == PANE_LOG.name else data["k"] if name == WINDOW_LOG.name else data[2][1]
     read = KeyStateCodec().read_value
     return [read(k) for k in stored]
 
 
-_LOGS = (("pane log", pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they are "
+_LOGS = ((PANE_LOG.name, pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they are "
           "summed when read"),
-         ("window log", window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
+         (WINDOW_LOG.name, window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
           "merged when read"),
          ("row shards", row_shard_parts, "shard", describe_row_shard, "each holds the rows of the keys whose hash "
           "falls in it"))

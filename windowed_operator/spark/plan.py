@@ -132,16 +132,9 @@ class SparkPlan:
     input_columns: tuple[str, ...] = ()
     #: Each key group's rows of a scan partition arrive as one Arrow payload (``packed_input``).
     packed_input: bool = False
-    #: The default trigger with no allowed lateness keeps its rows by pane (``windowed_operator.state.pane_log``),
-    #: or on the object and array paths its windows by window (``windowed_operator.state.window_log``);
-    #: ``spark.windowed_operator.paneLog=false`` keeps them per key.
-    pane_log: bool = True
     #: Keys' records live in shards of many keys each (``windowed_operator.state.key_shards``);
     #: ``spark.windowed_operator.keyShards=false`` keeps a record per key.
     key_shards: bool = True
-    #: Session and window rows live in shards of columns (``windowed_operator.state.row_shards``);
-    #: ``spark.windowed_operator.rowShards=false`` keeps them in per-key records.
-    row_shards: bool = True
     #: The session's time zone, converting packed timestamps as pyspark's row path would.
     timezone: Optional[str] = None
     #: A merge's (side, internal column, user's column) for each column it renames (errors name the user's).

@@ -31,11 +31,11 @@ from .records import _column, _decoded, _encoded
 from ..range_ops import factorize, lexsort_ints, run_starts
 from .codec import KeyStateCodec
 from ..time_rules import is_timer_due
+from .layouts import PANE_LOG
 
-LAYOUT = "pane log"
-#: The store's part domain the pane log writes under (the due index's parts use "event", "processing").
-DOMAIN = "panes"
-META = "pane_log"
+#: The store's part domain the pane log writes under (the due index's parts use "event", "processing"), and its
+#: field of the group's record (``layouts.PANE_LOG``).
+DOMAIN, META = PANE_LOG.domain, PANE_LOG.meta_key
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
@@ -47,7 +47,7 @@ def supports_pane_log(engine: Any) -> bool:
 class PaneLog:
     """A ``part_log.PartLog`` whose buckets are panes (by start)."""
 
-    layout = LAYOUT
+    layout = PANE_LOG.name
     domain = DOMAIN
     meta_key = META
 

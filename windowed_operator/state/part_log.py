@@ -69,18 +69,6 @@ def write_whole_buckets(log: PartLog, store: PartStore, meta: dict, texts: dict[
     meta[log.meta_key] = sorted([bucket, 1] for bucket in texts)
 
 
-def take_every_bucket(log: PartLog, store: PartStore, meta: dict) -> list[tuple[int, str]]:
-    """Every part the log holds, in bucket and part order, removed with the log's record (its rows
-    are moving to another layout)."""
-    held = held_buckets(log, meta)
-    buckets = sorted(held)
-    parts = read_buckets(log, store, held, buckets)
-    places = [(bucket, part) for bucket in buckets for part in range(held[bucket])]
-    if places:
-        store.remove_texts(log.domain, places)
-    meta.pop(log.meta_key, None)
-    return parts
-
 
 def run_part_log_batch(log: PartLog, store: PartStore, meta: dict, watermark: int,
                        run: Callable[[Any], Any]) -> Optional[int]:

@@ -24,7 +24,6 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol
 
 import numpy as np
 
-from triggers.base import TimeDomain, TriggerContext
 
 from ..columnar import ColumnarCore, ColumnarForm, PaneTable
 from ..columnar_panes import object_array
@@ -35,7 +34,9 @@ from ..columnar_windows import ColumnarWindows, WindowTable
 from ..time import MIN_TIMESTAMP
 from ..time_rules import expiry_due
 from .codec import KeyStateCodec
+from . import legacy
 from .group_state import GroupState
+from .layouts import PER_KEY_PANE_ROWS, PER_KEY_SESSION_ROWS, PER_KEY_WINDOW_ROWS, Layout
 
 
 @dataclass(slots=True)
@@ -174,7 +175,8 @@ class ColumnarRecords(Protocol):
     """How one columnar path's table is made of per-key records and split back."""
 
     codec: Any  # the records' StateCodec
-    layout: str  # the state layout's name in the fingerprint (``fingerprint.LAYOUT_MIGRATIONS``)
+    layout: str  # the state layout's name in the fingerprint (``layouts``)
+    kind: str  # the table: ``panes``, ``sessions`` or ``windows`` (``layouts.Layout.records``)
 
     def build(self, keys: list[Hashable], states: list[Any], watermark: int) -> Any: ...
 
@@ -182,7 +184,8 @@ class ColumnarRecords(Protocol):
 
 
 class PaneRecords:
-    layout = "per-key pane rows"
+    layout = PER_KEY_PANE_ROWS.name
+    kind = PER_KEY_PANE_ROWS.records
 
     def __init__(self, core: ColumnarCore) -> None:
         self.core, self.codec = core, KeyPanesCodec()
@@ -245,12 +248,10 @@ def stored_columns(data: Any) -> dict[str, Any]:
         if tag == PANES:
             return {"kind": PANES, **dict(zip(_STORED_PANES, values))}
         columns = {"kind": tag, **dict(zip(_STORED_ROWS, values))}
-    elif "ends" not in data:
-        return {"kind": PANES, "late": [], **data}
     else:
-        columns = {"kind": data.get("rows", "sessions"), **data}
-        if "late" not in columns:
-            columns.update(_trigger_columns(columns))
+        columns = legacy.named_columns(data, PANES)
+        if columns["kind"] == PANES:
+            return columns
     n = len(columns["starts"])
     for name, default in _OPTIONAL_COLUMNS.items():
         if columns.get(name) is None:
@@ -258,23 +259,15 @@ def stored_columns(data: Any) -> dict[str, Any]:
     return columns
 
 
-def _trigger_columns(data: dict) -> dict:
-    """The count trigger's columns of session rows written before sessions took count triggers
-    (the default trigger only): its end-of-window timer was pending exactly while ``hold`` was set,
-    which is the trigger's phase before the ON_TIME pane; no count; never finished."""
-    return {"late": [not hold for hold in data["hold"]], "count": [0] * len(data["hold"]),
-            "closed": [False] * len(data["hold"])}
-
-
 class RowsCodec:
     """Per-key rows <-> data: ``[kind, starts, ends, pending, hold, nonspeculative, index, late, count,
     fire_at, closed, acc, last]`` (one list per column, by position; accumulator values and last
     panes tagged; ``fire_at`` null when no row waits on processing time).
 
-    Older records are read too, and written back in this layout: the named fields of state version 6
-    (``{"rows": kind, "starts": [...], ...}``), and the object path's windows (``{"windows": [...]}``,
-    written while these operators ran element by element: the migration of state version 6
-    checkpoints, key by key as keys are touched or due)."""
+    Older records are read too (``legacy``), and written back in this layout: the named fields of
+    state version 6 (``{"rows": kind, "starts": [...], ...}``), and the object path's windows
+    (``{"windows": [...]}``, written while these operators ran element by element: the migration of
+    state version 6 checkpoints, key by key as keys are touched or due)."""
 
     def __init__(self, form: ColumnarForm, kind: str) -> None:
         self.values = KeyStateCodec()
@@ -297,46 +290,23 @@ class RowsCodec:
 
     def from_data(self, data: Any) -> Any:
         if isinstance(data, dict) and "windows" in data:
-            return self._from_windows(data)
+            return legacy.windows_as_rows(self, data)
         read = self.values.read_value
         columns = stored_columns(data)
         return self.record(**{name: columns[name] for name in self.columns},
                            acc=[_decoded(read, column) for column in columns["acc"]],
                            last=_decoded(read, columns["last"]))
 
-    def _from_windows(self, data: dict) -> Any:
-        """A key's rows from the object path's record: its windows' bookkeeping, and the trigger's
-        phase, count and processing-time firing from its state (the end-of-window timer is pending exactly before the
-        ON_TIME pane: ``columnar_triggers``)."""
-        windows = sorted(self.values.from_data(data).windows.items())
-        out = self.record(acc=[[] for _ in range(self.form.width)])
-        for window, ws in windows:
-            late = not ws.timer_times(TimeDomain.WATERMARK.value)
-            # (``AfterWatermark``'s early or late ``Repeatedly``, read where its ``AfterCount`` keeps its count
-            # or its ``AfterProcessingTime`` its due time)
-            phase = TriggerContext(window, ws.trigger_state, ws.timers, MIN_TIMESTAMP, 0).nested(
-                "late" if late else "early").nested(0)
-            fire_at = phase.get("fire_at")
-            row = {"starts": window.start, "ends": window.end, "pending": ws.pending, "hold": ws.on_time_hold,
-                   "nonspeculative": ws.nonspeculative_index, "index": ws.pane_index, "late": late,
-                   "count": phase.get("count", 0), "fire_at": NOT_SET if fire_at is None else fire_at,
-                   "closed": ws.closed}
-            for name in self.columns:
-                getattr(out, name).append(row[name])
-            for column, value in zip(out.acc, self.form.columns_of(ws.acc) if not ws.closed
-                                     else [0] * self.form.width):
-                column.append(value)
-            out.last.append(ws.last_output)
-        return out
 
 
 class RowRecords:
     """A table of rows per window or session (``SessionTable``, ``WindowTable``) built from per-key
     records and split back."""
 
-    def __init__(self, engine: Any, table: type, kind: str, layout: str) -> None:
-        self.engine, self.table, self.record, self.columns, self.layout = engine, table, KeyRows, _ROW_COLUMNS, layout
-        self.codec = RowsCodec(engine.form, kind)
+    def __init__(self, engine: Any, table: type, layout: Layout) -> None:
+        self.engine, self.table, self.record, self.columns = engine, table, KeyRows, _ROW_COLUMNS
+        self.layout, self.kind = layout.name, layout.records
+        self.codec = RowsCodec(engine.form, layout.records)
 
     def build(self, keys: list[Hashable], states: list[Any], watermark: int) -> Any:
         rows = sum(len(s.starts) for s in states)
@@ -387,12 +357,12 @@ class KeyWindowsCodec(RowsCodec):
 
 class SessionRecords(RowRecords):
     def __init__(self, sessions: ColumnarSessions) -> None:
-        super().__init__(sessions, SessionTable, "sessions", "per-key session rows")
+        super().__init__(sessions, SessionTable, PER_KEY_SESSION_ROWS)
 
 
 class WindowRecords(RowRecords):
     def __init__(self, windows: ColumnarWindows) -> None:
-        super().__init__(windows, WindowTable, "windows", "per-key window rows")
+        super().__init__(windows, WindowTable, PER_KEY_WINDOW_ROWS)
 
 
 def columnar_records(engine: Engine) -> ColumnarRecords:

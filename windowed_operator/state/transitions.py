@@ -1,49 +1,42 @@
-"""Moving a key group from the layout its state was stored in to the one the operator now uses, once,
-when a restart changes which one the operator's options choose.
+"""Every live transition between state layouts, and the one entry a runner calls per batch.
 
-The pane log and per-key pane rows:
+A restart whose operator chooses another layout than the one the checkpoint's state was written in
+(``layouts.choose_layout``: an allowed lateness lowered to none, a checkpoint written before a
+layout existed or with a setting since removed) moves each key group once, at its first batch:
+``move_in`` reads the stored layout from the group's record, finds the transition in the new
+layout's row (``layouts.Layout.moves_in``: the fingerprint refused the restart already if there is
+none) and performs it.  Each reads all of the group's state once, in the old layout, and writes it
+in the new one, so no state is stranded:
 
-The pane log serves the default trigger with no allowed lateness (``pane_log``); the same operator
-with allowed lateness keeps pane rows per key (``columnar_records.PaneRecords``), and checkpoints
-written before the pane log existed hold per-key rows too.  A restart may lower allowed lateness to
-none (``fingerprint.SAFE_CHANGES``) or switch the log off or on (``spark.windowed_operator.paneLog``),
-so neither direction may strand state: the first batch of
-a group whose record names the other layout reads all of the group's rows once, in the old layout,
-and writes them in the new one.  Both directions read what the group holds (once), not more:
-- per key -> pane log: every key holding rows is in the event-time due index (its next window end or
-  its expiry), so taking every entry of the index names every key;
-- pane log -> per key: the group's record names every pane and its parts.
+- per key -> a log (``key_records_to_pane_log``, ``key_windows_to_window_log``): every key holding
+  state is in the event-time due index (its next window end or its expiry), so taking every entry
+  names every key.  The window log first runs the watermark step on each key at this batch's
+  watermark with the new lateness: windows whose end was reached under the old lateness (fired,
+  maybe holding late elements) fire and expire exactly as they would have per key; what remains has
+  not reached its end, so it never fired, and is one partial per window.
+- per key -> row shards (``key_records_to_row_shards``): every key's rows as one table the batch runs
+  and writes in shards.  Per-key windows of the object path are read as rows on the way (by the
+  records codec, key by key: ``records.RowsCodec``).  (Nothing moves back: per-key session and window
+  rows were chosen only by ``spark.windowed_operator.rowShards=false``, a setting since removed; and
+  nothing leaves a log: only a raised allowed lateness would choose per-key state again, which the
+  fingerprint refuses, now that ``spark.windowed_operator.paneLog=false`` went.)
 
-The window log and per-key windows:
-
-The window log serves the default trigger with no allowed lateness (``window_log``); the same
-operator with allowed lateness keeps windows per key, and checkpoints written before the window log
-existed hold per-key windows too.  A restart may lower allowed lateness to none
-(``fingerprint.SAFE_CHANGES``) or switch the log off or on (``spark.windowed_operator.paneLog``), so
-neither direction may strand state: the first batch of a group
-whose record names the other layout reads all of the group's state once, in the old layout, and
-writes it in the new one.
-
-- Per key -> window log: every key holding windows is in the event-time due index (each window's
-  expiry), so taking every entry names every key.  The core first runs the watermark step on each
-  key at this batch's watermark with the new lateness: windows whose end was reached under the old
-  lateness (fired, maybe holding late elements) fire and expire exactly as they would have per key.
-  What remains has not reached its end, so it never fired, and is one partial per window.
-- Window log -> per key: the group's record names every bucket and its parts; the partials become
-  key states as the window log fires them (``WindowLog.key_states``), and the batch visits those
-  keys (their windows may be due at once under the new lateness).
+Key shards on or off (the same records, many to a text or one per entry) are moved by the group
+itself at its first commit (``GroupState._move_records``, ``layouts.KEY_SHARDS``).
 """
 from __future__ import annotations
 
-from typing import Hashable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
+from ..columnar_triggers import RowTable
 from ..core import Emission
-from ..range_ops import factorize
 from ..time import MIN_TIMESTAMP
-from .group_state import GroupState
+from .group_state import SHARDS, GroupState
+from .layouts import BY_NAME, Layout, record_layout
 from .pane_log import PaneLog
-from .part_log import PartStore, take_every_bucket, write_whole_buckets
-from .records import ColumnarRecords, build_table
+from .part_log import PartStore, write_whole_buckets
+from .records import ColumnarRecords, RowRecords, build_table
 from .window_log import Partial, WindowLog, WindowRows
 
 
@@ -51,6 +44,47 @@ def stored_layout(group: GroupState) -> str | None:
     """The layout the group's state was written in (None: a new group)."""
     fingerprint = group.meta.get("fingerprint")
     return fingerprint.get("state layout") if fingerprint else None
+
+
+@dataclass
+class Stores:
+    """What the running operator keeps its state with: the group store, the object core and its
+    codec, and on the columnar paths the engine and its per-key records."""
+    store: PartStore
+    core: Any
+    codec: Any
+    columnar: Any = None
+    records: Optional[ColumnarRecords] = None
+
+    def pane_log(self) -> PaneLog:
+        return PaneLog(self.columnar)
+
+    def window_log(self) -> WindowLog:
+        return WindowLog(self.core, self.codec)
+
+    def row_records(self) -> RowRecords:
+        assert isinstance(self.records, RowRecords)
+        return self.records
+
+
+@dataclass
+class Moved:
+    """What moving a group in leaves the batch to do: emit ``released`` (panes due under the new
+    lateness), run and write ``rows`` (rows bound for row shards)."""
+    released: Emission = field(default_factory=Emission)
+    rows: Optional[RowTable] = None
+
+
+def move_in(group: GroupState, layout: Layout, stores: Stores, watermark: int, processing_time: int) -> Moved:
+    """Move the group's state into ``layout`` if it was stored in another (once: the batch writes it
+    in ``layout``, and the group's record then names it)."""
+    stored = stored_layout(group)
+    if stored is None or record_layout(stored) == layout.name:
+        return Moved()
+    move = layout.move_from(record_layout(stored))
+    if move is None or move.by_key:  # (refused by the fingerprint, or read key by key by the records codec)
+        return Moved()
+    return ACTS[move.act](group, stores, watermark, processing_time)
 
 
 def key_records_to_pane_log(group: GroupState, log: PaneLog, store: PartStore) -> int:
@@ -62,13 +96,6 @@ def key_records_to_pane_log(group: GroupState, log: PaneLog, store: PartStore) -
     group.drop_keys(held)
     return len(held)
 
-
-def pane_log_to_key_records(group: GroupState, records: ColumnarRecords, log: PaneLog, store: PartStore) -> list[Hashable]:
-    """Every pane's rows moved to per-key records (loaded and marked changed: the batch's commit
-    writes them and enters their due times); returns the keys, which the batch must run with."""
-    table = log.build(take_every_bucket(log, store, group.meta), group.meta.get("wm", MIN_TIMESTAMP))
-    keys = factorize(table.keys)[1].tolist() if len(table) else []
-    return group.adopt(records.split(table, keys))
 
 
 def key_windows_to_window_log(group: GroupState, log: WindowLog, store: PartStore, watermark: int,
@@ -95,9 +122,27 @@ def key_windows_to_window_log(group: GroupState, log: WindowLog, store: PartStor
     return emission
 
 
-def window_log_to_key_windows(group: GroupState, log: WindowLog, store: PartStore,
-                              processing_time: int) -> list[Hashable]:
-    """Every partial moved to its key's windows (loaded and marked changed: the batch's commit writes
-    them and enters their due times); returns the keys, which the batch must visit."""
-    rows = log.build(take_every_bucket(log, store, group.meta), group.meta.get("wm", MIN_TIMESTAMP))
-    return group.adopt(log.key_states(rows, processing_time))
+
+def key_records_to_row_shards(group: GroupState, records: RowRecords) -> RowTable:
+    """Every key's rows out of its record (in key shards or its own entry; the records and the keys'
+    index entries removed), as one table for the batch to run and write in row shards."""
+    held = group.take_every_key()
+    table = records.build(held, [group.loaded[key].state for key in held], group.meta.get("wm", MIN_TIMESTAMP))
+    group.drop_keys(held)
+    group.records = group.store  # (key shards, if any, are empty now: their bookkeeping goes)
+    group.meta.pop(SHARDS, None)
+    return table
+
+
+_Act = Callable[[GroupState, Stores, int, int], Moved]
+#: The function performing each transition the registry names (``layouts.Move.act``).
+ACTS: dict[str, _Act] = {
+    "key_records_to_pane_log": lambda group, stores, watermark, processing_time: (
+        key_records_to_pane_log(group, stores.pane_log(), stores.store), Moved())[1],
+    "key_windows_to_window_log": lambda group, stores, watermark, processing_time: Moved(
+        released=key_windows_to_window_log(group, stores.window_log(), stores.store, watermark, processing_time)),
+    "key_records_to_row_shards": lambda group, stores, watermark, processing_time: Moved(
+        rows=key_records_to_row_shards(group, stores.row_records())),
+}
+_unknown = {move.act for layout in BY_NAME.values() for move in layout.moves_in if not move.by_key} - set(ACTS)
+assert not _unknown, f"transitions the registry names without a function here: {_unknown}"
