@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import warnings
 from typing import Any, Optional, Union
 
@@ -275,10 +276,13 @@ def warn_removed_confs(df: DataFrame) -> None:
         found = [name for name in REMOVED_CONFS if name not in _warned and conf.get(name, None) is not None]
     except Exception:  # noqa: BLE001 - a session without a readable conf sets none
         return
+    level, frame = 1, sys._getframe(0)  # (the warning names the user's line: the first frame outside the library)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("windowed_operator"):
+        level, frame = level + 1, frame.f_back
     for name in found:
         _warned.add(name)
         warnings.warn(f"{name} was removed and is ignored: {REMOVED_CONFS[name]} (checkpoints written with it "
-                      "restart; remove the setting from the job)", UserWarning, stacklevel=3)
+                      "restart; remove the setting from the job)", UserWarning, stacklevel=level)
 
 
 def conf_flag(df: DataFrame, name: str, default: bool = True) -> bool:

@@ -52,7 +52,7 @@ class PaneLog:
     meta_key = META
 
     def __init__(self, core: ColumnarCore) -> None:
-        self.core = core  # (also one with allowed lateness: reading a pane log to move it per key)
+        self.core = core
         self.values = KeyStateCodec()
 
     # -- which panes a watermark step needs -------------------------------------------------------
