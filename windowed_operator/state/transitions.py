@@ -97,7 +97,6 @@ def key_records_to_pane_log(group: GroupState, log: PaneLog, store: PartStore) -
     return len(held)
 
 
-
 def key_windows_to_window_log(group: GroupState, log: WindowLog, store: PartStore, watermark: int,
                               processing_time: int) -> Emission:
     """Every key's windows moved into the window log (the key records and index entries removed),
@@ -122,7 +121,6 @@ def key_windows_to_window_log(group: GroupState, log: WindowLog, store: PartStor
     return emission
 
 
-
 def key_records_to_row_shards(group: GroupState, records: RowRecords) -> RowTable:
     """Every key's rows out of its record (in key shards or its own entry; the records and the keys'
     index entries removed), as one table for the batch to run and write in row shards."""
@@ -134,15 +132,25 @@ def key_records_to_row_shards(group: GroupState, records: RowRecords) -> RowTabl
     return table
 
 
-_Act = Callable[[GroupState, Stores, int, int], Moved]
-#: The function performing each transition the registry names (``layouts.Move.act``).
-ACTS: dict[str, _Act] = {
-    "key_records_to_pane_log": lambda group, stores, watermark, processing_time: (
-        key_records_to_pane_log(group, stores.pane_log(), stores.store), Moved())[1],
-    "key_windows_to_window_log": lambda group, stores, watermark, processing_time: Moved(
-        released=key_windows_to_window_log(group, stores.window_log(), stores.store, watermark, processing_time)),
-    "key_records_to_row_shards": lambda group, stores, watermark, processing_time: Moved(
-        rows=key_records_to_row_shards(group, stores.row_records())),
+def _to_pane_log(group: GroupState, stores: Stores, watermark: int, processing_time: int) -> Moved:
+    key_records_to_pane_log(group, stores.pane_log(), stores.store)
+    return Moved()
+
+
+def _to_window_log(group: GroupState, stores: Stores, watermark: int, processing_time: int) -> Moved:
+    return Moved(released=key_windows_to_window_log(group, stores.window_log(), stores.store, watermark,
+                                                    processing_time))
+
+
+def _to_row_shards(group: GroupState, stores: Stores, watermark: int, processing_time: int) -> Moved:
+    return Moved(rows=key_records_to_row_shards(group, stores.row_records()))
+
+
+#: The function performing each transition the registry names (``layouts.Move.act``), as a batch runs it.
+ACTS: dict[str, Callable[[GroupState, Stores, int, int], Moved]] = {
+    "key_records_to_pane_log": _to_pane_log,
+    "key_windows_to_window_log": _to_window_log,
+    "key_records_to_row_shards": _to_row_shards,
 }
 _unknown = {move.act for layout in BY_NAME.values() for move in layout.moves_in if not move.by_key} - set(ACTS)
 assert not _unknown, f"transitions the registry names without a function here: {_unknown}"
