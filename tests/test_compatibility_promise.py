@@ -67,3 +67,20 @@ def test_the_readers_of_earlier_versions_are_legacys_and_serve_versions_read():
     assert all(set(versions) <= set(layouts.VERSIONS_READ[:-1]) for versions in legacy.READERS.values())
     by_key = {move.act for layout in layouts.LAYOUTS for move in layout.moves_in if move.by_key}
     assert by_key <= set(legacy.READERS)
+
+
+def test_every_row_names_its_store_and_the_stores_use_the_rows_names():
+    import importlib
+
+    from windowed_operator.state.pane_log import PaneLog
+    from windowed_operator.state.records import PaneRecords
+    from windowed_operator.state.window_log import WindowLog
+
+    for row in (*layouts.LAYOUTS, layouts.KEY_SHARDS):
+        module, name = row.store.split(".")
+        assert isinstance(getattr(importlib.import_module(f"windowed_operator.state.{module}"), name), type), row
+    assert (PaneLog.layout, PaneLog.domain, PaneLog.meta_key) == (
+        layouts.PANE_LOG.name, layouts.PANE_LOG.domain, layouts.PANE_LOG.meta_key)
+    assert (WindowLog.layout, WindowLog.domain, WindowLog.meta_key) == (
+        layouts.WINDOW_LOG.name, layouts.WINDOW_LOG.domain, layouts.WINDOW_LOG.meta_key)
+    assert PaneRecords.layout == layouts.PER_KEY_PANE_ROWS.name
