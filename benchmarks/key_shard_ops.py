@@ -5,7 +5,7 @@ touches, putting their records back, and writing the shards that changed.
     PYTHONPATH=/path/to/other/tree python benchmarks/key_shard_ops.py   # the same, another version
 
 The store is ``key_records.TextStore``, dicts of texts (no JVM), so what is left is our own work on the shards' texts: what
-``windowed_operator.key_shards`` adds per batch on top of Spark's state store calls.  Cases (held
+``windowed_operator.state.key_shards`` adds per batch on top of Spark's state store calls.  Cases (held
 keys, keys a batch touches): a group of Nexmark q11 (most of its keys each batch: one shard), a group
 that a batch comes back to a tenth of, and state-scale's share (5% of 100K: about a key a shard).
 Each record is about the size of a columnar session record (~150 bytes).  Printed per case: the
@@ -30,7 +30,7 @@ from key_records import TextStore  # noqa: E402
 from timing import spread  # noqa: E402
 
 import windowed_operator  # noqa: E402
-from windowed_operator.key_shards import KeyShards  # noqa: E402
+from windowed_operator.state.key_shards import KeyShards  # noqa: E402
 
 CASES = {"q11 group": (4_000, 3_000), "a tenth": (20_000, 2_000), "state scale": (100_000, 5_000)}
 RECORD = json.dumps({"state": {"rows": [[1_700_000_000_000 + i, 12, 3, 0, 1] for i in range(3)]},

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from windowed_operator.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
+from windowed_operator.state.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from windowed_operator.panes import PaneRecord
 
 
@@ -190,7 +190,7 @@ def core_run(op, steps):
     columnar paths are checked against."""
     from collections import Counter
 
-    from windowed_operator.state import KeyState
+    from windowed_operator.key_state import KeyState
 
     core = op.build_core()
     states: dict = {}

@@ -12,7 +12,7 @@ from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimeWindows
 from windowed_operator.columnar import ColumnarCore, PaneTable, Panes, supports_columnar
 from windowed_operator.panes import TimestampCombiner
-from windowed_operator.state import KeyState
+from windowed_operator.key_state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import check_next_event_time, near_boundaries

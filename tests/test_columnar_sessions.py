@@ -16,7 +16,7 @@ from windowed_operator import KeyedWindowedOperator, SessionWindows
 from windowed_operator.columnar import Panes
 from windowed_operator.columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
 from windowed_operator.panes import TimestampCombiner, WindowOverflowError
-from windowed_operator.state import KeyState
+from windowed_operator.key_state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import (check_next_event_time, check_next_processing_time, clocked, columnar_panes, core_run,

@@ -20,7 +20,7 @@ from windowed_operator.columnar import Panes
 from windowed_operator.columnar_triggers import Every, RowTrigger, row_trigger
 from windowed_operator.columnar_windows import ColumnarWindows, WindowTable, supports_columnar_windows
 from windowed_operator.panes import DropReason, TimestampCombiner
-from windowed_operator.state import KeyState
+from windowed_operator.key_state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import (check_next_event_time, check_next_processing_time, clocked, columnar_panes, core_run,
@@ -212,7 +212,7 @@ def test_an_accumulator_past_int64_read_back_from_its_record_still_raises_at_fir
     and read back (where numpy would make it a uint64) it still raises, naming its window."""
     import json
 
-    from windowed_operator.columnar_records import WindowRecords
+    from windowed_operator.state.records import WindowRecords
     from windowed_operator.panes import WindowOverflowError
 
     op = KeyedWindowedOperator(TimeWindows(10), Sum(), trigger=TriggerOption.at_watermark()

@@ -4,7 +4,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowed_operator.due_index import DueIndex
+from windowed_operator.state.due_index import DueIndex
 
 from helpers import MemoryStore
 

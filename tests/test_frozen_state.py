@@ -40,16 +40,13 @@ def test_every_fingerprint_is_the_stored_text():
 
 def test_layout_names_and_their_transitions_are_the_stored_names():
     from windowed_operator import fingerprint
-    from windowed_operator.columnar_records import PaneRecords, SessionRecords, WindowRecords
-    from windowed_operator.pane_log import LAYOUT as PANE_LOG
-    from windowed_operator.row_shards import LAYOUTS as ROW_SHARDS
-    from windowed_operator.window_log import LAYOUT as WINDOW_LOG
+    from windowed_operator.state import layouts
+    from windowed_operator.state.records import PaneRecords
 
-    named = {PANE_LOG, WINDOW_LOG, *ROW_SHARDS.values(), PaneRecords.layout}
+    named = {layout.name for layout in layouts.LAYOUTS} | {PaneRecords.layout}
     named |= {layout for pair in fingerprint.LAYOUT_MIGRATIONS for layout in pair}
     assert named == LAYOUT_NAMES
-    assert fingerprint.in_key_shards("per-key windows") == "per-key windows in key shards"
-    del SessionRecords, WindowRecords  # (their layouts are set per instance: the Spark fixtures check them)
+    assert layouts.in_key_shards("per-key windows") == "per-key windows in key shards"
 
 
 def _imports(source: str) -> list[tuple[str, str]]:

@@ -11,10 +11,10 @@ from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, SlidingWindows, TimeWindows
 from windowed_operator.fingerprint import IncompatibleRestartError
-from windowed_operator.group_batch import next_due, run_group_batch
-from windowed_operator.group_state import GroupState
-from windowed_operator.state import KeyState
-from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.state.group_batch import next_due, run_group_batch
+from windowed_operator.state.group_state import GroupState
+from windowed_operator.key_state import KeyState
+from windowed_operator.state.codec import KeyStateCodec
 
 from helpers import MemoryStore, near_boundaries
 
@@ -80,7 +80,7 @@ batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from("abcde"), near_b
 
 def stored_keys(store):
     """The keys holding a record: their own entries, and the key shards' texts."""
-    from windowed_operator.key_shards import DOMAIN
+    from windowed_operator.state.key_shards import DOMAIN
     in_shards = [pair[0] for (domain, _, _), text in store.parts.items() if domain == DOMAIN for pair in json.loads(text)]
     assert len(in_shards) == len(set(in_shards))  # (a key in one shard only)
     return set(store.keys) | set(in_shards)

@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 
 from accumulations import Sum
 from windowed_operator import KeyedWindowedOperator, TimeWindows
-from windowed_operator.group_batch import next_due, run_group_batch
-from windowed_operator.group_state import SHARDS, GroupState
-from windowed_operator.key_shards import DOMAIN, KeyShards, modelled_cost, target_shards
-from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.state.group_batch import next_due, run_group_batch
+from windowed_operator.state.group_state import SHARDS, GroupState
+from windowed_operator.state.key_shards import DOMAIN, KeyShards
+from windowed_operator.state.shards import modelled_cost, target_shards
+from windowed_operator.state.codec import KeyStateCodec
 
 from helpers import MemoryStore
 

@@ -8,7 +8,7 @@ from accumulations.int64 import exact, may_wrap
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, WindowOverflowError
 from windowed_operator.columnar import ColumnarCore, PaneTable, Panes
-from windowed_operator.state import KeyState
+from windowed_operator.key_state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 from windowed_operator.vectorized import process_batch_arrays
 

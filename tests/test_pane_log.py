@@ -12,8 +12,8 @@ from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, TimeWindows
 from windowed_operator.columnar import PaneTable, Panes
 from windowed_operator.columnar_records import columnar_engine
-from windowed_operator.pane_log import DOMAIN, META, PaneLog, supports_pane_log
-from windowed_operator.part_log import run_part_log_batch
+from windowed_operator.state.pane_log import DOMAIN, META, PaneLog, supports_pane_log
+from windowed_operator.state.part_log import run_part_log_batch
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import MemoryStore, near_boundaries
@@ -52,7 +52,7 @@ def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, 
     """Batches with watermarks at and around window boundaries; elements as rows or as partials
     folded upstream per (key, pane); panes folded after 1, 2 or 32 parts.  The store is empty once
     input ends."""
-    with mock.patch("windowed_operator.part_log.COMPACT_PARTS", compact_parts):
+    with mock.patch("windowed_operator.state.part_log.COMPACT_PARTS", compact_parts):
         _check_against_the_whole_table(name, steps, partials, compact_parts)
 
 
@@ -153,12 +153,13 @@ def test_a_key_in_several_parts_of_a_pane_is_one_row_once_read():
 
 @settings(max_examples=60, deadline=None)
 @given(steps=batches, switch=st.lists(st.booleans(), min_size=13, max_size=13))
-def test_moving_between_per_key_records_and_the_pane_log_keeps_every_pane(steps, switch):
-    """Before each batch the group may move to the other layout (a restart changing allowed lateness,
-    here without late data, so the panes are the same): every layout change keeps all rows."""
-    from windowed_operator.columnar_records import columnar_records, run_columnar_batch
-    from windowed_operator.group_state import GroupState
-    from windowed_operator.pane_log_migration import key_records_to_pane_log, pane_log_to_key_records
+def test_moving_per_key_records_into_the_pane_log_keeps_every_pane(steps, switch):
+    """Before any batch the group may move into the pane log (a restart lowering allowed lateness to
+    none, here without late data, so the panes are the same; nothing moves back: raising it is
+    refused): the move keeps all rows."""
+    from windowed_operator.state.records import columnar_records, run_columnar_batch
+    from windowed_operator.state.group_state import GroupState
+    from windowed_operator.state.transitions import key_records_to_pane_log
 
     engine, acc = engine_of("hopping mean")
     log, records, store = PaneLog(engine), columnar_records(engine), MemoryStore()
@@ -176,17 +177,13 @@ def test_moving_between_per_key_records_and_the_pane_log_keeps_every_pane(steps,
             return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=0)
 
         group = GroupState(store, records.codec, {}, "op")
-        moved: list = []
-        if flip:
-            on_log = not on_log
-            if on_log:
-                key_records_to_pane_log(group, log, store)
-            else:
-                moved = pane_log_to_key_records(group, records, log, store)
+        if flip and not on_log:
+            on_log = True
+            key_records_to_pane_log(group, log, store)
         if on_log:
             run_part_log_batch(log, store, group.meta, watermark, run)
         else:
-            run_columnar_batch(records, group, [*keys.tolist(), *moved], watermark, 0, run)
+            run_columnar_batch(records, group, keys.tolist(), watermark, 0, run)
         group.save(wm=watermark)
         assert panes_of(got) == panes_of(expected)
     assert not store.keys and not [p for p in store.parts if p[0] == DOMAIN]

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowed_operator.record_columns import decode_records, decode_sided, encode_records, encode_sided
-from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.state.record_columns import decode_records, decode_sided, encode_records, encode_sided
+from windowed_operator.state.codec import KeyStateCodec
 
 CODEC = KeyStateCodec()
 

@@ -8,10 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from windowed_operator.columnar import ColumnarForm
-from windowed_operator.columnar_records import (KeyPanes, KeyPanesCodec, KeyRows, KeySessionsCodec, KeyWindowsCodec,
-                                                stored_columns)
+from windowed_operator.state.records import (KeyPanes, KeyPanesCodec, KeyRows, KeySessionsCodec, KeyWindowsCodec,
+                                             stored_columns)
 from windowed_operator.columnar_triggers import NOT_SET
-from windowed_operator.group_state import read_record, record_text
+from windowed_operator.state.group_state import read_record, record_text
 from windowed_operator.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 times = st.integers(MIN_TIMESTAMP, MAX_TIMESTAMP)

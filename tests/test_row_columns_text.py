@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from windowed_operator.columnar_panes import object_array
 from windowed_operator.columnar_triggers import NOT_SET, RowTable
-from windowed_operator.row_columns_text import key_runs, rows_text, table_of
+from windowed_operator.state.row_columns_text import key_runs, rows_text, table_of
 from windowed_operator.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 keys = st.one_of(st.integers(-2 ** 63, 2 ** 63 - 1), st.text(alphabet='ab"\\\t', max_size=3),
@@ -80,8 +80,8 @@ def test_pieces_of_a_table_come_back_as_the_table(pieces, data):
     one pass (``table_of_parts``), is the table."""
     import json
 
-    from windowed_operator.row_columns_text import rows_texts, table_of_parts
-    from windowed_operator.row_shards import joined
+    from windowed_operator.state.row_columns_text import rows_texts, table_of_parts
+    from windowed_operator.state.row_shards import joined
 
     width = len(pieces[0].acc)
     pieces = [p for p in pieces if len(p.acc) == width and p.acc and all(

@@ -12,11 +12,12 @@ from triggers import TriggerOption
 from windowed_operator import SessionWindows, TimeWindows
 from windowed_operator.columnar import Panes
 from windowed_operator.columnar_panes import object_array
-from windowed_operator.columnar_records import columnar_engine, columnar_records, run_columnar_batch
+from windowed_operator.columnar_records import columnar_engine
+from windowed_operator.state.records import columnar_records, run_columnar_batch
 from windowed_operator.columnar_triggers import RowTable
-from windowed_operator.group_state import GroupState
-from windowed_operator.row_shards import (DOMAIN, META, MIN_KEYS_PER_SHARD, ROW_KEY_US, RowShards, key_records_to_row_shards, row_shards_to_key_records,
-                                          run_row_shards_batch)
+from windowed_operator.state.group_state import GroupState
+from windowed_operator.state.row_shards import DOMAIN, META, MIN_KEYS_PER_SHARD, ROW_KEY_US, RowShards, run_row_shards_batch
+from windowed_operator.state.transitions import key_records_to_row_shards
 
 from helpers import MemoryStore, near_boundaries
 
@@ -51,8 +52,9 @@ batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(KEYS), near_boun
 
 def one_batch(layout, engine, records, store, rows, watermark, now, got, model=(MIN_KEYS_PER_SHARD, ROW_KEY_US),
               counting=False):
-    """One batch in ``layout`` ("rows": row shards; "keys"/"key shards": per-key records), moving
-    the group's state first if it is stored the other way (as the processor does on a restart)."""
+    """One batch in ``layout`` ("rows": row shards; "keys"/"key shards": per-key records, as a
+    checkpoint written before row shards holds them), moving the group's per-key records into row
+    shards first (as the processor does on a restart)."""
     keys = object_array([k for k, _, _ in rows])
     ts = np.array([t for _, t, _ in rows], dtype=np.int64)
     values = None if counting else np.array([v for _, _, v in rows], dtype=np.int64)
@@ -68,9 +70,7 @@ def one_batch(layout, engine, records, store, rows, watermark, now, got, model=(
         moved = key_records_to_row_shards(group, records) if META not in group.meta and group.meta else None
         run_row_shards_batch(shards, batch_keys, watermark, now, run, moved)
     else:
-        if META in group.meta:
-            batch_keys += row_shards_to_key_records(group, records, RowShards(group, store, engine,
-                                                                              records.codec.kind))
+        assert META not in group.meta, "nothing moves out of row shards"
         run_columnar_batch(records, group, batch_keys, watermark, now, run)
     group.save(wm=watermark)
     return values
@@ -83,13 +83,16 @@ def one_batch(layout, engine, records, store, rows, watermark, now, got, model=(
 @given(steps=batches)
 def test_row_shards_give_the_panes_of_the_whole_table(name, model, steps):
     """Shards read for the batch's keys or because the due indexes hold them give every pane the
-    whole table gives, with the group moving between row shards and key records at any batch; at
-    the end every row expired and nothing is stored."""
+    whole table gives, with the group moving from key records (with or without key shards) into row
+    shards at any batch; at the end every row expired and nothing is stored."""
     window, acc, trigger, lateness = CASES[name]
     engine = columnar_engine(window, acc, trigger, lateness, label="op", column=None)
     records = columnar_records(engine)
     whole, store, watermark, now = RowTable(), MemoryStore(), -3, 0
+    in_rows = False
     for rows, step, advance, layout in [*steps, ([], 10 ** 6, 0, "rows")]:
+        in_rows = in_rows or layout == "rows"
+        layout = "rows" if in_rows else layout
         watermark += step
         now += advance
         expected, got = Panes(), Panes()
@@ -126,7 +129,7 @@ def test_a_batch_touching_one_key_of_many_reads_one_shard():
 
 def test_a_shard_holds_at_most_its_share_of_keys(monkeypatch):
     """However many keys a group holds, no shard is sized for more than ``MAX_KEYS_PER_SHARD``."""
-    import windowed_operator.row_shards as row_shards
+    import windowed_operator.state.row_shards as row_shards
 
     monkeypatch.setattr(row_shards, "MAX_KEYS_PER_SHARD", 100)
     window, acc, trigger, lateness = CASES["sessions count, early every 3 elements"]

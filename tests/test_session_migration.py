@@ -15,13 +15,14 @@ from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows
 from windowed_operator.columnar import Panes
-from windowed_operator.columnar_records import columnar_engine, columnar_records, run_columnar_batch
+from windowed_operator.columnar_records import columnar_engine
+from windowed_operator.state.records import columnar_records, run_columnar_batch
 from windowed_operator.columnar_windows import ColumnarWindows, supports_columnar_windows
 from windowed_operator.panes import TimestampCombiner
 from windowed_operator.fingerprint import restart_problems
-from windowed_operator.group_batch import next_due, run_group_batch
-from windowed_operator.group_state import GroupState
-from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.state.group_batch import next_due, run_group_batch
+from windowed_operator.state.group_state import GroupState
+from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import MemoryStore, near_boundaries
@@ -182,8 +183,8 @@ def _strip_trigger_columns(store: MemoryStore) -> None:
     version 6's named fields, without the trigger's columns)."""
     import json
 
-    from windowed_operator.columnar_records import stored_columns
-    from windowed_operator.group_state import read_record
+    from windowed_operator.state.records import stored_columns
+    from windowed_operator.state.group_state import read_record
 
     for key, text in list(store.keys.items()):
         data, due = read_record(json.loads(text))

@@ -20,8 +20,8 @@ from accumulations import (ApproxCountDistinct, ApproxPercentile, CountDistinct,
 from triggers import TriggerOption
 from windowed_operator import GlobalWindow, KeyedWindowedOperator, SessionWindows, TimeWindows
 from windowed_operator.pipeline import parse_pipeline
-from windowed_operator.state import KeyState
-from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.key_state import KeyState
+from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.testing import TestStream, TimestampedValue
 from windowed_operator.vectorized import process_batch_arrays, supports_vectorized
 

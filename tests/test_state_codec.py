@@ -16,8 +16,8 @@ from accumulations import Count, Mean, Sum, ToList, TopN
 from triggers import AfterCount, Repeatedly, TriggerOption
 from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows,
                                SlidingWindows, TimeWindows)
-from windowed_operator.state import KeyState
-from windowed_operator.state_codec import KeyStateCodec, StateEncodingError
+from windowed_operator.key_state import KeyState
+from windowed_operator.state.codec import KeyStateCodec, StateEncodingError
 
 from helpers import near_boundaries
 

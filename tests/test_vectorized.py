@@ -11,7 +11,7 @@ from accumulations import AllMax, Count, Max, Mean, Min, Sum, TopN
 from accumulations.rows import Rows
 from triggers import AfterCount, Repeatedly, TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimestampCombiner, TimeWindows
-from windowed_operator.state import KeyState
+from windowed_operator.key_state import KeyState
 from windowed_operator.vectorized import process_batch_arrays, supports_vectorized
 
 from helpers import near_boundaries

@@ -22,8 +22,8 @@ from accumulations import Sum
 from triggers import AfterAny, AfterCount, AfterProcessingTime, AfterWatermark, Repeatedly, TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, TimestampCombiner, TimeWindows
 from windowed_operator.panes import Timing
-from windowed_operator.state import KeyState
-from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.key_state import KeyState
+from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.testing import TimestampedValue
 from windowed_operator.vectorized import process_batch_arrays
 

@@ -13,15 +13,15 @@ from accumulations.merge import SidedAccumulation, SidedValues
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, TimeWindows
 from windowed_operator.core import WindowedCore
-from windowed_operator.group_batch import GroupBatch, next_due, run_group_steps
-from windowed_operator.group_state import GroupState
+from windowed_operator.state.group_batch import GroupBatch, next_due, run_group_steps
+from windowed_operator.state.group_state import GroupState
 from windowed_operator.panes import TimestampCombiner
-from windowed_operator.state_codec import KeyStateCodec
+from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.time import MAX_TIMESTAMP
 from windowed_operator.vectorized import process_batch_arrays
 from windowed_operator.windows.base import Window
 from windowed_operator.range_ops import factorize
-from windowed_operator.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog, run_window_log_batch,
+from windowed_operator.state.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog, run_window_log_batch,
                                           supports_window_log)
 
 from helpers import MemoryStore, near_boundaries
@@ -121,7 +121,7 @@ def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulati
     log, store, meta = WindowLog(core), MemoryStore(), {}
     keyed = MemoryStore()
     watermark = -3
-    with mock.patch("windowed_operator.part_log.COMPACT_PARTS", compact_parts):
+    with mock.patch("windowed_operator.state.part_log.COMPACT_PARTS", compact_parts):
         for rows, step in [*steps, ([], MAX_TIMESTAMP)]:
             watermark = min(watermark + step, MAX_TIMESTAMP)
             work = (array_work if arrays else element_work)(reference, rows)
@@ -213,13 +213,13 @@ def test_a_joins_inputs_are_stored_by_column_and_parts_of_state_version_7_still_
 @settings(max_examples=60, deadline=None)
 @given(steps=batches, switch=st.lists(st.booleans(), min_size=11, max_size=11), lateness=st.sampled_from([1, 5, 12]),
        accumulation=st.sampled_from(["sum", "join"]), trigger=st.sampled_from(sorted(TRIGGERS)))
-def test_moving_between_per_key_windows_and_the_window_log_keeps_every_pane(steps, switch, lateness, accumulation,
-                                                                           trigger):
-    """Before each batch the group may move to the other layout, as a restart that sets allowed
-    lateness to 0 (the window log) or back to ``lateness`` (per key) does; late data arrives while
-    windows are held per key.  Each batch gives the panes of a group that stayed per key under the
-    same lateness changes, and no state is left once input ends."""
-    from windowed_operator.window_log_migration import key_windows_to_window_log, window_log_to_key_windows
+def test_moving_per_key_windows_into_the_window_log_keeps_every_pane(steps, switch, lateness, accumulation,
+                                                                    trigger):
+    """Before any batch the group may move into the window log, as a restart that lowers allowed
+    lateness to 0 does (nothing moves back: raising it is refused); late data arrives while windows
+    are held per key.  Each batch gives the panes of a group that stayed per key under the same
+    lateness change, and no state is left once input ends."""
+    from windowed_operator.state.transitions import key_windows_to_window_log
 
     def core(late):
         return WindowedCore(WINDOWS["hopping"], ACCUMULATIONS[accumulation], TRIGGERS[trigger], late)
@@ -228,7 +228,8 @@ def test_moving_between_per_key_windows_and_the_window_log_keeps_every_pane(step
     watermark, on_log = -3, False
     for (rows, step), flip in zip([*steps, ([], MAX_TIMESTAMP)], switch):
         watermark = min(watermark + step, MAX_TIMESTAMP)
-        on_log = on_log != flip
+        flip = flip and not on_log
+        on_log = on_log or flip
         now = core(0 if on_log else lateness)
         group = GroupState(reference_store, KeyStateCodec(), {}, "op")
         expected = run_group_steps(now, group, GroupBatch(work=at(element_work(now, rows), watermark)), watermark, 0)
@@ -243,8 +244,7 @@ def test_moving_between_per_key_windows_and_the_window_log_keeps_every_pane(step
             fired, added, _ = run_window_log_batch(log, store, group.meta, work, watermark, 0)
             outputs = (got.outputs if got else []) + fired.outputs + added.outputs
         else:
-            keys = window_log_to_key_windows(group, WindowLog(now), store, 0) if flip else []
-            outputs = run_group_steps(now, group, GroupBatch(work=work, keys=keys), watermark, 0).merged().outputs
+            outputs = run_group_steps(now, group, GroupBatch(work=work), watermark, 0).merged().outputs
             group.commit(next_due(now))
         group.save(wm=watermark)
         assert panes(outputs) == panes(expected.merged().outputs)

@@ -19,7 +19,7 @@ from triggers.option import TriggerOption
 from .firing import PaneEmitter
 from .panes import DropReason, DroppedElement, PaneRecord, RetractedValue, TimestampCombiner
 from . import time_rules
-from .state import KeyState, WindowState
+from .key_state import KeyState, WindowState
 from .time import MAX_TIMESTAMP
 from .windows.base import MergingWindowOption, Window, WindowOption
 from .windows.sliding_windows import SlidingWindows

@@ -17,6 +17,8 @@ from typing import Any, Mapping, Optional
 
 from triggers.option import AccumulationMode
 
+from .state.layouts import LAYOUT_MIGRATIONS, VERSION_MIGRATIONS, record_layout
+
 #: Parts of the fingerprint a restart may change, and why the panes then equal those of an
 #: uninterrupted run with the new operator (from the restart on).  Some parts only in one direction:
 #: ``ADVICE`` says why the other is refused.
@@ -60,40 +62,6 @@ ADVICE: dict[str, str] = {
                         "larger one: a restart may only lower it (start a new checkpoint)",
 }
 
-#: State layouts whose records a later layout reads and rewrites key by key (stored -> current).
-LAYOUT_MIGRATIONS: set[tuple[str, str]] = {
-    ("per-key windows", "per-key session rows"),  # sessions under the default trigger went columnar
-    ("per-key windows", "per-key window rows"),  # so did windows assigned by timestamp under early/late firings
-    # the default trigger's pane rows, by key with allowed lateness, by pane without (``pane_log_migration``)
-    ("per-key pane rows", "pane log"),
-    ("pane log", "per-key pane rows"),
-    # the object path's windows, by key with allowed lateness, by window without (``window_log_migration``)
-    ("per-key windows", "window log"),
-    ("window log", "per-key windows"),
-    # session and window rows, by key or in row shards of columns (``row_shards``); the object path's
-    # windows are read as rows on the way (``columnar_records.RowsCodec``)
-    ("per-key session rows", "session rows in row shards"),
-    ("session rows in row shards", "per-key session rows"),
-    ("per-key windows", "session rows in row shards"),
-    ("per-key window rows", "window rows in row shards"),
-    ("window rows in row shards", "per-key window rows"),
-    ("per-key windows", "window rows in row shards"),
-}
-
-#: A per-key layout whose records are kept in key shards (``key_shards``): the same records, stored
-#: many to a text.  A restart may switch either way (``group_state`` moves the records); a library
-#: that predates shards refuses the name instead of finding no records.
-KEY_SHARDS_SUFFIX = " in key shards"
-
-
-def in_key_shards(layout: str) -> str:
-    return layout + KEY_SHARDS_SUFFIX
-
-
-def _record_layout(layout: str) -> str:
-    return layout[:-len(KEY_SHARDS_SUFFIX)] if layout.endswith(KEY_SHARDS_SUFFIX) else layout
-
-
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -130,12 +98,6 @@ def state_fingerprint(operator: Any, *, key_groups: int, layout: str, time_mode:
     }
 
 
-#: State versions whose state a later version reads (stored -> current): version 7 reads version
-#: 6's records and rewrites each in its own form when it writes the key; version 8 reads both, and
-#: version 7's window-log parts beside its own.
-VERSION_MIGRATIONS: set[tuple[str, str]] = {("6", "7"), ("6", "8"), ("7", "8")}
-
-
 def _mode_change_is_safe(stored: str, current: str) -> bool:
     """Discarding panes leaves accumulators of the elements since the last pane, accumulating ones of
     every element: neither continues as the other."""
@@ -161,7 +123,7 @@ def _change_is_safe(part: str, stored: str, current: str) -> bool:
     if part == "state version":
         return (stored, current) in VERSION_MIGRATIONS
     if part == "state layout":
-        stored, current = _record_layout(stored), _record_layout(current)
+        stored, current = record_layout(stored), record_layout(current)
         return stored == current or (stored, current) in LAYOUT_MIGRATIONS
     return part in SAFE_CHANGES
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional
 from .core import CoreElement, Emission, WindowedCore
 from .elements import BadElementError
 from .panes import DroppedElement, PaneRecord
-from .state import KeyState
+from .key_state import KeyState
 from .testing import _elements, replay
 from .time import MAX_TIMESTAMP, to_duration_millis, to_millis
 from .watermarks import WatermarkTracker, partition_of

@@ -18,7 +18,7 @@ from . import time_rules
 from .core import Emission, WindowedCore
 from .panes import DropReason, DroppedElement
 from .range_ops import lexsort_ints
-from .state import KeyState
+from .key_state import KeyState
 from .windows.base import Window
 
 

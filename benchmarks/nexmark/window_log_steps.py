@@ -36,7 +36,7 @@ from accumulations.merge import SidedValues  # noqa: E402
 from windowed_operator.gc_pause import collector_paused  # noqa: E402
 from windowed_operator.range_ops import factorize  # noqa: E402
 from windowed_operator.time import MAX_TIMESTAMP, MIN_TIMESTAMP  # noqa: E402
-from windowed_operator.window_log import ArrayElements, WindowLog, run_window_log_batch  # noqa: E402
+from windowed_operator.state.window_log import ArrayElements, WindowLog, run_window_log_batch  # noqa: E402
 
 
 class _Store:

@@ -1,4 +1,6 @@
 """Mistakes apply() refuses before a query starts, naming the column, its type and what fits."""
+import warnings
+
 import pytest
 
 from accumulations import Count, Max, Mean, Sum, ToList
@@ -62,7 +64,7 @@ def test_a_batch_dataframe_gets_advice_that_works(spark):
         operator(Sum("amount")).apply(batch)
 
 
-@pytest.mark.parametrize("setting", ["keyShards", "paneLog", "packInput"])
+@pytest.mark.parametrize("setting", ["keyShards", "packInput"])
 def test_a_library_setting_that_is_not_true_or_false_is_refused_naming_it(spark, tmp_path, setting):
     """Read as the default, a typo would silently keep the path it was meant to switch off."""
     df = stream(spark, tmp_path)
@@ -73,5 +75,25 @@ def test_a_library_setting_that_is_not_true_or_false_is_refused_naming_it(spark,
             operator(Sum("amount")).apply(df)
         spark.conf.set(name, " FALSE ")
         assert operator(Sum("amount")).apply(df).isStreaming
+    finally:
+        spark.conf.unset(name)
+
+
+@pytest.mark.parametrize("setting", ["paneLog", "rowShards"])
+def test_a_removed_setting_is_warned_about_once_and_ignored(spark, tmp_path, setting, monkeypatch):
+    """A job configured before the setting went still runs (its value, even a typo, is ignored),
+    and is told once which setting to drop."""
+    from windowed_operator.spark import runner
+
+    monkeypatch.setattr(runner, "_warned", set())
+    df = stream(spark, tmp_path)
+    name = f"spark.windowed_operator.{setting}"
+    try:
+        spark.conf.set(name, "flase")
+        with pytest.warns(UserWarning, match=rf"^{name} was removed and is ignored: "):
+            assert operator(Sum("amount")).apply(df).isStreaming
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert operator(Sum("amount")).apply(df).isStreaming
     finally:
         spark.conf.unset(name)

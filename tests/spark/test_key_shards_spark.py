@@ -23,6 +23,13 @@ def sessions_early(**kw):
                                  trigger=trigger.accumulating_and_retracting_fired_panes(), **kw)
 
 
+def tumbling_counts(**kw):
+    """The pane table with allowed lateness: per-key pane rows (session and window rows are in row
+    shards, whose keys are not in key shards)."""
+    return KeyedWindowedOperator(TimeWindows(10_000), Count(), key="user", timestamp="ts",
+                                 watermark=bounded_disorder(DELAY), allowed_lateness=4_000, **kw)
+
+
 def tumbling_lists(**kw):
     """The object path's windows (a list accumulation), with allowed lateness: per-key windows."""
     return KeyedWindowedOperator(TimeWindows(10_000), ToList("amount"), key="user", timestamp="ts",
@@ -34,7 +41,7 @@ def stored(spark, checkpoint, rows=False):
     latest batch."""
     import json
 
-    from windowed_operator.key_shards import parse_shard
+    from windowed_operator.state.key_shards import parse_shard
     from windowed_operator.spark.group_store import DUE_STATE, KEYS_STATE
 
     own = spark.read.format("statestore").option("stateVarName", KEYS_STATE).load(str(checkpoint)).count()
@@ -46,18 +53,8 @@ def stored(spark, checkpoint, rows=False):
     return (own, in_shards, in_rows) if rows else (own, in_shards)
 
 
-@pytest.fixture
-def row_shards_off(spark):
-    """Session and window rows in per-key records (so in key shards), for this test only."""
-    from windowed_operator.spark.runner import ROW_SHARDS_CONF
-
-    spark.conf.set(ROW_SHARDS_CONF, "false")
-    yield
-    spark.conf.unset(ROW_SHARDS_CONF)
-
-
-@pytest.mark.parametrize("make_op", [sessions_early, tumbling_lists], ids=["columnar sessions", "object windows"])
-def test_key_shards_give_the_local_runners_panes(spark, tmp_path, make_op, row_shards_off):
+@pytest.mark.parametrize("make_op", [tumbling_counts, tumbling_lists], ids=["columnar panes", "object windows"])
+def test_key_shards_give_the_local_runners_panes(spark, tmp_path, make_op):
     op = make_op()
     expected = local_panes(run_local_like_spark(op, BATCHES, DELAY))
     assert spark_panes(run_spark(spark, op, BATCHES, tmp_path / "ended")) == expected
@@ -105,9 +102,9 @@ def test_inspection_reads_a_shards_keys_in_both_forms(spark):
     unquoted (with the characters lines are split on), other keys as their tagged JSON."""
     import json
 
-    from windowed_operator.key_shards import key_json, shard_text
+    from windowed_operator.state.key_shards import key_json, shard_text
     from windowed_operator.spark.inspect import shard_pairs
-    from windowed_operator.state_codec import KeyStateCodec
+    from windowed_operator.state.codec import KeyStateCodec
 
     records = {"a\tb": '{"n":1}', 'q"\n': '{"n":2}', 7: '{"n":[3,"\\t"]}', (1, "x"): "{}"}
     lines = shard_text({key_json(k): text for k, text in records.items()})
@@ -125,8 +122,8 @@ RESTART_BATCHES = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 3_500)),
                    rows(("c", 8, 21_000), ("a", 9, 27_000))]
 
 
-def run_restarts(spark, tmp_path, steps):
-    """``sessions_early`` over ``RESTART_BATCHES`` on one checkpoint, a query per step ``(settings,
+def run_restarts(spark, tmp_path, steps, make_op=tumbling_counts):
+    """``make_op``'s operator over ``RESTART_BATCHES`` on one checkpoint, a query per step ``(settings,
     files released)`` (None: all, with the end-of-input marker) with the session's settings set while
     it runs; yields the checkpoint after each step; the panes are checked against the local runner
     at the end."""
@@ -140,7 +137,7 @@ def run_restarts(spark, tmp_path, steps):
         try:
             for name, value in settings.items():
                 spark.conf.set(name, value)
-            query = (sessions_early().apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(store))
+            query = (make_op().apply(df, end_of_input=END_COLUMN).writeStream.foreachBatch(_file_sink(store))
                      .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
             query.awaitTermination()
         finally:
@@ -148,7 +145,7 @@ def run_restarts(spark, tmp_path, steps):
                 spark.conf.unset(name) if value is None else spark.conf.set(name, value)
         yield checkpoint
     got = Counter(pane_tuple(r) for rows_ in store.values() for r in rows_ if r.get("record_type", "pane") == "pane")
-    assert got == local_panes(run_local_like_spark(sessions_early(), RESTART_BATCHES, DELAY))
+    assert got == local_panes(run_local_like_spark(make_op(), RESTART_BATCHES, DELAY))
 
 
 def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_every_record(spark, tmp_path):
@@ -157,7 +154,7 @@ def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_eve
     on, and back; and so does the checkpoint file manager ``local_session`` names (files renamed with
     the FileSystem API) against Spark's default (FileContext).  One restart test for all three: each
     restart costs a query start."""
-    from windowed_operator.spark.runner import KEY_SHARDS_CONF, ROW_SHARDS_CONF
+    from windowed_operator.spark.runner import KEY_SHARDS_CONF
     from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
                                                  SPARK_DEFAULT_CHECKPOINT_MANAGER as spark_default)
 
@@ -167,24 +164,8 @@ def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_eve
     steps = [({KEY_SHARDS_CONF: "false", changelog: "false", CHECKPOINT_MANAGER_CONF: spark_default}, 1),
              ({KEY_SHARDS_CONF: "true", changelog: "true", CHECKPOINT_MANAGER_CONF: FILE_SYSTEM_CHECKPOINT_MANAGER}, 3),
              ({KEY_SHARDS_CONF: "false", changelog: "false", CHECKPOINT_MANAGER_CONF: spark_default}, None)]
-    for settings, _ in steps:
-        settings[ROW_SHARDS_CONF] = "false"
     checks = [lambda own, in_shards: own > 0 and in_shards == 0, lambda own, in_shards: own == 0 and in_shards > 0,
               lambda own, in_shards: in_shards == 0]
     for checkpoint, check in zip(run_restarts(spark, tmp_path, steps), checks):
         assert check(*stored(spark, checkpoint))
     assert any(checkpoint.glob("state/**/*.changelog"))  # (the middle run wrote its batches so)
-
-
-def test_a_restart_that_switches_row_shards_keeps_every_row(spark, tmp_path):
-    """Per-key records (in key shards) move into row shards on a restart that turns them on, and back
-    into records of their own on one that turns them off: the local runner's panes throughout."""
-    from windowed_operator.spark.runner import KEY_SHARDS_CONF, ROW_SHARDS_CONF
-
-    steps = [({ROW_SHARDS_CONF: "false"}, 1), ({ROW_SHARDS_CONF: "true"}, 3),
-             ({ROW_SHARDS_CONF: "false", KEY_SHARDS_CONF: "false"}, None)]
-    checks = [lambda own, keys, rows: own == 0 and keys > 0 and rows == 0,
-              lambda own, keys, rows: own == 0 and keys == 0 and rows > 0,
-              lambda own, keys, rows: keys == 0 and rows == 0]
-    for checkpoint, check in zip(run_restarts(spark, tmp_path, steps), checks):
-        assert check(*stored(spark, checkpoint, rows=True))

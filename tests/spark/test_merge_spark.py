@@ -61,7 +61,7 @@ CASES = {
     "tumbling-inner-join-early-late-retracting": (TimeWindows(10_000), InnerJoin(), RETRACTING, 11),
     "hopping-left-outer-default": (TimeWindows(10_000).slide_by(5_000), LeftOuterJoin(), TriggerOption.default(), 12),
     "sessions-cogroup-early-late-retracting": (SessionWindows(4_000), Cogroup(), RETRACTING, 13),
-    # (no allowed lateness: the window log, ``windowed_operator.window_log``)
+    # (no allowed lateness: the window log, ``windowed_operator.state.window_log``)
     "tumbling-inner-join-default-no-lateness": (TimeWindows(10_000), InnerJoin(), TriggerOption.default(), 14, 0),
 }
 

@@ -92,11 +92,10 @@ def _file_sink(store):
 
 
 def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
-    """Per key (lateness 5 s) -> the log (lateness lowered to none) -> per key (the log turned off,
-    ``PANE_LOG_CONF``; raising the lateness is refused) on one checkpoint: the values are one run's,
-    and between the restarts the state is in the layout the options choose (``log_parts``: the log's
-    parts in a checkpoint)."""
-    from windowed_operator.spark.runner import PANE_LOG_CONF
+    """Per key (lateness 5 s) -> the log (lateness lowered to none) on one checkpoint, run on to the
+    end: the values are one run's, and between the restarts the state is in the layout the options
+    choose (``log_parts``: the log's parts in a checkpoint).  Nothing moves back: raising the
+    lateness is refused, and the setting that turned the logs off went."""
 
     in_order = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 11_000)),
                 rows(("b", 4, 12_000), ("c", 5, 23_000)),
@@ -105,14 +104,10 @@ def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
     source, checkpoint, store = tmp_path / "in", tmp_path / "checkpoint", {}
     staged = write_batches(tmp_path / "staging", in_order)
 
-    def run(op, upto, log=True):
+    def run(op, upto):
         release_batches(tmp_path / "staging", source, upto)
         df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-        spark.conf.set(PANE_LOG_CONF, str(log).lower())
-        try:
-            out = op.apply(df, end_of_input=END_COLUMN)
-        finally:
-            spark.conf.unset(PANE_LOG_CONF)
+        out = op.apply(df, end_of_input=END_COLUMN)
         query = (out.writeStream.foreachBatch(_file_sink(store))
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
         query.awaitTermination()
@@ -122,8 +117,8 @@ def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
     assert key_records(spark, checkpoint) and not log_parts(spark, checkpoint)
     run(make_op(lateness=0), 3)
     assert log_parts(spark, checkpoint) and not key_records(spark, checkpoint)
-    run(make_op(lateness=0), len(staged), log=False)
-    assert not log_parts(spark, checkpoint)
+    run(make_op(lateness=0), len(staged))
+    assert not key_records(spark, checkpoint)
 
     def values(panes):  # (is_last follows the lateness in force when a window fired)
         return Counter((p[0], p[1], p[2], p[3], p[4]) for p, n in panes.items() for _ in range(n))
@@ -134,19 +129,3 @@ def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
 
 def test_a_restart_that_changes_the_layout_moves_the_state_between_layouts(spark, tmp_path):
     check_restarts_between_layouts(spark, tmp_path, hopping_sum, pane_parts)
-
-
-def test_the_pane_log_setting_off_keeps_rows_per_key(spark, tmp_path):
-    from windowed_operator.spark.runner import PANE_LOG_CONF
-
-    write_batches(tmp_path / "in", BATCHES[:2], flush=False)
-    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))
-    spark.conf.set(PANE_LOG_CONF, "false")
-    try:
-        out = hopping_sum().apply(df, end_of_input=END_COLUMN)
-    finally:
-        spark.conf.unset(PANE_LOG_CONF)
-    query = (out.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    assert key_records(spark, tmp_path / "checkpoint") and not pane_parts(spark, tmp_path / "checkpoint")

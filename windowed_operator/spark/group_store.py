@@ -1,4 +1,4 @@
-"""A key group's records in Spark's state store: the ``GroupStore`` of ``windowed_operator.group_state``.
+"""A key group's records in Spark's state store: the ``GroupStore`` of ``windowed_operator.state.group_state``.
 
 Three state variables per key group (the grouping key of transformWithStateInPandas):
 - ``wo_group`` (ValueState ``meta string``): the group's record as JSON: the operator's fingerprint,
@@ -7,9 +7,9 @@ Three state variables per key group (the grouping key of transformWithStateInPan
   JSON, ``[event due, processing due, <the key's state>]`` (``group_state``);
 - ``wo_due`` (MapState ``domain string, bucket bigint, part int`` -> ``entries string``): the due
   index's parts, JSON lists of ``[key, due]`` (keys in the codec's tagged form); on the pane log
-  (``windowed_operator.pane_log``, domain ``panes``) the parts of each pane's rows; on the window log
-  (``windowed_operator.window_log``, domain ``windows``) the parts of the accumulators of the windows
-  expiring at one watermark; under key shards (``windowed_operator.key_shards``, domain ``keys``)
+  (``windowed_operator.state.pane_log``, domain ``panes``) the parts of each pane's rows; on the window log
+  (``windowed_operator.state.window_log``, domain ``windows``) the parts of the accumulators of the windows
+  expiring at one watermark; under key shards (``windowed_operator.state.key_shards``, domain ``keys``)
   the keys' records, many keys' to a text, in place of ``wo_keys``.
 All of it is data: ``spark.read.format("statestore").option("stateVarName", "wo_keys")`` on a
 checkpoint shows every key's windows, and ``windowed_operator.spark.inspect`` prints them.
@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 from typing import Any, Hashable, Optional
 
-from ..due_index import Entry
-from ..state_codec import KeyStateCodec
+from ..state.due_index import Entry
+from ..state.codec import KeyStateCodec
 from .pipelined_map import PendingWrites, PipelinedMap
 # DUE_STATE, KEYS_STATE, META_STATE: re-exported (spark/inspect.py and the Spark tests import them from here)
 from .state_schemas import DUE_STATE as DUE_STATE, KEYS_STATE as KEYS_STATE, META_STATE as META_STATE, DeclaredState

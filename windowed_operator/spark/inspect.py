@@ -18,16 +18,17 @@ from __future__ import annotations
 import json
 from typing import Any, Collection, Iterator, Optional
 
-from ..columnar_records import _ROW_COLUMNS, PANES, stored_columns
+from ..state.records import _ROW_COLUMNS, PANES, stored_columns
 from ..columnar_triggers import NOT_SET
-from ..group_state import read_record
-from ..key_shards import DOMAIN as KEY_SHARDS_DOMAIN
-from ..pane_log import DOMAIN as PANE_LOG_DOMAIN
-from ..row_columns_text import column_values
-from ..row_shards import DOMAIN as ROW_SHARDS_DOMAIN
-from ..state_codec import KeyStateCodec
+from ..state.group_state import read_record
+from ..state.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
+from ..state.layouts import PANE_LOG, WINDOW_LOG
+from ..state.pane_log import DOMAIN as PANE_LOG_DOMAIN
+from ..state.row_columns_text import column_values
+from ..state.row_shards import DOMAIN as ROW_SHARDS_DOMAIN
+from ..state.codec import KeyStateCodec
 from ..time import time_text
-from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
+from ..state.window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
 from .processor import GROUP_COLUMN
 
@@ -56,7 +57,7 @@ def _due(event_due: Optional[int], processing_due: Optional[int]) -> str:
 
 def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     """The per-key records of the operator's state in ``checkpoint`` (its latest committed batch):
-    those in their own entries and those in key shards (``windowed_operator.key_shards``), with the
+    those in their own entries and those in key shards (``windowed_operator.state.key_shards``), with the
     key as text (a shard holds it as JSON: a string key unquoted, others as their JSON)."""
     from pyspark.sql import functions as F
 
@@ -94,18 +95,18 @@ def _log_parts(spark: Any, checkpoint: str, operator_id: int, domain: str, bucke
 
 
 def pane_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The pane log's parts (``windowed_operator.pane_log``): each a pane's rows some batches added."""
+    """The pane log's parts (``windowed_operator.state.pane_log``): each a pane's rows some batches added."""
     return _log_parts(spark, checkpoint, operator_id, PANE_LOG_DOMAIN, "pane_start")
 
 
 def window_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The window log's parts (``windowed_operator.window_log``): the accumulators some batches added
+    """The window log's parts (``windowed_operator.state.window_log``): the accumulators some batches added
     to the windows that expire at watermark ``due``."""
     return _log_parts(spark, checkpoint, operator_id, WINDOW_LOG_DOMAIN, "due")
 
 
 def row_shard_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The row shards' texts (``windowed_operator.row_shards``): each the session or window rows of
+    """The row shards' texts (``windowed_operator.state.row_shards``): each the session or window rows of
     many keys, as columns."""
     return _log_parts(spark, checkpoint, operator_id, ROW_SHARDS_DOMAIN, "shard")
 
@@ -186,7 +187,7 @@ def _describe_rows(columns: dict, read: Any) -> Iterator[str]:
 
 def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = None,
                        only: Optional[Collection[str]] = None) -> Iterator[str]:
-    """Lines for one row shard (``windowed_operator.row_shards``): its due times, then each key's
+    """Lines for one row shard (``windowed_operator.state.row_shards``): its due times, then each key's
     session or window rows."""
     event_due, processing_due, (kind, keys, lengths, *values) = json.loads(text)
     read = KeyStateCodec().read_value
@@ -224,14 +225,14 @@ def _describe_windows(state: dict, read: Any) -> Iterator[str]:
 def _part_keys(name: str, text: str) -> list[Any]:
     """The keys one part of a log or one row shard holds rows of."""
     data = json.loads(text)
-    stored = data["keys"] if name == "pane log" else data["k"] if name == "window log" else data[2][1]
+    stored = data["keys"] if name == PANE_LOG.name else data["k"] if name == WINDOW_LOG.name else data[2][1]
     read = KeyStateCodec().read_value
     return [read(k) for k in stored]
 
 
-_LOGS = (("pane log", pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they are "
+_LOGS = ((PANE_LOG.name, pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they are "
           "summed when read"),
-         ("window log", window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
+         (WINDOW_LOG.name, window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
           "merged when read"),
          ("row shards", row_shard_parts, "shard", describe_row_shard, "each holds the rows of the keys whose hash "
           "falls in it"))

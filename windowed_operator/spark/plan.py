@@ -10,7 +10,7 @@ import pandas as pd
 from ..chain import pane_from_row
 from ..core import Emission
 from ..elements import BadElementError, ReadElement, element_json
-from ..group_batch import Phase
+from ..state.group_batch import Phase
 from ..operator import WindowingOptions
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord  # noqa: F401 (re-exported)
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
@@ -132,16 +132,9 @@ class SparkPlan:
     input_columns: tuple[str, ...] = ()
     #: Each key group's rows of a scan partition arrive as one Arrow payload (``packed_input``).
     packed_input: bool = False
-    #: The default trigger with no allowed lateness keeps its rows by pane (``windowed_operator.pane_log``),
-    #: or on the object and array paths its windows by window (``windowed_operator.window_log``);
-    #: ``spark.windowed_operator.paneLog=false`` keeps them per key.
-    pane_log: bool = True
-    #: Keys' records live in shards of many keys each (``windowed_operator.key_shards``);
+    #: Keys' records live in shards of many keys each (``windowed_operator.state.key_shards``);
     #: ``spark.windowed_operator.keyShards=false`` keeps a record per key.
     key_shards: bool = True
-    #: Session and window rows live in shards of columns (``windowed_operator.row_shards``);
-    #: ``spark.windowed_operator.rowShards=false`` keeps them in per-key records.
-    row_shards: bool = True
     #: The session's time zone, converting packed timestamps as pyspark's row path would.
     timezone: Optional[str] = None
     #: A merge's (side, internal column, user's column) for each column it renames (errors name the user's).

@@ -4,7 +4,7 @@ Spark groups the input by a *key group* (a hash of the key modulo ``key_groups``
 not by the key: one Python call and one timer serve all keys of the group in a micro-batch
 (SPARK_NOTES.md measured about 5 ms per call).  Inside the group each key's state is its own
 record in a MapState, read only when the batch has rows for the key or the group's due index says
-it has work due (``windowed_operator.group_state``, ``spark.group_store``): the calls a batch makes
+it has work due (``windowed_operator.state.group_state``, ``spark.group_store``): the calls a batch makes
 follow the keys it touches, not the keys held.
 
 Within a call, operators a columnar path serves (``columnar_records.columnar_engine``) run on a
@@ -26,31 +26,31 @@ from accumulations.rows import Rows
 
 from ..core import CoreElement, Emission
 from ..elements import BadElementError, is_null, readable_value, rejected_row_error
-from ..fingerprint import IncompatibleRestartError, in_key_shards, state_fingerprint
-from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
-from ..group_state import GroupState
+from ..fingerprint import IncompatibleRestartError, state_fingerprint
+from ..state.group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
+from ..state.group_state import GroupState
 from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
-from ..columnar_records import RowRecords, columnar_engine, columnar_records, run_columnar_batch
+from ..columnar_records import columnar_engine
+from ..state.records import columnar_records, run_columnar_batch
 from ..columnar_sessions import ColumnarSessions, SessionTable
 from ..columnar_panes import object_array
 from ..gc_pause import collector_paused
 from ..pane_columns import PaneColumns, read_pane_columns
-from ..pane_log import LAYOUT as PANE_LOG, PaneLog, supports_pane_log
-from ..part_log import held_buckets, run_part_log_batch
+from ..state.layouts import PANE_LOG, STATE_VERSION, WINDOW_LOG, choose_layout
+from ..state.pane_log import PaneLog, supports_pane_log
+from ..state.part_log import held_buckets, run_part_log_batch
 from ..merge_operator import MergeOperatorBase
-from ..pane_log_migration import key_records_to_pane_log, pane_log_to_key_records, stored_layout
+from ..state.transitions import Stores, move_in
 from ..panes import DroppedElement, RetractedValue
 from ..range_ops import factorize, lexsort_ints
-from ..row_shards import (LAYOUTS as ROW_SHARDS_LAYOUTS, META as ROW_SHARDS, RowShards, key_records_to_row_shards,
-                          row_shards_to_key_records, run_row_shards_batch)
-from ..state import KeyState
-from ..state_codec import KeyStateCodec
+from ..state.row_shards import RowShards, run_row_shards_batch
+from ..key_state import KeyState
+from ..state.codec import KeyStateCodec
 from ..time import (END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP, event_time_in_range,
                     latest_event_time)
 from ..vectorized import process_batch_arrays
-from ..window_log import LAYOUT as WINDOW_LOG, ArrayElements, WindowLog, run_window_log_batch, supports_window_log
-from ..window_log_migration import key_windows_to_window_log, window_log_to_key_windows
+from ..state.window_log import ArrayElements, WindowLog, run_window_log_batch, supports_window_log
 from ..watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
 from ..windows.session_windows import element_gap, read_gaps
 from .heartbeat import max_known, split_beats
@@ -67,18 +67,6 @@ from .state_schemas import DeclaredState
 GROUP_COLUMN = "__wo_group"
 #: The key a chained stage's rows are grouped by when it is computed from the upstream's panes.
 ROUTE_COLUMN = "__wo_route"
-#: 4: end-of-window timers are due at max_timestamp + 1 (Beam's rule); windows carry on_time_hold.
-#: 5: every group's bookkeeping carries the fingerprint of the operator that wrote it.
-#: 6: each key's state is a JSON record in a MapState (windows, or pane rows or session rows on
-#:    the columnar paths), with a due index; nothing is pickled.  (Sessions under the default trigger
-#:    moved from windows to session rows within version 6: their records are migrated as read.)
-#: 7: records are lists by position (``group_state.record_text``, ``columnar_records``), not objects of
-#:    named fields; version 6 records are read, and rewritten in the new form when their key is written.
-#: 8: the window log's parts of a join or cogroup keep its inputs by column (``record_columns``);
-#:    version 7's parts (every accumulator by value) are read beside them and folded as before.
-STATE_VERSION = 8
-#: The object and array paths' layout when the window log does not serve them.
-PER_KEY_WINDOWS = "per-key windows"
 
 
 def spark_timer(due: int, end_of_input_watermark: int = END_OF_INPUT_WATERMARK) -> int:
@@ -110,25 +98,18 @@ class WindowedStatefulProcessor(StatefulProcessor):
             self.columnar = columnar_engine(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
                                             label=op.label(), column=op.value_column())
             self.records = columnar_records(self.columnar)
-        #: The default trigger with no allowed lateness keeps its rows by pane (``pane_log``).
-        self.pane_log = PaneLog(self.columnar) if self.columnar is not None and supports_pane_log(self.columnar) \
-            and self.plan.time_mode == "EventTime" and self.plan.pane_log else None
         self.codec = KeyStateCodec(allow_pickle=self.plan.state_encoding == "pickle")
-        #: ... and the object and array paths keep their windows' accumulators by window (``window_log``).
-        self.window_log = WindowLog(self.core, self.codec) if self.columnar is None and self.plan.upstream is None \
-            and supports_window_log(self.core) and self.plan.time_mode == "EventTime" and self.plan.pane_log else None
-        #: Session and window rows are kept in row shards (``row_shards``), or per key.
-        self.row_shards = self.columnar is not None and self.pane_log is None and self.plan.row_shards \
-            and isinstance(self.records, RowRecords)
-        layout = PANE_LOG if self.pane_log is not None else ROW_SHARDS_LAYOUTS[self.records.codec.kind] \
-            if self.row_shards else self.records.layout if self.columnar is not None else \
-            WINDOW_LOG if self.window_log is not None else PER_KEY_WINDOWS
-        #: Per-key layouts keep their records in key shards (or not: a restart moves them); the logs
-        #: and row shards keep none after moving in, so their groups read records as stored.
-        self.key_shards: Optional[bool] = None if layout in (PANE_LOG, WINDOW_LOG) or self.row_shards \
-            else self.plan.key_shards
-        if self.key_shards:
-            layout = in_key_shards(layout)
+        #: The state layout (``state.layouts``): the logs keep the default trigger's rows by pane and the
+        #: object paths' windows by window; session and window rows are in row shards, others per key.
+        chosen = choose_layout(
+            records=self.records.kind if self.columnar is not None else None,
+            by_pane=self.columnar is not None and supports_pane_log(self.columnar),
+            by_window=self.columnar is None and self.plan.upstream is None and supports_window_log(self.core),
+            event_time=self.plan.time_mode == "EventTime", key_shards=self.plan.key_shards)
+        self.layout, self.key_shards, layout = chosen.layout, chosen.key_shards, chosen.name
+        self.pane_log = PaneLog(self.columnar) if self.layout is PANE_LOG else None
+        self.window_log = WindowLog(self.core, self.codec) if self.layout is WINDOW_LOG else None
+        self.row_shards = self.layout.domain == "rows"
         self.fingerprint = state_fingerprint(
             self.plan.operator, key_groups=self.plan.key_groups, time_mode=self.plan.time_mode,
             layout=layout,
@@ -136,6 +117,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         # (the pickled value of earlier versions is declared only to detect it)
         self.value_state = state.old_value
         self.store = SparkGroupStore(state, self.plan.key_type, handle)
+        self.stores = Stores(self.store, self.core, self.codec, self.columnar,
+                             self.records if self.columnar is not None else None)
 
     # -- Spark callbacks ------------------------------------------------------------------------
     # (transformWithStateInPandas passes pandas DataFrames only; the base class also types the Row API's rows)
@@ -203,12 +186,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
                     frame = self._vectorized_work(frame, watermark, processing_time, batch.work)
                 if len(frame):
                     self._record_work(frame, watermark, processing_time, batch.work, bad)
+        moved = move_in(group, self.layout, self.stores, watermark, processing_time)  # (a restart changed layouts)
         if self.window_log is not None:
-            phased = self._window_log_steps(group, batch, watermark, processing_time, spark_now, arrays)
+            phased = self._window_log_steps(group, batch, watermark, processing_time, spark_now, arrays,
+                                            moved.released)
         else:
-            if stored_layout(group) == WINDOW_LOG:
-                batch.keys += window_log_to_key_windows(group, WindowLog(self.core, self.codec), self.store,
-                                                        processing_time)
             phased = run_group_steps(self.core, group, batch, watermark, processing_time)
             group.commit(next_due(self.core))
             self._schedule_group(group, spark_now, watermark)
@@ -238,15 +220,11 @@ class WindowedStatefulProcessor(StatefulProcessor):
         return frame[~side].drop(columns=[*SIDE_OUTPUT_COLUMNS, STAGE_COLUMN]), forwarded
 
     def _window_log_steps(self, group: GroupState, batch: GroupBatch, watermark: int, processing_time: int,
-                          spark_now: int, arrays: Optional[ArrayElements]) -> PhasedEmission:
+                          spark_now: int, arrays: Optional[ArrayElements], released: Emission) -> PhasedEmission:
         """The batch on the window log: the windows due fire from their buckets, the elements (as
         arrays of every key, then as work) run on empty key states and are appended
-        (``window_log``); a group stored per key moves first."""
+        (``window_log``), after ``released`` (panes a group stored per key fired as it moved in)."""
         assert self.window_log is not None
-        released = Emission()
-        if stored_layout(group) not in (None, WINDOW_LOG):
-            released.extend(key_windows_to_window_log(group, self.window_log, self.store, watermark,
-                                                      processing_time))
         fired, added, due = run_window_log_batch(self.window_log, self.store, group.meta, batch.work, watermark,
                                                  processing_time, arrays)
         released.extend(fired)
@@ -291,9 +269,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             n_dropped = len(dropped)
             return table
 
+        moved = move_in(group, self.layout, self.stores, watermark, processing_time)  # (a restart changed layouts)
         if self.pane_log is not None:
-            if stored_layout(group) not in (None, PANE_LOG):
-                key_records_to_pane_log(group, self.pane_log, self.store)
             due = run_part_log_batch(self.pane_log, self.store, meta, watermark, run)
             self._schedule_group(group, spark_now, watermark, due=due, has_due=bool(held_buckets(self.pane_log, meta)))
         else:
@@ -301,12 +278,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             if plan.key_column is not None:
                 keys = [k for k in keys if not is_null(k)]  # rows with a null key are rejected below
             if self.row_shards:
-                self._row_shards_batch(group, keys, watermark, processing_time, run)
+                run_row_shards_batch(self._shards(group), keys, watermark, processing_time, run, moved.rows)
             else:
-                if stored_layout(group) == PANE_LOG:
-                    keys += pane_log_to_key_records(group, self.records, PaneLog(self.columnar), self.store)
-                if ROW_SHARDS in meta:
-                    keys += row_shards_to_key_records(group, self.records, self._shards(group))
                 run_columnar_batch(self.records, group, keys, watermark, processing_time, run)
             self._schedule_group(group, spark_now, watermark)
         if n_dropped and plan.drop_counter is not None:
@@ -322,15 +295,6 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _shards(self, group: GroupState) -> RowShards:
         return RowShards(group, self.store, self.columnar, self.records.codec.kind)
-
-    def _row_shards_batch(self, group: GroupState, keys: list, watermark: int, processing_time: int,
-                          run: Any) -> None:
-        """The batch on row shards; a group stored per key (before row shards, or by a run with
-        ``rowShards=false``) moves its rows in first, with the batch."""
-        assert isinstance(self.records, RowRecords)
-        moved = key_records_to_row_shards(group, self.records) \
-            if group.meta and ROW_SHARDS not in group.meta else None
-        run_row_shards_batch(self._shards(group), keys, watermark, processing_time, run, moved)
 
     def _group(self, codec: Any) -> GroupState:
         """The group's per-key state; a checkpoint of the pickled layout (version 5 and before) is refused."""

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+import warnings
 from typing import Any, Optional, Union
 
 from pyspark.sql import Column, DataFrame
@@ -255,13 +257,33 @@ def shown_timestamp(column: str) -> Column:
     return F.when(ms.between(MIN_SHOWN_TIME, MAX_SHOWN_TIME), F.timestamp_millis(ms)).alias(column)
 
 
-#: ``false`` keeps the default trigger's state per key instead of in the pane log or the window log
-#: (``SparkPlan.pane_log``).
-PANE_LOG_CONF = "spark.windowed_operator.paneLog"
 #: ``false`` keeps each key's record in its own state entry instead of in key shards (``SparkPlan.key_shards``).
 KEY_SHARDS_CONF = "spark.windowed_operator.keyShards"
-#: ``false`` keeps session and window rows in per-key records instead of row shards (``SparkPlan.row_shards``).
-ROW_SHARDS_CONF = "spark.windowed_operator.rowShards"
+#: Settings a release removed, and what now holds: their alternative won no measured case (issue 55,
+#: docs/guides/settings.md), and a checkpoint written with it is moved in at restart
+#: (``state.transitions``).  A job that still sets one is warned once per process, and runs.
+REMOVED_CONFS: dict[str, str] = {
+    "spark.windowed_operator.paneLog": "the default trigger with no allowed lateness always keeps its state in "
+                                       "the pane log or the window log",
+    "spark.windowed_operator.rowShards": "session and window rows are always kept in row shards",
+}
+_warned: set[str] = set()
+
+
+def warn_removed_confs(df: DataFrame) -> None:
+    """Warn once per removed setting the session still sets (``REMOVED_CONFS``): it is ignored."""
+    try:
+        conf = df.sparkSession.conf
+        found = [name for name in REMOVED_CONFS if name not in _warned and conf.get(name, None) is not None]
+    except Exception:  # noqa: BLE001 - a session without a readable conf sets none
+        return
+    level, frame = 1, sys._getframe(0)  # (the warning names the user's line: the first frame outside the library)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("windowed_operator"):
+        level, frame = level + 1, frame.f_back
+    for name in found:
+        _warned.add(name)
+        warnings.warn(f"{name} was removed and is ignored: {REMOVED_CONFS[name]} (checkpoints written with it "
+                      "restart; remove the setting from the job)", UserWarning, stacklevel=level)
 
 
 def conf_flag(df: DataFrame, name: str, default: bool = True) -> bool:
@@ -298,9 +320,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     # the current figures in benchmarks/results/nexmark_q8_bound_and_packing.txt).
     packed = packed and not plan.folded_in_scan
     plan = dataclasses.replace(plan, input_columns=tuple(columns), packed_input=packed, timezone=timezone,
-                               pane_log=conf_flag(projected, PANE_LOG_CONF),
-                               key_shards=conf_flag(projected, KEY_SHARDS_CONF),
-                               row_shards=conf_flag(projected, ROW_SHARDS_CONF))
+                               key_shards=conf_flag(projected, KEY_SHARDS_CONF))
+    warn_removed_confs(projected)
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
         # (the group column keeps its type: pmod of xxhash64 is a bigint, the unkeyed group an int)
         group_type = LongType() if key_col is not None else IntegerType()

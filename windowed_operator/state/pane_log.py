@@ -25,17 +25,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .columnar import ColumnarCore, PaneTable
-from .columnar_panes import object_array
-from .columnar_records import _column, _decoded, _encoded
-from .range_ops import factorize, lexsort_ints, run_starts
-from .state_codec import KeyStateCodec
-from .time_rules import is_timer_due
+from ..columnar import ColumnarCore, PaneTable
+from ..columnar_panes import object_array
+from .records import _column, _decoded, _encoded
+from ..range_ops import factorize, lexsort_ints, run_starts
+from .codec import KeyStateCodec
+from ..time_rules import is_timer_due
+from .layouts import PANE_LOG
 
-LAYOUT = "pane log"
-#: The store's part domain the pane log writes under (the due index's parts use "event", "processing").
-DOMAIN = "panes"
-META = "pane_log"
+#: The store's part domain the pane log writes under (the due index's parts use "event", "processing"), and its
+#: field of the group's record (``layouts.PANE_LOG``).
+DOMAIN, META = PANE_LOG.domain, PANE_LOG.meta_key
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
@@ -47,12 +47,12 @@ def supports_pane_log(engine: Any) -> bool:
 class PaneLog:
     """A ``part_log.PartLog`` whose buckets are panes (by start)."""
 
-    layout = LAYOUT
+    layout = PANE_LOG.name
     domain = DOMAIN
     meta_key = META
 
     def __init__(self, core: ColumnarCore) -> None:
-        self.core = core  # (also one with allowed lateness: reading a pane log to move it per key)
+        self.core = core
         self.values = KeyStateCodec()
 
     # -- which panes a watermark step needs -------------------------------------------------------

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from .columnar_panes import object_array
-from .columnar_records import _ROW_COLUMNS, _column, _decoded, _encoded
-from .columnar_triggers import RowTable
-from .state_codec import KeyStateCodec
+from ..columnar_panes import object_array
+from .records import _ROW_COLUMNS, _column, _decoded, _encoded
+from ..columnar_triggers import RowTable
+from .codec import KeyStateCodec
 
 _VALUES = KeyStateCodec()
 _encode_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode

@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .state import KeyState, SlidingAggregate, WindowState
-from .windows.base import Window
+from ..key_state import KeyState, SlidingAggregate, WindowState
+from ..windows.base import Window
 
 
 class StateEncodingError(TypeError):

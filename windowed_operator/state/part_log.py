@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Protocol
 
-from .time import MIN_TIMESTAMP
+from ..time import MIN_TIMESTAMP
 
 #: A bucket holding this many parts has them folded into one when a batch adds to it: a bucket's
 #: read stays bounded however many batches its windows span (each fold is paid by that many appends).
@@ -68,18 +68,6 @@ def write_whole_buckets(log: PartLog, store: PartStore, meta: dict, texts: dict[
         store.put_texts(log.domain, [(bucket, 0, text) for bucket, text in texts.items()])
     meta[log.meta_key] = sorted([bucket, 1] for bucket in texts)
 
-
-def take_every_bucket(log: PartLog, store: PartStore, meta: dict) -> list[tuple[int, str]]:
-    """Every part the log holds, in bucket and part order, removed with the log's record (its rows
-    are moving to another layout)."""
-    held = held_buckets(log, meta)
-    buckets = sorted(held)
-    parts = read_buckets(log, store, held, buckets)
-    places = [(bucket, part) for bucket in buckets for part in range(held[bucket])]
-    if places:
-        store.remove_texts(log.domain, places)
-    meta.pop(log.meta_key, None)
-    return parts
 
 
 def run_part_log_batch(log: PartLog, store: PartStore, meta: dict, watermark: int,

@@ -31,46 +31,29 @@ The group's record holds ``{"shards", "held", "touched"}`` (``to_record``).
 from __future__ import annotations
 
 import json
-import math
-import zlib
-from typing import Any, Hashable, Iterable, Optional
+from typing import Hashable, Iterable, Optional
 
+from . import legacy
+from .layouts import KEY_SHARDS
 from .part_log import PartStore
-from .state_codec import KeyStateCodec
+from .shards import KEY_CODEC, RECORD_US, ShardBook, compact_json, key_json, target_shards
 
-DOMAIN = "keys"
-#: What a record costs in microseconds, read and written: in its own MapState entry (pipelined), and
-#: inside a JSON text of many (``benchmarks/results/state_call_costs.txt``).  Only their ratio
-#: decides the shard count.
-ENTRY_US = 42.6 + 37.2
-RECORD_US = 2.6 + 3.3
-#: The shards are rebuilt only when the model finds the current count this many times dearer than
-#: the target (so a group does not move back and forth on noise).
-SLACK = 1.5
-
+DOMAIN = KEY_SHARDS.domain
 #: What the model assumes a batch comes back to before any batch has come back to a key: one key,
 #: which makes a shard of about one key.  Many shards are the safe guess: where batches come back to
 #: most keys they cost what records of their own cost (13.5x one shard's), while one shard where
 #: batches come back to few keys of many costs without bound (every held record read for each).
 UNKNOWN_TOUCHED = 1.0
+#: At least about this many keys a shard: about one per key, where shards cost what records of their
+#: own cost.
+KEYS_PER_SHARD = 0.5
 
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
-_KEYS = KeyStateCodec()
-
-
-def key_hash(key_json: str) -> int:
-    """A key's hash from its tagged JSON (``key_json``): the same in every process and every run.
-    (crc32's low bits cluster for keys that differ in a character or two, "k0000001", "k0000002":
-    62,500 such keys fill 35.7K of 65,536 shards where a uniform hash fills 40.3K; a multiplicative
-    mix spreads them.)"""
-    mixed = (zlib.crc32(key_json.encode()) * 0x9E3779B1) & 0xFFFFFFFF
-    return mixed ^ (mixed >> 15)
 
 
 def parse_shard(text: str) -> dict[str, str]:
     """A shard's text as {key JSON: record text} (either form it may be stored in)."""
     if text.startswith("[["):  # (pairs, as written before lines; a tagged key's JSON never starts so)
-        return {_encode(tag): record for tag, record in json.loads(text)}
+        return legacy.shard_pairs(text, compact_json)
     return dict(line.split("\t", 1) for line in text.split("\n"))
 
 
@@ -78,64 +61,25 @@ def shard_text(entries: dict[str, str]) -> str:
     return "\n".join([f"{key}\t{record}" for key, record in entries.items()])
 
 
-def key_json(key: Hashable) -> str:
-    """A key's tagged JSON: its name in a shard and what its hash is taken of (the codec's ``value``
-    makes numpy scalars plain, so a numpy key and a Python one are the same key)."""
-    return _encode(_KEYS.value(key))
-
-
-def modelled_cost(shards: int, touched: float, held: int, record_us: float = RECORD_US) -> float:
-    """Expected microseconds a batch coming back to ``touched`` keys (spread by hash) of ``held``
-    spends on ``shards`` shards: every shard it touches is read and written whole, at ``record_us``
-    a key it holds."""
-    if held <= 0 or touched <= 0:
-        return 0.0
-    hit = shards * -math.expm1(touched * math.log1p(-1.0 / shards)) if shards > 1 else 1.0
-    return hit * (ENTRY_US + record_us * held / shards)
-
-
-def target_shards(touched: float, held: int, record_us: float = RECORD_US, keys_per_shard: float = 0.5) -> int:
-    """The power of two of shards the model finds cheapest, with at least about ``keys_per_shard``
-    keys each (by default about one per key, where shards cost what records of their own cost)."""
-    best, best_cost, shards = 1, modelled_cost(1, touched, held, record_us), 2
-    while shards <= max(held, 1) / keys_per_shard:
-        cost = modelled_cost(shards, touched, held, record_us)
-        if cost < best_cost:
-            best, best_cost = shards, cost
-        shards *= 2
-    return best
-
-
-class KeyShards:
+class KeyShards(ShardBook):
     """The records of one group's keys, by shard: a shard is read when a key of it is asked for,
     and the shards that changed are written on ``flush``.  The same three calls as a per-key store
     (``get_keys``/``put_keys``/``remove_keys``), so ``GroupState`` reads and writes either."""
 
     def __init__(self, store: PartStore, record: Optional[dict] = None) -> None:
-        record = record or {}
-        self.store = store
-        self.count: int = record.get("shards", 1)
-        self.held: int = record.get("held", 0)
-        self.touched: Optional[float] = record.get("touched")
+        super().__init__(store, DOMAIN, record)
         #: shard -> {key JSON: record text} (shards read or changed in this batch)
         self.shards: dict[int, dict[str, str]] = {}
         self.dirty: set[int] = set()
         self.stored: set[int] = set()  # shards read or written that have a text in the store
 
     def shard_of(self, key: Hashable) -> int:
-        return self._address(key_json(key))
-
-    def _address(self, key_json: str) -> int:
-        return key_hash(key_json) % self.count
+        return self.address(key_json(key))
 
     # -- reading ----------------------------------------------------------------------------------
     def _load(self, shards: Iterable[int]) -> None:
         """Read the shards not read yet, in one call."""
-        missing = sorted({s for s in shards if s not in self.shards})
-        if not missing:
-            return
-        texts = self.store.get_texts(DOMAIN, [(s, 0) for s in missing])
-        for shard, text in zip(missing, texts):
+        for shard, text in self.read_missing(shards, self.shards):
             if text is not None:
                 self.stored.add(shard)
             self.shards[shard] = parse_shard(text) if text else {}
@@ -143,7 +87,7 @@ class KeyShards:
     def _located(self, keys: Iterable[Hashable]) -> list[tuple[str, int]]:
         """Each key's (JSON, shard), the shards read."""
         names = [key_json(key) for key in keys]
-        where = [self._address(name) for name in names]
+        where = [self.address(name) for name in names]
         self._load(where)
         return list(zip(names, where))
 
@@ -172,11 +116,9 @@ class KeyShards:
         at the model's count if the current one costs ``SLACK`` times more, then write what changed."""
         if not self.shards:  # (a call that read no key: nothing to write, nothing learnt)
             return
-        if came_back or self.touched is not None:
-            self.touched = float(touched) if self.touched is None else (self.touched + touched) / 2
-        estimate = self.touched if self.touched is not None else UNKNOWN_TOUCHED
-        target = target_shards(estimate, self.held)
-        if modelled_cost(self.count, estimate, self.held) > SLACK * modelled_cost(target, estimate, self.held):
+        self.note_batch(touched, came_back)
+        target = self.rebuild_target(UNKNOWN_TOUCHED, RECORD_US, KEYS_PER_SHARD)
+        if target is not None:
             self._rebuild(target)
         self.write()
 
@@ -201,7 +143,7 @@ class KeyShards:
         self.count = count
         self.shards = {shard: {} for shard in old | set(range(count))}
         for name, text in pairs:
-            self.shards[self._address(name)][name] = text
+            self.shards[self.address(name)][name] = text
         self.dirty = set(self.shards)
 
     # -- the whole group --------------------------------------------------------------------------
@@ -210,7 +152,7 @@ class KeyShards:
         """A group's records moved in from entries of their own, at the model's count at once."""
         shards = cls(store)
         shards.touched = float(touched) if came_back else None
-        shards.count = target_shards(shards.touched or UNKNOWN_TOUCHED, len(items))
+        shards.count = target_shards(shards.touched or UNKNOWN_TOUCHED, len(items), RECORD_US, KEYS_PER_SHARD)
         shards.shards = {shard: {} for shard in range(shards.count)}  # (new: nothing stored to read)
         if items:
             shards.put_keys(items)
@@ -221,7 +163,7 @@ class KeyShards:
         """Every key's record, its shard texts removed: the group goes back to records of their own."""
         self.write()
         self._load(range(self.count))
-        items = [(_KEYS.read_value(json.loads(name)), text) for entries in self.shards.values()
+        items = [(KEY_CODEC.read_value(json.loads(name)), text) for entries in self.shards.values()
                  for name, text in entries.items()]
         if self.stored:
             self.store.remove_texts(DOMAIN, [(s, 0) for s in sorted(self.stored)])
@@ -229,6 +171,3 @@ class KeyShards:
         self.stored.clear()
         self.count, self.held = 1, 0
         return items
-
-    def to_record(self) -> dict[str, Any]:
-        return {"shards": self.count, "held": self.held, "touched": self.touched}

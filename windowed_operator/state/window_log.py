@@ -30,24 +30,24 @@ import numpy as np
 
 from accumulations.merge import SidedAccumulation
 
-from .columnar_records import _decoded, _encoded
-from .core import Emission, WindowedCore
+from .records import _decoded, _encoded
+from ..core import Emission, WindowedCore
 from .group_batch import Work
-from .panes import DropReason, DroppedElement, TimestampCombiner
+from ..panes import DropReason, DroppedElement, TimestampCombiner
 from .part_log import PartStore, run_part_log_batch
-from .range_ops import lexsort_ints
+from ..range_ops import lexsort_ints
 from .record_columns import decode_sided, encode_sided
-from .state import KeyState, WindowState
-from .state_codec import KeyStateCodec
-from .time import MIN_TIMESTAMP
-from .time_rules import is_timer_due
-from .vectorized import segment_holds
-from .windows.base import Window
+from ..key_state import KeyState, WindowState
+from .codec import KeyStateCodec
+from ..time import MIN_TIMESTAMP
+from ..time_rules import is_timer_due
+from ..vectorized import segment_holds
+from ..windows.base import Window
+from .layouts import WINDOW_LOG
 
-LAYOUT = "window log"
-#: The store's part domain (beside the due index's "event"/"processing" and the pane log's "panes").
-DOMAIN = "windows"
-META = "window_log"
+#: The store's part domain (beside the due index's "event"/"processing" and the pane log's "panes"), and its field
+#: of the group's record (``layouts.WINDOW_LOG``).
+DOMAIN, META = WINDOW_LOG.domain, WINDOW_LOG.meta_key
 #: A part's accumulators: each in the state codec's tagged form, or (joins, cogroups) their inputs by column.
 ACCS, SIDED_ACCS = "a", "x"
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
@@ -111,7 +111,7 @@ class ArrayElements:
 class WindowLog:
     """A ``part_log.PartLog`` whose buckets are the windows' expiry due times."""
 
-    layout = LAYOUT
+    layout = WINDOW_LOG.name
     domain = DOMAIN
     meta_key = META
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Callable, Hashable, Optional
 
-from .core import Emission, WindowedCore
+from ..core import Emission, WindowedCore
 from .group_state import GroupState
-from .state import KeyState
+from ..key_state import KeyState
 
 #: Runs the core on one key's rows: ``(key, state) -> Emission``.
 KeyWork = Callable[[Optional[Hashable], KeyState], Emission]
@@ -45,9 +45,6 @@ class GroupBatch:
     work: Work = field(default_factory=list)
     released: Work = field(default_factory=list)
     timed: Work = field(default_factory=list)
-    #: Keys to visit though they have no rows (state just moved in from another layout, which no due
-    #: index names yet).
-    keys: list[Hashable] = field(default_factory=list)
 
 
 @dataclass
@@ -74,8 +71,7 @@ def run_group_steps(core: WindowedCore, group: GroupState, batch: GroupBatch, wa
     group.preload(key for key, _ in everything)
     for key, run in batch.released:
         released.extend(run(key, group.touch(key)))
-    candidates = list(dict.fromkeys([*(key for key, _ in everything), *batch.keys,
-                                     *group.due_keys(watermark, processing_time)]))
+    candidates = list(dict.fromkeys([*(key for key, _ in everything), *group.due_keys(watermark, processing_time)]))
     for key in candidates:
         if core.event_time_work_due(group.key(key), watermark):
             released.extend(core.on_watermark(key, group.touch(key), watermark, processing_time))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Optional, Protocol
 
-from .time_rules import is_timer_due
+from ..time_rules import is_timer_due
 
 #: Bucket width: keys due within the same 10 s share a bucket.
 BUCKET_MS = 10_000

@@ -17,7 +17,7 @@ from __future__ import annotations
 from itertools import accumulate
 from typing import Any, Callable
 
-from .columnar_records import _decoded, _encoded
+from .records import _decoded, _encoded
 
 #: The stored form's fields: left and right counts per accumulator, then the left and right inputs.
 LEFT_COUNTS, RIGHT_COUNTS, LEFTS, RIGHTS = "l", "r", "L", "R"

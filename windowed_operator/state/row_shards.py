@@ -8,9 +8,9 @@ come back to nearly every key of a group in every batch, and there that record l
 holds the rows of many keys as columns (``row_columns_text``): it is parsed into arrays and written
 from them in one piece, without an object or a JSON text per key.
 
-- **Which shard:** a key's shard is its hash (``key_shards.key_hash`` of its tagged JSON: stable
+- **Which shard:** a key's shard is its hash (``shards.key_hash`` of its tagged JSON: stable
   across processes) modulo the group's shard count.  With one shard no key is hashed at all.
-- **How many shards:** ``key_shards``' cost model, at what a key costs inside a shard of columns
+- **How many shards:** the shards' cost model (``shards.ShardBook``), at what a key costs inside a shard of columns
   (``ROW_KEY_US``), with at most about one shard per key: a group whose batches come back to most
   keys keeps one shard, one whose batches touch few keys of many keeps about a key a shard (so a
   batch reads about the rows of the keys it touches), and never more than ``MAX_KEYS_PER_SHARD``
@@ -28,9 +28,9 @@ from them in one piece, without an object or a JSON text per key.
 
 Stored (``PartStore``, domain ``"rows"``): shard ``s`` at ``(s, 0)`` as ``[event due, processing
 due, <rows_text>]``.  The group's record holds ``{"shards", "held", "touched"}`` under ``"row_shards"``.
-A restart that chooses per-key records instead (``spark.windowed_operator.rowShards=false``), or
-that finds per-key records (a checkpoint written before row shards), moves every row once
-(``key_records_to_row_shards``, ``row_shards_to_key_records``).
+A restart that finds per-key records (a checkpoint written before row shards, or with
+``spark.windowed_operator.rowShards=false`` before that setting went) moves every row once
+(``transitions.key_records_to_row_shards``).
 """
 from __future__ import annotations
 
@@ -41,24 +41,21 @@ from typing import Any, Callable, Hashable, Iterable, Optional, cast
 
 import numpy as np
 
-from .columnar_records import ColumnarRecords, RowRecords
-from .columnar_triggers import NOT_SET, RowTable
-from .group_state import EVENT, PROCESSING, SHARDS, GroupState
-from .key_shards import SLACK, key_hash, key_json, modelled_cost, target_shards
+from ..columnar_triggers import NOT_SET, RowTable
+from .group_state import EVENT, PROCESSING, GroupState
+from .shards import ShardBook, compact_json
 from .part_log import PartStore
-from .range_ops import factorize
 from .row_columns_text import decoded_keys, key_runs, rows_texts, table_of_parts
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from .time_rules import is_timer_due
+from ..time import MIN_TIMESTAMP
+from ..time_rules import is_timer_due
+from .layouts import ROW_SHARDS
 
-DOMAIN = "rows"
-META = "row_shards"
-#: The layout's name in the fingerprint, by the rows' kind (``fingerprint.LAYOUT_MIGRATIONS``).
-LAYOUTS = {"sessions": "session rows in row shards", "windows": "window rows in row shards"}
+#: The part domain and the group record's field (``layouts.ROW_SHARDS``: one row per kind of rows, both alike).
+DOMAIN, META = ROW_SHARDS["sessions"].domain, ROW_SHARDS["sessions"].meta_key
 #: What a key held in a shard a batch touches costs in microseconds: in Python about 3.5 (parsed,
 #: run through the engine with the batch, written: ``benchmarks/row_shards.py``, 344 ms a batch for
 #: a 100,000-key shard of one session each), and for the JVM its share of the text's bytes, about 145
-#: read and written, at the rate a key shard's records cost (``key_shards.RECORD_US`` for about 250).
+#: read and written, at the rate a key shard's records cost (``shards.RECORD_US`` for about 250).
 ROW_KEY_US = 7.0
 #: The fewest keys a shard is sized for: about one, where a batch touching few keys of many reads
 #: about what it touches (a shard's own cost in Python is a few microseconds: ``row_columns_text``
@@ -67,7 +64,6 @@ MIN_KEYS_PER_SHARD = 1
 #: The most keys a shard is sized for (about 7 MB of text at q12's 140 bytes a key): a state value
 #: stays of a size the store and the socket pass without trouble, however many keys a group holds.
 MAX_KEYS_PER_SHARD = 50_000
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 @dataclass
@@ -93,39 +89,25 @@ def unique_keys(table: RowTable) -> list[Hashable]:
     return table.keys[key_runs(table.keys)[0]].tolist()
 
 
-class RowShards:
+class RowShards(ShardBook):
     """One group's rows by shard, for one batch: ``load`` the shards it needs, ``write`` the table
     the engine left (``run_row_shards_batch`` does both)."""
 
     def __init__(self, group: GroupState, store: PartStore, engine: Any, kind: str, *,
                  min_keys: float = MIN_KEYS_PER_SHARD, key_us: float = ROW_KEY_US) -> None:
-        record = group.meta.get(META) or {}
-        self.group, self.store, self.engine, self.kind = group, store, engine, kind
+        super().__init__(store, DOMAIN, group.meta.get(META))
+        self.group, self.engine, self.kind = group, engine, kind
         #: (the cost model's parameters; tests make many shards pay with a dear key)
         self.min_keys, self.key_us = min_keys, key_us
-        self.count: int = record.get("shards", 1)
-        self.held: int = record.get("held", 0)
-        self.touched: Optional[float] = record.get("touched")
         self.loaded: dict[int, _Shard] = {}
-
-    def to_record(self) -> dict[str, Any]:
-        return {"shards": self.count, "held": self.held, "touched": self.touched}
-
-    def shards_of(self, keys: list[Hashable]) -> list[int]:
-        if self.count == 1:
-            return [0] * len(keys)
-        return [key_hash(key_json(key)) % self.count for key in keys]
 
     # -- reading ----------------------------------------------------------------------------------
     def load(self, shards: Iterable[int], watermark: int) -> None:
         """Read the shards not read yet, in one call, and parse them in one."""
-        missing = sorted({s for s in shards if s not in self.loaded})
-        if not missing:
-            return
-        texts = self.store.get_texts(DOMAIN, [(s, 0) for s in missing])
-        stored = [text for text in texts if text is not None]
+        read = self.read_missing(shards, self.loaded)
+        stored = [text for _, text in read if text is not None]
         parsed = iter(json.loads(f"[{','.join(stored)}]") if stored else ())
-        for shard, text in zip(missing, texts):
+        for shard, text in read:
             if text is None:
                 self.loaded[shard] = _Shard()
                 continue
@@ -175,19 +157,15 @@ class RowShards:
         shards' new due times; first rebuild at the model's count when it is ``SLACK`` times cheaper."""
         keys = unique_keys(table)
         self.held += len(keys) - sum(len(shard.keys) for shard in self.loaded.values() if shard.ran)
-        if came_back or self.touched is not None:
-            self.touched = float(touched) if self.touched is None else (self.touched + touched) / 2
+        self.note_batch(touched, came_back)
         # Until a batch has come back to a key, the model assumes batches come back to every key: a
         # group starts in few shards.  Where later batches touch few keys of many, the first that
         # comes back reads the group's few texts once (a key costs ``ROW_KEY_US`` there) and spreads
         # them at the model's count; starting in many (as key shards do, where the wrong guess costs
         # without bound) would cost an entry a key twice where batches come back to every key.
-        estimate = self.touched if self.touched is not None else float(self.held)
         fewest = 1 << max(0, math.ceil(math.log2(max(self.held, 1) / MAX_KEYS_PER_SHARD)))
-        target = max(target_shards(estimate, self.held, self.key_us, self.min_keys), fewest)
-        if self.count < fewest or target != self.count and modelled_cost(
-                self.count, estimate, self.held, self.key_us) > SLACK * modelled_cost(
-                target, estimate, self.held, self.key_us):
+        target = self.rebuild_target(float(self.held), self.key_us, self.min_keys, fewest)
+        if target is not None:
             table = self._everything(table)
             keys = unique_keys(table)
             self.count = target
@@ -221,7 +199,7 @@ class RowShards:
                     if earliest[i] != NOT_SET and earliest[i] != loaded.due[i]:
                         self.group.indexes[domain].enter(shard, earliest[i])
                         loaded.due[i] = earliest[i]
-                puts.append((shard, 0, f"[{_encode(loaded.due[0])},{_encode(loaded.due[1])},{text}]"))
+                puts.append((shard, 0, f"[{compact_json(loaded.due[0])},{compact_json(loaded.due[1])},{text}]"))
         written = set(shards)
         removals = [(s, 0) for s, shard in sorted(self.loaded.items()) if shard.stored and s not in written]
         if puts:
@@ -241,20 +219,6 @@ class RowShards:
         for shard in self.loaded.values():
             shard.ran, shard.due = True, [None, None]  # (new shard numbers: every due time entered anew)
         return joined([table, rest], table.watermark)
-
-    # -- the whole group ----------------------------------------------------------------------------
-    def take_all(self, watermark: int) -> RowTable:
-        """Every row, the shards' texts and index entries removed: the group goes back to key records."""
-        self.load(range(self.count), watermark)
-        table = self._table([shard for _, shard in sorted(self.loaded.items())], watermark)
-        stored = [(s, 0) for s, shard in sorted(self.loaded.items()) if shard.stored]
-        if stored:
-            self.store.remove_texts(DOMAIN, stored)
-        for index in self.group.indexes.values():
-            index.take_due(MAX_TIMESTAMP)
-        self.loaded.clear()
-        self.count, self.held, self.touched = 1, 0, None
-        return table
 
 
 def run_row_shards_batch(shards: RowShards, batch_keys: Iterable[Hashable], watermark: int, processing_time: int,
@@ -279,23 +243,3 @@ def run_row_shards_batch(shards: RowShards, batch_keys: Iterable[Hashable], wate
     for index in group.indexes.values():
         index.flush()
     group.meta[META] = shards.to_record()
-
-
-def key_records_to_row_shards(group: GroupState, records: RowRecords) -> RowTable:
-    """Every key's rows out of its record (in key shards or its own entry; the records and the keys'
-    index entries removed), as one table for the batch to run and write in row shards."""
-    held = group.take_every_key()
-    table = records.build(held, [group.loaded[key].state for key in held], group.meta.get("wm", MIN_TIMESTAMP))
-    group.drop_keys(held)
-    group.records = group.store  # (key shards, if any, are empty now: their bookkeeping goes)
-    group.meta.pop(SHARDS, None)
-    return table
-
-
-def row_shards_to_key_records(group: GroupState, records: ColumnarRecords, shards: RowShards) -> list[Hashable]:
-    """Every row moved to per-key records (loaded and marked changed: the batch's commit writes them
-    and enters their due times); returns the keys, which the batch must run with."""
-    table = shards.take_all(group.meta.get("wm", MIN_TIMESTAMP))
-    group.meta.pop(META, None)
-    keys = factorize(table.keys)[1].tolist() if len(table) else []
-    return group.adopt(records.split(table, keys))

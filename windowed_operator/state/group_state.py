@@ -25,16 +25,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 
+from . import legacy
 from .due_index import DueIndex, IndexStore
-from .fingerprint import check_restart
+from ..fingerprint import check_restart
 from .key_shards import KeyShards
+from .layouts import KEY_SHARDS
 from .part_log import PartStore
-from .time import MAX_TIMESTAMP
-from .time_rules import is_timer_due
+from ..time import MAX_TIMESTAMP
+from ..time_rules import is_timer_due
 
 EVENT, PROCESSING = "event", "processing"
 #: The group record's field holding the key shards' bookkeeping (absent: a record per key).
-SHARDS = "key_shards"
+SHARDS = KEY_SHARDS.meta_key
 #: A record as compact JSON (one encoder for every record: ``json.dumps`` with options makes one a call).
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
@@ -48,7 +50,7 @@ def read_record(record: Any) -> tuple[Any, list[Optional[int]]]:
     """A parsed record's (state data, [event-time due, processing-time due]), in either version's form."""
     if isinstance(record, list):
         return record[2], record[:2]
-    return record["state"], record["due"]
+    return legacy.key_record_fields(record)
 
 
 class StateCodec(Protocol):
@@ -171,14 +173,6 @@ class GroupState:
         for index in self.indexes.values():
             index.flush()
 
-    def adopt(self, states: dict[Hashable, Any]) -> list[Hashable]:
-        """Keys' states moved in from another layout, marked changed (the batch's commit writes them
-        and enters their due times); returns the keys, which the batch must visit."""
-        self.preload(states)
-        for key, state in states.items():
-            self.touch(key)
-            self.loaded[key].state = state
-        return list(states)
 
     # -- writing back -----------------------------------------------------------------------------
     def commit(self, next_due: Callable[[Any], tuple[Optional[int], Optional[int]]]) -> None:
