@@ -135,12 +135,12 @@ def test_limit_counts_keys_not_lines():
     from accumulations.merge import SidedAccumulation
     from triggers import TriggerOption
     from windowed_operator import TimeWindows
-    from windowed_operator.columnar_records import SessionRecords
+    from windowed_operator.state.records import SessionRecords
     from windowed_operator.columnar_sessions import ColumnarSessions
     from windowed_operator.core import WindowedCore
-    from windowed_operator.row_columns_text import rows_text
+    from windowed_operator.state.row_columns_text import rows_text
     from windowed_operator.spark.inspect import _LOGS, describe_state
-    from windowed_operator.window_log import Partial, WindowLog
+    from windowed_operator.state.window_log import Partial, WindowLog
     from windowed_operator.windows.base import Window
     from windowed_operator.windows.session_windows import SessionWindows
 
