@@ -138,3 +138,44 @@ def test_global_window_panes_show_null_bounds_as_spark_does():
     pane, = op.run_local(TestStream().add_elements(TimestampedValue(("a", 2), 1_000)).advance_watermark_to_infinity())
     row = pane_row(pane, keyed=True, side_outputs=False)
     assert (row["window_start"], row["window_end"], row["timestamp"], row["value"]) == (None, None, None, 2)
+
+
+def test_sinks_take_the_panes_or_the_late_data_and_dead_letters_alone(tmp_path):
+    """``output: panes`` and ``output: side``: the two parts of the operator's output, as the Spark
+    side output (``windowed_operator.spark.outputs``) has them."""
+    pipeline = load_pipeline(write_pipeline(tmp_path, """
+        - {input: spend, output: panes, memory: {query_name: panes}}
+        - {input: spend, output: side, memory: {query_name: side}}
+        - {input: spend, memory: {query_name: mixed}}
+    """))
+    run = run_pipeline_locally(pipeline, out=io.StringIO())
+    panes, side, mixed = ([row for bundle in bundles for row in bundle] for bundles in run.sink_rows)
+    assert [list(row) for row in panes[:1]] == [["key", "window_start", "window_end", "value", "timing", "pane_index",
+                                                 "is_first", "is_last", "is_retraction", "timestamp"]]
+    assert all(value is not None for row in panes for name, value in row.items() if name != "value")
+    shown = lambda moment: None if moment is None else moment.isoformat()  # noqa: E731
+    assert [(r["key"], r["record_type"], r["reason"], json.loads(r["element"]), shown(r["element_timestamp"]))
+            for r in side] == [("a", "dead_letter", "invalid_value", {"user": "a", "amount": None, "ts": BASE + 2_000},
+                                None),
+                               ("b", "late", "expired", {"user": "b", "amount": 100, "ts": BASE + 3_000},
+                                "2026-01-01T00:00:03+00:00")]
+    assert list(side[0]) == ["key", "record_type", "reason", "element", "element_timestamp"]
+    # the mixed sink has both, pane columns null on side rows
+    assert len(mixed) == len(panes) + len(side)
+    assert [r for r in mixed if r["record_type"] != "pane"] == [
+        {**dict.fromkeys(panes[0]), **r} for r in side]
+
+
+@pytest.mark.parametrize("sink, sides, error", [
+    ("{input: payments, output: panes, console: {}}", "late_data_output: true", "'payments' is a source"),
+    ("{input: spend, output: side, console: {}}", "on_bad_element: raise", "has neither: give it late_data_output"),
+    ("{input: spend, output: side, table: {url: 'sqlite:///r.db', table: t}}", "late_data_output: true",
+     "a table sink keeps an operator's panes"),
+    ("{input: spend, output: late, console: {}}", "late_data_output: true", "'all', 'panes' or 'side'"),
+])
+def test_a_sink_output_that_cannot_be_is_refused_with_its_place(tmp_path, sink, sides, error):
+    path = write_pipeline(tmp_path, f"- {sink}")
+    path.write_text(path.read_text().replace("late_data_output: true, on_bad_element: dead_letter", sides))
+    with pytest.raises(PipelineError, match=error) as info:
+        load_pipeline(path)
+    assert "sinks" in str(info.value) and "output" in str(info.value)

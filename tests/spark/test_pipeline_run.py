@@ -102,8 +102,17 @@ def test_run_local_writes_what_spark_writes(spark, tmp_path):
     local_dir, spark_dir = tmp_path / "local", tmp_path / "spark"
     for directory in (local_dir, spark_dir):
         directory.mkdir()
-        write_pipeline(directory, "- {input: spend, files: {path: out, format: json}}", end_marker=True)
+        write_pipeline(directory, """
+            - {input: spend, files: {path: out, format: json}}
+            - {input: spend, output: panes, files: {path: panes, format: json}}
+            - {input: spend, output: side, files: {path: side, format: json}}
+        """, end_marker=True)
     run_pipeline_locally(load_pipeline(local_dir / "pipeline.yaml"), out=io.StringIO())
     run_pipeline(load_pipeline(spark_dir / "pipeline.yaml"), spark=spark, workdir=tmp_path / "work", out=io.StringIO())
     local_rows, spark_rows = sunk(local_dir / "out"), sunk(spark_dir / "out")
     assert len(local_rows) == 5 and local_rows == spark_rows
+    # the panes alone and the late data and dead letters alone (``output:``), the same both ways
+    assert sunk(local_dir / "panes") == sunk(spark_dir / "panes") and len(sunk(spark_dir / "panes")) == 3
+    assert sunk(local_dir / "side") == sunk(spark_dir / "side") and len(sunk(spark_dir / "side")) == 2
+    assert all(set(json.loads(r)) <= {"key", "record_type", "reason", "element", "element_timestamp"}
+               for r in sunk(spark_dir / "side"))

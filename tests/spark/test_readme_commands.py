@@ -54,7 +54,8 @@ def test_every_readme_command_runs_as_written_and_quietly():
 
 def test_the_docs_spark_blocks_run(spark, tmp_path):
     """Each block marked ``spark`` runs as written, its relative directories (``clicks/`` read, one JSON
-    file of clicks; ``ckpt/``, ``panes/`` written) made absolute under a temporary directory, since
+    file of clicks; ``ckpt/``, ``panes/``, and the two-sink query's ``typed-panes/``, ``late/``,
+    ``outputs-ckpt/`` written) made absolute under a temporary directory, since
     Spark resolves relative paths from the JVM's directory; a query it starts runs its input and
     is stopped."""
     clicks = tmp_path / "clicks"
@@ -66,7 +67,7 @@ def test_the_docs_spark_blocks_run(spark, tmp_path):
         for i, (kind, code) in enumerate(python_blocks(page)):
             if kind != "spark":
                 continue
-            for directory in ("clicks/", "ckpt/", "panes/"):
+            for directory in ("clicks/", "ckpt/", "panes/", "typed-panes/", "late/", "outputs-ckpt/"):
                 code = code.replace(f'"{directory}"', f'"{tmp_path / directory}"')
             exec(compile(code, f"{page.name} block {i}", "exec"), {})
             for query in spark.streams.active:
@@ -77,3 +78,5 @@ def test_the_docs_spark_blocks_run(spark, tmp_path):
     written = spark.read.parquet(str(tmp_path / "panes"))
     assert {"key", "window_start", "window_end", "value", "timing", "pane_index"} <= set(written.columns)
     assert written.count() > 0
+    typed = spark.read.parquet(str(tmp_path / "typed-panes"))  # (the panes of the one-query write)
+    assert typed.columns[:2] == ["key", "window_start"] and typed.count() > 0

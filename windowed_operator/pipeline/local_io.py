@@ -154,10 +154,19 @@ def pane_row(pane: PaneRecord, keyed: bool, side_outputs: bool) -> dict:
                 ("pane", None, None, None) if side_outputs else None)
 
 
+def _side_values(dropped: DroppedElement, record_type: str) -> tuple:
+    return record_type, dropped.reason.value, element_json(dropped.element), _time(dropped.timestamp)
+
+
 def dropped_row(dropped: DroppedElement, record_type: str, keyed: bool) -> dict:
     """A late-data or dead-letter record as the Spark runner's output row: no pane columns."""
-    return _row(keyed, (dropped.key, *[None] * (len(OUTPUT_COLUMNS) - 1)),
-                (record_type, dropped.reason.value, element_json(dropped.element), _time(dropped.timestamp)))
+    return _row(keyed, (dropped.key, *[None] * (len(OUTPUT_COLUMNS) - 1)), _side_values(dropped, record_type))
+
+
+def side_row(dropped: DroppedElement, record_type: str, keyed: bool) -> dict:
+    """A late-data or dead-letter record as a row of the Spark side output (``spark.outputs``): the
+    key (keyed operators) and the side columns only."""
+    return {**({"key": dropped.key} if keyed else {}), **dict(zip(SIDE_OUTPUT_COLUMNS, _side_values(dropped, record_type)))}
 
 
 def _cell(value: Any, truncate: bool) -> str:

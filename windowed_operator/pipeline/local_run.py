@@ -17,7 +17,7 @@ from ..chain import as_consumed
 from ..panes import DropReason, DroppedElement, PaneRecord
 from ..watermarks import BoundedDisorderWatermark
 from ..totals import Totals
-from .local_io import console_table, dropped_row, pane_row, read_file, typed_rows, write_rows
+from .local_io import console_table, dropped_row, pane_row, read_file, side_row, typed_rows, write_rows
 from .spec import Pipeline, SourceSpec
 
 
@@ -80,14 +80,18 @@ under the query id ``LOCAL_QUERY_ID``); then a totals line per operator."""
         op = operators[name]
         side_outputs = bool(op.late_data_output or op.on_bad_element == "dead_letter")
         run.totals.setdefault(name, Totals()).add(len(panes))  # drops: counted from the runner at the end
-        rows = [pane_row(p, op.keyed, side_outputs) for p in panes]
-        if op.late_data_output:
-            rows += [dropped_row(d, "late", op.keyed) for d in late]
-        if op.on_bad_element == "dead_letter":
-            rows += [dropped_row(d, "dead_letter", op.keyed) for d in dead]
+        late = late if op.late_data_output else []
+        dead = dead if op.on_bad_element == "dead_letter" else []
+        rows_of = {  # (what each sink's ``output`` receives, as on Spark: ``windowed_operator.spark.outputs``)
+            "all": [pane_row(p, op.keyed, side_outputs) for p in panes] +
+                   [dropped_row(d, "late", op.keyed) for d in late] +
+                   [dropped_row(d, "dead_letter", op.keyed) for d in dead],
+            "panes": [pane_row(p, op.keyed, False) for p in panes],
+            "side": [side_row(d, "late", op.keyed) for d in late] + [side_row(d, "dead_letter", op.keyed) for d in dead]}
         for i, sink in enumerate(pipeline.sinks):
             if sink.input != name:
                 continue
+            rows = rows_of[sink.output]
             run.sink_rows[i].append(rows)
             if sink.console is not None:
                 print(console_table(bundle, rows, sink.console.num_rows, sink.console.truncate), file=out, flush=True)

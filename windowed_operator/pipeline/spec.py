@@ -562,6 +562,10 @@ class TableSinkSpec(Spec):
                          query_id=query_id)
 
 
+#: What of an operator's output a sink receives (``windowed_operator.spark.outputs``).
+SinkOutput = Literal["all", "panes", "side"]
+
+
 class SinkSpec(Spec):
     input: str
     console: Optional[ConsoleSink] = None
@@ -570,6 +574,10 @@ class SinkSpec(Spec):
     foreach_batch: Optional[ForeachBatchSink] = None
     table: Optional[TableSinkSpec] = None
     checkpoint: Optional[str] = Field(default=None, description="default: <pipeline checkpoint>/<input>")
+    output: SinkOutput = Field(default="all", description=(
+        "of an operator: all (its panes and, with late_data_output or on_bad_element: dead_letter, its late data and "
+        "dead letters, mixed as apply() returns them), panes (the panes only, their columns never null), side (the "
+        "late data and dead letters only)"))
 
     @model_validator(mode="after")
     def _one(self) -> "SinkSpec":
@@ -733,7 +741,26 @@ class Pipeline(Spec):
                                                                            "calls user code")))
             if sink.table is not None:
                 errors += [(("sinks", i, "table", *loc), msg) for loc, msg in self._table_sink_errors(sink)]
+            errors += [(("sinks", i, "output"), msg) for msg in self._output_errors(sink)]
         return errors + self.column_errors()  # (a column of an unknown input is not checked)
+
+    def _output_errors(self, sink: SinkSpec) -> list[str]:
+        """``output: panes`` or ``side`` takes part of an operator's output, ``side`` one that has some."""
+        if sink.output == "all":
+            return []
+        if sink.input in self.sources:
+            return [f"output: {sink.output} takes part of an operator's output; {sink.input!r} is a source (remove "
+                    "output)"]
+        spec = next((op for op in self.operators if op.name == sink.input), None)
+        if spec is None:
+            return []  # (reported as an unknown input)
+        if sink.output == "side" and not (spec.late_data_output or spec.on_bad_element == "dead_letter"):
+            return [f"output: side receives the late data and dead letters of operator {spec.name!r}, which has "
+                    "neither: give it late_data_output: true or on_bad_element: dead_letter"]
+        if sink.output == "side" and sink.table is not None:
+            return ["output: side: a table sink keeps an operator's panes; send late data and dead letters to a "
+                    "files, console, memory or foreach_batch sink"]
+        return []
 
     def _table_sink_errors(self, sink: SinkSpec) -> list[tuple[tuple, str]]:
         """A table sink reads an operator's panes, in a mode they fit (``sinks.check_operator``)."""

@@ -15,10 +15,15 @@ def __getattr__(name: str) -> Any:
         from . import plan
 
         return getattr(plan, name)
+    if name == "Outputs":
+        from .outputs import Outputs
+
+        return Outputs
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["apply_operator", "apply_merge_operator", "local_session", "stop_at_end_of_input", "print_progress", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
+__all__ = ["apply_operator", "apply_merge_operator", "apply_outputs", "split_outputs", "Outputs", "local_session",
+           "stop_at_end_of_input", "print_progress", "FileClock", "SparkBatchClock", "END_OF_INPUT", "OUTPUT_COLUMNS",
            "SparkPlan"]
 
 
@@ -55,3 +60,17 @@ def print_progress(*args, **kwargs):
     from .progress import print_progress as _print
 
     return _print(*args, **kwargs)
+
+
+def apply_outputs(*args, **kwargs):
+    """See :func:`windowed_operator.spark.outputs.apply_outputs`."""
+    from .outputs import apply_outputs as _apply
+
+    return _apply(*args, **kwargs)
+
+
+def split_outputs(*args, **kwargs):
+    """See :func:`windowed_operator.spark.outputs.split_outputs`."""
+    from .outputs import split_outputs as _split
+
+    return _split(*args, **kwargs)

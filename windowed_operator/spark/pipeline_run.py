@@ -10,10 +10,11 @@ from typing import Any, Optional, Sequence, TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..pipeline.spec import MemorySource, Pipeline, SourceSpec, import_dotted
+from ..pipeline.spec import MemorySource, Pipeline, SinkSpec, SourceSpec, import_dotted
 from ..totals import Totals
 from .checkpoint_settings import native_stages_setting, record
 from .native_stage import NATIVE_STAGES_CONF
+from .outputs import split_outputs
 from .settings import read_flag
 from .progress import ProgressPrinter, await_queries
 
@@ -119,11 +120,23 @@ def sink_checkpoints(pipeline: Pipeline) -> list[str]:
             for i, sink in enumerate(pipeline.sinks)]
 
 
+def sink_frame(sink: SinkSpec, frame: DataFrame, operator: Any) -> DataFrame:
+    """What of its input's frame a sink writes (``output``: all, the panes, or the late data and dead
+    letters; the spec's validation has refused a side output of an operator that has none)."""
+    if sink.output == "all":
+        return frame
+    outputs = split_outputs(frame, operator)
+    part = outputs.panes if sink.output == "panes" else outputs.side
+    assert part is not None
+    return part
+
+
 def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     queries = []
-    operators = pipeline.build_operators() if any(sink.table is not None for sink in pipeline.sinks) else {}
+    operators = pipeline.build_operators() if any(sink.table is not None or sink.output != "all"
+                                                  for sink in pipeline.sinks) else {}
     for sink, name, checkpoint in zip(pipeline.sinks, sink_query_names(pipeline), sink_checkpoints(pipeline)):
-        writer = frames[sink.input].writeStream.queryName(name)
+        writer = sink_frame(sink, frames[sink.input], operators.get(sink.input)).writeStream.queryName(name)
         writer = writer.option("checkpointLocation", checkpoint)
         if pipeline.trigger_interval:
             writer = writer.trigger(processingTime=f"{pipeline.trigger_interval} milliseconds")
