@@ -69,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from windowed_operator.spark import local_session
     from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
                                                  SPARK_DEFAULT_CHECKPOINT_MANAGER, WORKER_SITE)
-    from windowed_operator.spark.packed_input import PACK_CONF
-    from windowed_operator.spark.sliced_handoff import SLICED_HANDOFF_ENV
+    from windowed_operator.spark.handoff import PACK_CONF, SLICED_HANDOFF_ENV
 
     name = f"spark.windowed_operator.{args.setting}"
     work = Path(tempfile.mkdtemp(prefix="setting-ab-"))

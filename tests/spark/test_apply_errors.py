@@ -3,7 +3,7 @@ import pytest
 
 from accumulations import Count, Max, Mean, Sum, ToList
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
-from windowed_operator.spark.runner import SparkOperatorError
+from windowed_operator.spark.errors import SparkOperatorError
 
 SCHEMA = "user string, page string, tags array<string>, amount bigint, ts bigint"
 

@@ -49,7 +49,7 @@ def stored(spark, checkpoint, rows=False):
 @pytest.fixture
 def row_shards_off(spark):
     """Session and window rows in per-key records (so in key shards), for this test only."""
-    from windowed_operator.spark.runner import ROW_SHARDS_CONF
+    from windowed_operator.spark.settings import ROW_SHARDS_CONF
 
     spark.conf.set(ROW_SHARDS_CONF, "false")
     yield
@@ -157,7 +157,7 @@ def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_eve
     on, and back; and so does the checkpoint file manager ``local_session`` names (files renamed with
     the FileSystem API) against Spark's default (FileContext).  One restart test for all three: each
     restart costs a query start."""
-    from windowed_operator.spark.runner import KEY_SHARDS_CONF, ROW_SHARDS_CONF
+    from windowed_operator.spark.settings import KEY_SHARDS_CONF, ROW_SHARDS_CONF
     from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
                                                  SPARK_DEFAULT_CHECKPOINT_MANAGER as spark_default)
 
@@ -179,7 +179,7 @@ def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_eve
 def test_a_restart_that_switches_row_shards_keeps_every_row(spark, tmp_path):
     """Per-key records (in key shards) move into row shards on a restart that turns them on, and back
     into records of their own on one that turns them off: the local runner's panes throughout."""
-    from windowed_operator.spark.runner import KEY_SHARDS_CONF, ROW_SHARDS_CONF
+    from windowed_operator.spark.settings import KEY_SHARDS_CONF, ROW_SHARDS_CONF
 
     steps = [({ROW_SHARDS_CONF: "false"}, 1), ({ROW_SHARDS_CONF: "true"}, 3),
              ({ROW_SHARDS_CONF: "false", KEY_SHARDS_CONF: "false"}, None)]

@@ -95,7 +95,7 @@ def check_restarts_between_layouts(spark, tmp_path, make_op, log_parts):
     ``PANE_LOG_CONF``; raising the lateness is refused) on one checkpoint: the values are one run's,
     and between the restarts the state is in the layout the options choose (``log_parts``: the log's
     parts in a checkpoint)."""
-    from windowed_operator.spark.runner import PANE_LOG_CONF
+    from windowed_operator.spark.settings import PANE_LOG_CONF
 
     in_order = [rows(("a", 1, 1_000), ("b", 2, 2_000), ("a", 3, 11_000)),
                 rows(("b", 4, 12_000), ("c", 5, 23_000)),
@@ -136,7 +136,7 @@ def test_a_restart_that_changes_the_layout_moves_the_state_between_layouts(spark
 
 
 def test_the_pane_log_setting_off_keeps_rows_per_key(spark, tmp_path):
-    from windowed_operator.spark.runner import PANE_LOG_CONF
+    from windowed_operator.spark.settings import PANE_LOG_CONF
 
     write_batches(tmp_path / "in", BATCHES[:2], flush=False)
     df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "in"))

@@ -28,7 +28,7 @@ from ..row_shards import DOMAIN as ROW_SHARDS_DOMAIN
 from ..state_codec import KeyStateCodec
 from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
 from .group_store import DUE_STATE, KEYS_STATE, META_STATE
-from .processor import GROUP_COLUMN
+from .plan import GROUP_COLUMN
 
 
 def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:

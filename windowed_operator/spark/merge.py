@@ -26,13 +26,16 @@ from ..vectorized import supports_vectorized
 from ..watermarks import BoundedDisorderWatermark
 from ..windows.session_windows import element_gap
 from .clock import FileClock, SparkBatchClock
-from .chain import feed_of
-from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
+from .driver.feed import feed_of
+from .driver.inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_state_encoding, choose_time_mode,
+                            drop_end_of_input, end_of_input_marker, event_time_ms, idle_timeout_of, known_type,
+                            refuse_derived_panes, require_streaming, resolve_column, resolve_key_groups, resolved_gap,
+                            with_operator_watermark)
+from .driver.stage import run_processor
+from .errors import SparkOperatorError
 from .heartbeat import Heartbeats, with_beat_column
-from .runner import (_WATERMARK_HELPER, GAP_COLUMN, UNKNOWN_TYPE, SparkOperatorError, _event_time_ms,
-                     check_state_encoding, choose_time_mode, drop_end_of_input, end_of_input_marker, idle_timeout_of,
-                     known_type, refuse_derived_panes, require_streaming, resolve_column, resolve_key_groups,
-                     resolved_gap, run_processor, with_operator_watermark)
+from .paths import object_paths
+from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame, end_of_input: Optional[str]) -> Optional[str]:
@@ -84,9 +87,9 @@ def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str]
     marker_column = end_of_input if end_of_input in df.columns else None  # an input without it never ends
     marker = end_of_input_marker(df, marker_column)
     payload = F.struct(*[F.col(c) for c in df.columns if c != marker_column]).alias(PAYLOAD_COLUMNS[side])
-    event_ms = _event_time_ms(df, ts_col)
+    event_ms = event_time_ms(df, ts_col)
     watermarked = with_operator_watermark(op, df, ts_col, marker=marker)
-    kept = drop_end_of_input(watermarked, ts_col, _WATERMARK_HELPER in watermarked.columns, marker, marker_column)
+    kept = drop_end_of_input(watermarked, ts_col, WATERMARK_HELPER in watermarked.columns, marker, marker_column)
     columns = [F.lit(side).alias(SIDE_COLUMN), event_ms.alias(MERGE_TIME_COLUMN), payload]
     if gap is not None and not callable(gap):
         columns.append(resolved_gap(op, df, gap, df.columns, f"the {side} DataFrame").alias(GAP_COLUMN))
@@ -159,7 +162,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
-        time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, vectorized=arrays,
+        time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, paths=object_paths(arrays),
         integral_columns=(MERGE_TIME_COLUMN,),
         key_groups=resolve_key_groups(key_groups),
         drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,

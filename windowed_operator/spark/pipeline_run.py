@@ -104,7 +104,7 @@ def sink_query_names(pipeline: Pipeline) -> list[str]:
 
 def output_operators(pipeline: Pipeline, frames: dict[str, DataFrame]) -> dict[str, str]:
     """Each sink query's output operator (its observation name): the one whose panes it counts."""
-    from .chain import feed_of
+    from .driver.feed import feed_of
 
     found = {}
     for sink, name in zip(pipeline.sinks, sink_query_names(pipeline)):

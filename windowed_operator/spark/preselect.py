@@ -38,6 +38,23 @@ class PreSelection:
     key_column: Optional[str]
     time_column: str
     reader: Any  # raises the processor's error for a bad row
+    #: The input's schema (a ``StructType``: declared, or the DataFrame's), the event time as read.
+    shape: Any = None
+
+    @property
+    def input_columns(self) -> list[str]:
+        return [f.name for f in self.shape.fields]
+
+    def output_schema(self) -> Any:
+        """The input's rows (the event time as epoch ms) and their weights, from the input's schema
+        without analysing it (``scan_fold.ScanFold``)."""
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        return StructType([StructField(f.name, LongType() if f.name == self.time_column else f.dataType, f.nullable)
+                           for f in self.shape.fields] + [StructField(WEIGHT_COLUMN, LongType(), False)])
+
+    def plan_updates(self) -> dict[str, Any]:
+        return {}
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for chunk in in_chunks(batches):

@@ -7,7 +7,7 @@ record in a MapState, read only when the batch has rows for the key or the group
 it has work due (``windowed_operator.group_state``, ``spark.group_store``): the calls a batch makes
 follow the keys it touches, not the keys held.
 
-Within a call, operators a columnar path serves (``columnar_records.columnar_engine``) run on a
+Within a call, operators a columnar path serves (``paths.Engine``: chosen on the driver) run on a
 table of the group's panes, sessions or windows; other windows assigned by timestamp with a
 vectorized accumulation go through the core's array path (``windowed_operator.vectorized``);
 everything else element by element.  All give the same panes.
@@ -29,9 +29,8 @@ from ..elements import BadElementError, is_null, readable_value, rejected_row_er
 from ..fingerprint import IncompatibleRestartError, in_key_shards, state_fingerprint
 from ..group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
 from ..group_state import GroupState
-from ..chain import panes_from_columns
 from ..columnar import PaneTable, Panes
-from ..columnar_records import RowRecords, columnar_engine, columnar_records, run_columnar_batch
+from ..columnar_records import RowRecords, columnar_records, run_columnar_batch
 from ..columnar_sessions import ColumnarSessions, SessionTable
 from ..columnar_panes import object_array
 from ..gc_pause import collector_paused
@@ -40,7 +39,7 @@ from ..pane_log import LAYOUT as PANE_LOG, PaneLog, supports_pane_log
 from ..part_log import held_buckets, run_part_log_batch
 from ..merge_operator import MergeOperatorBase
 from ..pane_log_migration import key_records_to_pane_log, pane_log_to_key_records, stored_layout
-from ..panes import DroppedElement, RetractedValue
+from ..panes import DroppedElement, RetractedValue, panes_from_columns
 from ..range_ops import factorize, lexsort_ints
 from ..row_shards import (LAYOUTS as ROW_SHARDS_LAYOUTS, META as ROW_SHARDS, RowShards, key_records_to_row_shards,
                           row_shards_to_key_records, run_row_shards_batch)
@@ -56,17 +55,16 @@ from ..windows.session_windows import element_gap, read_gaps
 from .heartbeat import max_known, split_beats
 from .group_store import SparkGroupStore
 from .output_frame import output_frame
+from .handoff import Handoff
 from .packed_input import PACKED_POSITION, unpack_rows
-from .plan import (EVENT_TIME_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, PHASE_COLUMN, SIDE_COLUMN, SIDE_OUTPUT_COLUMNS,
-                   SIDED_VALUES, STAGE_COLUMN, WHOLE_ROWS, SparkPlan)
+from .paths import WHOLE_ROWS, Fold, build_table
+from .plan import (EVENT_TIME_COLUMN, GROUP_COLUMN, ROUTE_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, PHASE_COLUMN, SIDE_COLUMN, SIDE_OUTPUT_COLUMNS,
+                   SIDED_VALUES, STAGE_COLUMN, SparkPlan)
 from .preaggregate import COUNT_COLUMN, PANE_COLUMN
 from .prechain import FIRST_COLUMN, LAST_COLUMN, TIMES_COLUMN, VALUES_COLUMN, chain_elements
 from .preselect import WEIGHT_COLUMN
 from .state_schemas import DeclaredState
 
-GROUP_COLUMN = "__wo_group"
-#: The key a chained stage's rows are grouped by when it is computed from the upstream's panes.
-ROUTE_COLUMN = "__wo_route"
 #: 4: end-of-window timers are due at max_timestamp + 1 (Beam's rule); windows carry on_time_hold.
 #: 5: every group's bookkeeping carries the fingerprint of the operator that wrote it.
 #: 6: each key's state is a JSON record in a MapState (windows, or pane rows or session rows on
@@ -105,10 +103,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         self.reader = self.plan.record_reader()
         self.now: Optional[int] = None  # the batch's processing time, set per call
         self.columnar: Any = None
-        if self.plan.columnar:
-            op = self.plan.operator
-            self.columnar = columnar_engine(op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
-                                            label=op.label(), column=op.value_column())
+        if self.plan.paths.engine.table:
+            self.columnar = build_table(self.plan.paths.engine, self.plan.operator)
             self.records = columnar_records(self.columnar)
         #: The default trigger with no allowed lateness keeps its rows by pane (``pane_log``).
         self.pane_log = PaneLog(self.columnar) if self.columnar is not None and supports_pane_log(self.columnar) \
@@ -136,6 +132,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
         # (the pickled value of earlier versions is declared only to detect it)
         self.value_state = state.old_value
         self.store = SparkGroupStore(state, self.plan.key_type, handle)
+        #: How a table engine reads a batch's rows, by the scan fold that made them (other rows: ``_run_rows``).
+        self._fold_readers: dict[Fold, Any] = {Fold.PREAGGREGATE: self._run_partials, Fold.PRECHAIN: self._run_chains}
 
     # -- Spark callbacks ------------------------------------------------------------------------
     # (transformWithStateInPandas passes pandas DataFrames only; the base class also types the Row API's rows)
@@ -143,7 +141,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
                         timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        if self.plan.packed_input:
+        if self.plan.paths.handoff is Handoff.PACKED:
             # (by position: pyspark names the columns _0, _1, as a namedtuple renames underscored names)
             frame = unpack_rows(frame.iloc[:, PACKED_POSITION].tolist(), self.plan.timezone)
         names = list(self.plan.input_columns)
@@ -197,9 +195,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
             if self.plan.upstream is not None:
                 self._upstream_work(frame, meta, watermark, processing_time, batch, bad)
             else:
-                if self.plan.vectorized and self.window_log is not None and not self._weighted():
+                if self.plan.paths.arrays and self.window_log is not None and not self._weighted():
                     frame, arrays = self._array_elements(frame)
-                elif self.plan.vectorized:
+                elif self.plan.paths.arrays:
                     frame = self._vectorized_work(frame, watermark, processing_time, batch.work)
                 if len(frame):
                     self._record_work(frame, watermark, processing_time, batch.work, bad)
@@ -281,11 +279,9 @@ class WindowedStatefulProcessor(StatefulProcessor):
             table = self.columnar.on_processing_time(table, processing_time, timed)  # (Phase.PROCESSING_TIME's)
             if frame is None or not len(frame):
                 return table
-            if plan.preaggregated:
-                table, n_dropped = self._run_partials(table, frame, watermark, processing_time, panes)
-                return table
-            if plan.prechained:
-                table, n_dropped = self._run_chains(table, frame, watermark, processing_time, panes)
+            folded = self._fold_readers.get(plan.paths.fold)
+            if folded is not None:  # (rows a scan fold made: never null, never kept)
+                table, n_dropped = folded(table, frame, watermark, processing_time, panes)
                 return table
             table = self._run_rows(table, frame, watermark, processing_time, panes, dropped, bad)
             n_dropped = len(dropped)
@@ -458,8 +454,8 @@ class WindowedStatefulProcessor(StatefulProcessor):
             bounds = np.concatenate(([0], np.flatnonzero(np.diff(codes[order])) + 1, [len(order)]))
         else:
             keys, order, bounds = [None], np.argsort(ts_all, kind="stable"), np.array([0, len(frame)])
-        weights = frame[WEIGHT_COLUMN].to_numpy() if plan.preselected or plan.prefolded else None
-        partial_weights = weights if plan.prefolded else None  # (pre-folded values are sketches to merge)
+        weights = frame[WEIGHT_COLUMN].to_numpy() if plan.paths.fold.weighted else None
+        partial_weights = weights if plan.paths.fold is Fold.PREFOLD else None  # (pre-folded values are sketches to merge)
         for i, key in enumerate(keys):
             rows = order[bounds[i]:bounds[i + 1]]
             values = values_all[rows] if values_all is not None else None
@@ -482,7 +478,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
 
     def _weighted(self) -> bool:
         """Rows stand for many elements (pre-selected or pre-folded before the shuffle)."""
-        return self.plan.preselected or self.plan.prefolded
+        return self.plan.paths.fold.weighted
 
     def _split_clean(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
         """The rows the array paths take, the rest (for the element path, which raises or
@@ -569,7 +565,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
         calls: values are folded per window at once (``vectorized.process_arrays``), retractions
         folded out with the accumulation's inverse. Steps holding a row the reader rejects go the
         element path (which rejects it with the reason)."""
-        if not self.plan.vectorized:
+        if not self.plan.paths.arrays:
             return False
         upstream = self.plan.upstream
         assert upstream is not None  # (called for a fed stage's rows only)
@@ -601,7 +597,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def _read_fed_rows(self, frame: pd.DataFrame) -> Optional[PaneColumns]:
         """The rows read one by one (None if the reader rejects one)."""
         reads = []
-        read_pane = self.reader.reader.read  # (the panes built column by column: ``chain.panes_from_columns``)
+        read_pane = self.reader.reader.read  # (the panes built column by column: ``panes.panes_from_columns``)
         for pane in panes_from_columns({c: frame[c].to_numpy() for c in frame.columns}, self.plan.upstream):
             try:
                 reads.append(read_pane(pane, MIN_TIMESTAMP, self.now))

@@ -20,3 +20,21 @@ def read_flag(conf: Any, name: str, default: bool = True) -> bool:
     if text not in ("true", "false"):
         raise SparkOperatorError(f"{name} must be true or false, not {value!r}")
     return text == "true"
+
+
+#: ``false`` keeps the default trigger's state per key instead of in the pane log or the window log
+#: (``SparkPlan.pane_log``).
+PANE_LOG_CONF = "spark.windowed_operator.paneLog"
+#: ``false`` keeps each key's record in its own state entry instead of in key shards (``SparkPlan.key_shards``).
+KEY_SHARDS_CONF = "spark.windowed_operator.keyShards"
+#: ``false`` keeps session and window rows in per-key records instead of row shards (``SparkPlan.row_shards``).
+ROW_SHARDS_CONF = "spark.windowed_operator.rowShards"
+
+
+def conf_flag(df: Any, name: str, default: bool = True) -> bool:
+    """A boolean setting of the session (``settings.read_flag``; a conf that cannot be read: ``default``)."""
+    try:
+        conf = df.sparkSession.conf
+    except Exception:  # noqa: BLE001 - a session without a readable conf keeps the default
+        return default
+    return read_flag(conf, name, default)
