@@ -23,9 +23,9 @@ FACADE = "windowed_operator.facade"
 ALLOWED = frozenset({
     (FACADE, "windowed_operator.local_runner"),
     (FACADE, "windowed_operator.merge_runner"),
-    (FACADE, "windowed_operator.spark.runner"),
-    (FACADE, "windowed_operator.spark.merge"),
-    (FACADE, "windowed_operator.spark.chain"),
+    (FACADE, "windowed_operator.spark.driver.apply"),
+    (FACADE, "windowed_operator.spark.driver.merge"),
+    (FACADE, "windowed_operator.spark.driver.chain"),
 })
 
 #: What ``triggers`` and ``accumulations`` may import of ``windowed_operator``: model modules that

@@ -68,7 +68,7 @@ class Chain(Config):
         """The last operator's panes over the streaming DataFrame ``df`` (and ``others``: the right
         input when the chain starts with a merge), in one streaming query; ``options`` go to the first
         operator's ``apply()`` (``time_mode``, ``clock``, ``key_groups`` and ``state_encoding`` to every
-        stage's).  See ``windowed_operator.spark.chain``."""
+        stage's).  See ``windowed_operator.spark.driver.chain``."""
         from .facade import spark_apply_chain
 
         return spark_apply_chain(self.operators, df, *others, **options)

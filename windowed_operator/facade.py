@@ -33,21 +33,21 @@ def merge_local_runner(op: Any, processing_time: Any = 0) -> "MergeRunner":
 
 
 def spark_apply(op: Any, df: "DataFrame", **options: Any) -> "DataFrame":
-    """``op.apply(df, ...)``: the operator's panes over a streaming DataFrame (``spark.runner``)."""
-    from .spark.runner import apply_operator
+    """``op.apply(df, ...)``: the operator's panes over a streaming DataFrame (``spark.driver.apply``)."""
+    from .spark.driver.apply import apply_operator
 
     return apply_operator(op, df, **options)
 
 
 def spark_apply_merge(op: Any, left: "DataFrame", right: "DataFrame", **options: Any) -> "DataFrame":
     """``merge_op.apply(left, right, ...)``: a merge operator's panes over two streaming DataFrames."""
-    from .spark.merge import apply_merge_operator
+    from .spark.driver.merge import apply_merge_operator
 
     return apply_merge_operator(op, left, right, **options)
 
 
 def spark_apply_chain(operators: list[Any], df: "DataFrame", *others: "DataFrame", **options: Any) -> "DataFrame":
     """``chain.apply(df, ...)``: the last stage's panes, every stage in one streaming query."""
-    from .spark.chain import apply_chain
+    from .spark.driver.chain import apply_chain
 
     return apply_chain(operators, df, *others, **options)

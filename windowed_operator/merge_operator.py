@@ -110,7 +110,7 @@ class MergeOperatorBase(WindowingOptions):
         keeps its own watermark; Spark takes their minimum).  ``left_key``/``right_key`` and
         ``left_timestamp``/``right_timestamp`` override one input's columns, ``key``/``timestamp``
         both; the other options are the one-input ``apply``'s (see
-        ``windowed_operator.spark.merge.apply_merge_operator``)."""
+        ``windowed_operator.spark.driver.merge.apply_merge_operator``)."""
         from .facade import spark_apply_merge
 
         return spark_apply_merge(self, left, right, left_key=left_key, right_key=right_key,

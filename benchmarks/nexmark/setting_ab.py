@@ -18,7 +18,7 @@ no allowed lateness, the logs against per-key state: the pane log against per-ke
 text against each in its own state entry, ``windowed_operator.key_shards``: q11 and q5r's first
 stage) or ``rowShards`` (session and window rows kept as shards of columns against per-key records,
 ``windowed_operator.row_shards``: q11 and q12) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
-transformWithState, ``windowed_operator.spark.native_stage``: q5 and q5r) or ``workerSite`` (not a
+transformWithState, ``windowed_operator.spark.driver.native_stage``: q5 and q5r) or ``workerSite`` (not a
 flag: the site hook on the path of the Python processes Spark starts, ``spark.worker_site``, against
 Spark's own path: the Python environment a function carries, which Spark starts its processes
 with) or ``checkpointManager`` (not a flag either: checkpoint files renamed with Hadoop's FileSystem

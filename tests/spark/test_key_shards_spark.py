@@ -35,7 +35,7 @@ def stored(spark, checkpoint, rows=False):
     import json
 
     from windowed_operator.key_shards import parse_shard
-    from windowed_operator.spark.group_store import DUE_STATE, KEYS_STATE
+    from windowed_operator.spark.worker.group_store import DUE_STATE, KEYS_STATE
 
     own = spark.read.format("statestore").option("stateVarName", KEYS_STATE).load(str(checkpoint)).count()
     parts = spark.read.format("statestore").option("stateVarName", DUE_STATE).load(str(checkpoint)).collect()

@@ -113,7 +113,7 @@ def _check_stores_what_the_fixture_stores(spark, tmp_path, case, fresh):
     """Frozen: a checkpoint written today holds the layout, the fingerprint and the state variables
     (names, kinds, schemas) of the latest version's stored one, for every layout a checkpoint may
     hold.  A deliberate change adds a state version, a migration and its fixtures."""
-    from windowed_operator.spark.processor import STATE_VERSION
+    from windowed_operator.spark.worker.processor import STATE_VERSION
 
     assert LATEST == f"state-v{STATE_VERSION}", f"state version {STATE_VERSION} has no fixtures: write them " \
         "(python tests/fixtures/state_fixture.py) with its migration"

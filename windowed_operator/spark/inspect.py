@@ -27,7 +27,7 @@ from ..row_columns_text import column_values
 from ..row_shards import DOMAIN as ROW_SHARDS_DOMAIN
 from ..state_codec import KeyStateCodec
 from ..window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
-from .group_store import DUE_STATE, KEYS_STATE, META_STATE
+from .worker.group_store import DUE_STATE, KEYS_STATE, META_STATE
 from .plan import GROUP_COLUMN
 
 

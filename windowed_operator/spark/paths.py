@@ -39,9 +39,9 @@ from ..operator import WindowingOptions
 from ..panes import TimestampCombiner
 from ..windows.session_windows import SessionWindows
 from .handoff import Handoff
-from .preaggregate import preaggregable
-from .prefold import prefoldable
-from .preselect import preselectable
+from .scan.preaggregate import preaggregable
+from .scan.prefold import prefoldable
+from .scan.preselect import preselectable
 
 
 #: ``SparkPlan.value_column`` when the accumulation folds whole rows on the array path

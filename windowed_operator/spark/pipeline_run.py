@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..pipeline.spec import MemorySource, Pipeline, SourceSpec, import_dotted
 from ..totals import Totals
 from .checkpoint_settings import native_stages_setting, record
-from .native_stage import NATIVE_STAGES_CONF
+from .driver.native_stage import NATIVE_STAGES_CONF
 from .settings import read_flag
 from .progress import ProgressPrinter, await_queries
 

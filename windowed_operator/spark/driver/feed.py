@@ -2,7 +2,7 @@
 
 ``op.apply(df)`` returns its panes and keeps, beside them, the processor's own rows (times in epoch
 ms, pane rows only, each tagged with the step of its batch that made it: ``group_batch.Phase``);
-``op2.apply(panes)`` reads them (``spark.chain``).
+``op2.apply(panes)`` reads them (``spark.driver.chain``).
 """
 from __future__ import annotations
 

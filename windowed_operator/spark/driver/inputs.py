@@ -5,11 +5,12 @@ What ``apply()`` checks and builds before any plan: each refusal names the optio
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import IntegralType, LongType, StructField, StructType, TimestampNTZType, TimestampType
 
 from ...operator import OperatorBase, WindowingOptions
 from ...time import event_time_in_range, latest_event_time
@@ -248,3 +249,96 @@ def with_gap_column(op: OperatorBase, df: DataFrame, columns: list[str],
     assert op.window is not None  # (element_gap found a gap: the operator's own session windows)
     op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
     return op, df.withColumn(GAP_COLUMN, expression), [*columns, GAP_COLUMN]
+
+
+@dataclass(frozen=True)
+class RawInput:
+    """One operator's raw input, read and checked for its stage: the operator (with a gap column where
+    its sessions need one), the rows (event time as epoch ms, watermarked, end-of-input rows dropped),
+    their schema and columns (without the end-of-input column), the event-time and key columns, and
+    the schema ``apply()`` was given (None: the DataFrame's)."""
+
+    op: OperatorBase
+    projected: DataFrame
+    shape: StructType
+    columns: list[str]
+    ts_col: str
+    key_col: Optional[str]
+    declared: Optional[StructType]
+
+    def core_operator(self) -> OperatorBase:
+        """The operator reading the resolved columns (what the processor and the plan hold)."""
+        updates: dict[str, Any] = {"timestamp": self.ts_col}
+        if self.op.keyed:
+            updates["key"] = self.key_col
+        return self.op.model_copy(update=updates)
+
+    def type_of(self, column: Any) -> Optional[str]:
+        """The Spark type of a column of the input (None: no such column)."""
+        return self.shape[column].dataType.simpleString() if isinstance(column, str) \
+            and column in self.shape.fieldNames() else None
+
+
+def read_raw_input(op: OperatorBase, df: DataFrame, *, key: Optional[str], timestamp: Optional[str],
+                   schema: Union[str, StructType, None], end_of_input: Optional[str]) -> RawInput:
+    """``df`` checked and read for ``op``: the columns named, the watermark applied, the end-of-input
+    rows dropped.  Casting the event-time column to epoch ms (and dropping the helper) keeps Spark
+    from dropping rows behind its watermark before the operator: lateness is decided in the core."""
+    declared = declared_schema(schema)
+    require_streaming(df, trusted=declared is not None)
+    if declared is None:
+        refuse_derived_panes(df, op)
+    shape = declared if declared is not None else df.schema
+    columns = [f.name for f in shape.fields]
+    ts_col = resolve_column(df, timestamp, op.timestamp, "timestamp", "timestamp", columns)
+    key_col = resolve_column(df, key, getattr(op, "key", None), "key", "key", columns) if op.keyed else None
+    if op.window is None:
+        raise SparkOperatorError(
+            f"{op.label()} has no window option: it keeps the windows of an upstream operator's panes, so apply it "
+            "to that operator's output (op2.apply(op1.apply(df)), or op1.then(op2).apply(df)); on other rows give "
+            "it a window option")
+    op, df, columns = with_gap_column(op, df, columns, analyse=declared is None)
+    event_ms = event_time_ms(df, ts_col, shape)
+    marker = end_of_input_marker(df, end_of_input, columns)
+    df = with_operator_watermark(op, df, ts_col, shape, marker)
+    has_helper = isinstance(op.watermark, BoundedDisorderWatermark)
+    projected = drop_end_of_input(df.withColumn(ts_col, event_ms), ts_col, has_helper, marker, end_of_input)
+    if end_of_input is not None:
+        shape = StructType([f for f in shape.fields if f.name != end_of_input])
+        columns = [name for name in columns if name != end_of_input]
+    return RawInput(op, projected, shape, columns, ts_col, key_col, declared)
+
+
+def value_types(raw: RawInput, value_type: Optional[str]) -> tuple[str, str]:
+    """The Spark type of what the accumulation folds (a column, a record of columns, whole rows, or
+    ``UNKNOWN_TYPE`` for a callable's results) and of its output (``value_type`` where given);
+    an input the accumulation cannot fold, or an output type not known, is refused."""
+    op, shape, columns, ts_col = raw.op, raw.shape, raw.columns, raw.ts_col
+    record = op.value if isinstance(op.value, dict) else None
+    value_field = None if record is not None else op.value if isinstance(op.value, str) else \
+        op.accumulation.input_field()
+    if value_field is not None and value_field not in columns:
+        raise SparkOperatorError(f"value column {value_field!r} is not in the DataFrame (columns: {columns})")
+    input_type = (shape[value_field].dataType.simpleString() if value_field is not None and value_field != ts_col
+                  else "bigint" if value_field is not None else UNKNOWN_TYPE if callable(op.value)
+                  else shape.simpleString())
+    if record is not None:  # a record of columns: a struct of them (the event time as epoch ms)
+        missing = {name: column for name, column in record.items() if column not in columns}
+        if missing:
+            raise SparkOperatorError(f"{op.label()}: value record fields {missing} name columns that are not in the "
+                                     f"DataFrame (columns: {columns})")
+        input_type = StructType([StructField(name, LongType() if column == ts_col else shape[column].dataType, True)
+                                 for name, column in record.items()]).simpleString()
+    if not callable(op.value):  # (a callable's output type is not known here)
+        refusal = op.accumulation.input_type_refusal(input_type)
+        if refusal is not None:
+            what = f"column {value_field!r} of type {input_type}" if value_field is not None else \
+                f"whole rows ({input_type}): name a column with value= or the accumulation's field"
+            raise SparkOperatorError(f"{op.label()}: {type(op.accumulation).__name__} cannot fold {what}; {refusal}")
+    resolved = value_type or op.value_type or known_type(op.accumulation.output_type(input_type))
+    if resolved is None:
+        what = "the results of a callable value extractor" if input_type == UNKNOWN_TYPE else f"input type {input_type}"
+        raise SparkOperatorError(
+            f"cannot map the output of {type(op.accumulation).__name__} over {what} to a Spark type; "
+            "pass value_type='<DDL type>' to apply()")
+    return input_type, resolved

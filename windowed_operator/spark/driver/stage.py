@@ -16,10 +16,10 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, St
 from ...operator import WindowingOptions
 from ...time import MAX_SHOWN_TIME, MIN_SHOWN_TIME
 from ..connect_compat import is_connect, map_in_arrow, parse_ddl_schema, transform_with_state
-from ..deferred import DeferredProcessor
+from ..worker.deferred import DeferredProcessor
 from ..handoff import Handoff, choose_handoff
-from ..heartbeat import BEAT_COLUMN
-from ..packed_input import PACKED_COLUMN, PackRows
+from ..scan.heartbeat import BEAT_COLUMN
+from ..scan.packing import PACKED_COLUMN, PackRows
 from ..plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, EVENT_TIME_COLUMN, GROUP_COLUMN, LATE_COUNT_COLUMN, STAGE_COLUMN,
                     SparkPlan)
 from ..settings import KEY_SHARDS_CONF, PANE_LOG_CONF, ROW_SHARDS_CONF, conf_flag
@@ -66,13 +66,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     observed metrics (``observation_name`` when not given); ``inherited_windows``: where the operator
     keeps its upstream's windows, the window option they come from (``Feed.windows``)."""
     source, source_plan, source_columns = projected, plan, columns
-    group = F.lit(0) if key_col is None else F.pmod(F.xxhash64(F.col(key_col)), F.lit(plan.key_groups))
-    if plan.heartbeats:  # a heartbeat row names its group (``heartbeat``)
-        group = F.coalesce(F.col(BEAT_COLUMN), group)
-    projected = projected.withColumn(GROUP_COLUMN, group)
-    columns = [*(columns if columns is not None else projected.columns)]
-    if GROUP_COLUMN not in columns:
-        columns.append(GROUP_COLUMN)
+    projected, columns = _grouped(projected, plan, key_col, columns)
     handoff, timezone = choose_handoff(projected, plan.folded_in_scan)
     packed = handoff is Handoff.PACKED
     plan = dataclasses.replace(plan, paths=dataclasses.replace(plan.paths, handoff=handoff))
@@ -81,21 +75,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                                key_shards=conf_flag(projected, KEY_SHARDS_CONF),
                                row_shards=conf_flag(projected, ROW_SHARDS_CONF))
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
-        # (the group column keeps its type: pmod of xxhash64 is a bigint, the unkeyed group an int)
-        group_type = LongType() if key_col is not None else IntegerType()
-        packed_schema = StructType([StructField(GROUP_COLUMN, group_type, True),
-                                    StructField(PACKED_COLUMN, BinaryType(), True)])
-        projected = map_in_arrow(projected, PackRows(GROUP_COLUMN), packed_schema, columns)
-        columns = [GROUP_COLUMN, PACKED_COLUMN]
-    event_time_column = EVENT_TIME_COLUMN if plan.event_time_output else ""
-    if is_connect(projected):  # build the plan without analysis requests (Spark Declarative Pipelines)
-        out = transform_with_state(projected, GROUP_COLUMN, DeferredProcessor.of(plan),
-                                   parse_ddl_schema(plan.processor_schema()), plan.time_mode, columns,
-                                   event_time_column)
-    else:
-        out = projected.groupBy(GROUP_COLUMN).transformWithStateInPandas(
-            statefulProcessor=DeferredProcessor.of(plan), outputStructType=plan.processor_schema(),
-            outputMode="Append", timeMode=plan.time_mode, eventTimeColumnName=event_time_column)
+        projected, columns = _packed(projected, key_col, columns)
+    out = _transformed(projected, plan, columns)
     observation = observation or observation_name(plan.operator)
     out = observe_drops(out, plan, observation)
     frame = pane_rows(out, plan)
@@ -112,16 +93,56 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                 windows=plan.operator.window if plan.operator.window is not None else inherited_windows,
                 stage=plan.stage or 0,
                 with_side_rows=pane_rows(out, plan, side_rows=True) if plan.side_outputs else None)
+    return attach_feed(out.select(*_shown_columns(plan)), feed)
+
+
+def _grouped(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
+             columns: Optional[list[str]]) -> tuple[DataFrame, list[str]]:
+    """The rows with their key group (``GROUP_COLUMN``; a heartbeat row names its own: ``heartbeat``)."""
+    group = F.lit(0) if key_col is None else F.pmod(F.xxhash64(F.col(key_col)), F.lit(plan.key_groups))
+    if plan.heartbeats:
+        group = F.coalesce(F.col(BEAT_COLUMN), group)
+    projected = projected.withColumn(GROUP_COLUMN, group)
+    columns = [*(columns if columns is not None else projected.columns)]
+    if GROUP_COLUMN not in columns:
+        columns.append(GROUP_COLUMN)
+    return projected, columns
+
+
+def _packed(projected: DataFrame, key_col: Optional[str], columns: list[str]) -> tuple[DataFrame, list[str]]:
+    """The rows packed per key group and scan chunk (``scan.packing``); the group column keeps its
+    type (pmod of xxhash64 is a bigint, the unkeyed group an int)."""
+    group_type = LongType() if key_col is not None else IntegerType()
+    packed_schema = StructType([StructField(GROUP_COLUMN, group_type, True),
+                                StructField(PACKED_COLUMN, BinaryType(), True)])
+    return map_in_arrow(projected, PackRows(GROUP_COLUMN), packed_schema, columns), [GROUP_COLUMN, PACKED_COLUMN]
+
+
+def _transformed(projected: DataFrame, plan: SparkPlan, columns: list[str]) -> DataFrame:
+    """The processor's rows: ``transformWithStateInPandas`` grouped by key group (on Spark Connect,
+    built without analysis requests, as Spark Declarative Pipelines need)."""
+    event_time_column = EVENT_TIME_COLUMN if plan.event_time_output else ""
+    if is_connect(projected):
+        return transform_with_state(projected, GROUP_COLUMN, DeferredProcessor.of(plan),
+                                    parse_ddl_schema(plan.processor_schema()), plan.time_mode, columns,
+                                    event_time_column)
+    return projected.groupBy(GROUP_COLUMN).transformWithStateInPandas(
+        statefulProcessor=DeferredProcessor.of(plan), outputStructType=plan.processor_schema(),
+        outputMode="Append", timeMode=plan.time_mode, eventTimeColumnName=event_time_column)
+
+
+def _shown_columns(plan: SparkPlan) -> list[Column]:
+    """The output's columns: times as timestamps (null beyond what Python holds)."""
     shown: list[Column] = []
     if plan.keyed:
         shown.append(F.col("key"))
     shown += [shown_timestamp("window_start"), shown_timestamp("window_end"), F.col("value"), F.col("timing"),
-                F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
-                shown_timestamp("timestamp")]
+              F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
+              shown_timestamp("timestamp")]
     if plan.side_outputs:
         shown += [F.col("record_type"), F.col("reason"), F.col("element"), shown_timestamp("element_timestamp")]
     if plan.stage_column:
         shown.append(F.col(STAGE_COLUMN))
     if plan.event_time_output:
         shown.append(F.col(EVENT_TIME_COLUMN))
-    return attach_feed(out.select(*shown), feed)
+    return shown

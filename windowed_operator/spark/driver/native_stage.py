@@ -50,12 +50,12 @@ from accumulations import AllMax, Count, Max, Min, Sum
 from accumulations.base import Accumulation
 from triggers.option import AccumulationMode
 
-from ..operator import OperatorBase, WindowingOptions
-from ..panes import TimestampCombiner
-from ..windows import CumulativeWindows, TimeWindows
-from .driver.feed import Feed
-from .driver.stage import shown_timestamp
-from .plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF
+from ...operator import OperatorBase, WindowingOptions
+from ...panes import TimestampCombiner
+from ...windows import CumulativeWindows, TimeWindows
+from .feed import Feed
+from .stage import shown_timestamp
+from ..plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF
 
 #: ``true`` plans an eligible chained stage as Spark's own aggregation (``native_refusal``).
 NATIVE_STAGES_CONF = "spark.windowed_operator.nativeStages"

@@ -30,22 +30,22 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
-from ..chain import check_consumable
-from ..elements import BadElementError
-from ..operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
-from ..panes import SIDE_OUTPUT_COLUMNS, panes_from_columns
-from ..vectorized import supports_vectorized
-from ..watermarks import UpstreamWatermark
-from ..windows.session_windows import element_gap
-from .clock import FileClock, SparkBatchClock
-from .errors import SparkOperatorError
-from .plan import PANE_COLUMN_OF, ROUTE_COLUMN, PHASE_COLUMN, STAGE_COLUMN, SparkPlan
-from .driver.feed import Feed, attach_feed, feed_of, handing_on
-from .driver.inputs import check_state_encoding, choose_time_mode, resolve_key_groups
-from .driver.stage import observation_name, run_processor
-from .paths import object_paths
+from ...chain import check_consumable
+from ...elements import BadElementError
+from ...operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
+from ...panes import SIDE_OUTPUT_COLUMNS, panes_from_columns
+from ...vectorized import supports_vectorized
+from ...watermarks import UpstreamWatermark
+from ...windows.session_windows import element_gap
+from ..clock import FileClock, SparkBatchClock
+from ..errors import SparkOperatorError
+from ..plan import PANE_COLUMN_OF, ROUTE_COLUMN, PHASE_COLUMN, STAGE_COLUMN, SparkPlan
+from .feed import Feed, attach_feed, feed_of, handing_on
+from .inputs import check_state_encoding, choose_time_mode, resolve_key_groups
+from .stage import observation_name, run_processor
+from ..paths import object_paths
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
-from .settings import conf_flag
+from ..settings import conf_flag
 
 
 class RouteKeys:

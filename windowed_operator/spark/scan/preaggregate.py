@@ -26,10 +26,10 @@ import pyarrow.compute as pc
 
 from accumulations.int64 import may_wrap
 
-from ..columnar import ColumnarForm
-from ..elements import rejected_row_error
-from ..time import event_time_in_range
-from ..windows.pane_layout import PaneLayout
+from ...columnar import ColumnarForm
+from ...elements import rejected_row_error
+from ...time import event_time_in_range
+from ...windows.pane_layout import PaneLayout
 
 PANE_COLUMN = "__wo_pane"
 COUNT_COLUMN = "__wo_n"
@@ -95,7 +95,7 @@ class FormFold:
 
     def output_schema(self) -> Any:
         """``fields`` as the Spark schema of the rows handed on (``scan_fold.ScanFold``)."""
-        from .connect_compat import parse_ddl_schema
+        from ..connect_compat import parse_ddl_schema
 
         return parse_ddl_schema(self.schema())
 

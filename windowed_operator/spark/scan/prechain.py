@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from accumulations.int64 import may_wrap
 
-from ..session_chains import ChainRuns, chain_aggregates, chain_runs
+from ...session_chains import ChainRuns, chain_aggregates, chain_runs
 from .preaggregate import COUNT_COLUMN, FormFold, aggregate_fields, declared_arrow_schema
 
 #: A chain's first and last element time (epoch ms).

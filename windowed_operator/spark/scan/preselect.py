@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..windows.pane_layout import PaneLayout
+from ...windows.pane_layout import PaneLayout
 from .preaggregate import checked_event_times, in_chunks
 
 WEIGHT_COLUMN = "__wo_weight"
@@ -96,7 +96,7 @@ def group_codes(table: pa.Table, key_column: Optional[str], panes: np.ndarray) -
 
 def preselectable(accumulation: Any, rank_type: Optional[str]) -> bool:
     """An accumulation with ``candidates`` ranking a numeric field (not a callable)."""
-    from ..spark.preaggregate import preaggregable
+    from .preaggregate import preaggregable
 
     return (callable(getattr(accumulation, "candidates", None)) and getattr(accumulation, "field", None) is not None
             and getattr(accumulation, "key", None) is None and rank_type is not None

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import pyarrow as pa
 
-from ..windows.pane_layout import PaneLayout
+from ...windows.pane_layout import PaneLayout
 from .preaggregate import checked_event_times, in_chunks
 from .preselect import WEIGHT_COLUMN, group_codes
 

@@ -21,21 +21,21 @@ from pyspark.sql.types import StructField, StructType
 
 from accumulations.merge import LEFT, RIGHT, SIDES
 
-from ..merge_operator import MergeOperatorBase
-from ..vectorized import supports_vectorized
-from ..watermarks import BoundedDisorderWatermark
-from ..windows.session_windows import element_gap
-from .clock import FileClock, SparkBatchClock
-from .driver.feed import feed_of
-from .driver.inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_state_encoding, choose_time_mode,
+from ...merge_operator import MergeOperatorBase
+from ...vectorized import supports_vectorized
+from ...watermarks import BoundedDisorderWatermark
+from ...windows.session_windows import element_gap
+from ..clock import FileClock, SparkBatchClock
+from .feed import feed_of
+from .inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_state_encoding, choose_time_mode,
                             drop_end_of_input, end_of_input_marker, event_time_ms, idle_timeout_of, known_type,
                             refuse_derived_panes, require_streaming, resolve_column, resolve_key_groups, resolved_gap,
                             with_operator_watermark)
-from .driver.stage import run_processor
-from .errors import SparkOperatorError
-from .heartbeat import Heartbeats, with_beat_column
-from .paths import object_paths
-from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
+from .stage import run_processor
+from ..errors import SparkOperatorError
+from ..scan.heartbeat import Heartbeats, with_beat_column
+from ..paths import object_paths
+from ..plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame, end_of_input: Optional[str]) -> Optional[str]:
@@ -113,25 +113,8 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     ``end_of_input`` names the boolean marker column (see ``apply_operator``) in the inputs that have
     it; the watermark of the two is their minimum, so both must end for every window to close.
     """
-    check_state_encoding(state_encoding)
-    for side, df in ((LEFT, left), (RIGHT, right)):
-        if feed_of(df) is not None:
-            raise SparkOperatorError(
-                f"{op.label()}: its {side} input is an operator's panes; a merge operator takes raw inputs (a chain "
-                "starts with the merge: merge.then(op), as in the local runner)")
-        refuse_derived_panes(df, op)
-    if op.window is None:
-        raise SparkOperatorError(f"{op.label()} has no window option: a merge operator takes raw inputs, which "
-                                 "carry no windows to keep; give it a window option")
-    idle = op.idle_timeout is not None or idle_timeout_of(op) is not None
-    if idle and not isinstance(op.watermark, BoundedDisorderWatermark):
-        raise SparkOperatorError(
-            f"{op.label()}: idle timeouts on Spark need watermark=bounded_disorder(...): the operator then keeps each "
-            "input's watermark itself, from its rows; an upstream watermark on two inputs is Spark's own minimum "
-            f"over them, which cannot skip an idle input (the watermark is {op.watermark.kind})")
-    if end_of_input is not None and end_of_input not in left.columns and end_of_input not in right.columns:
-        raise SparkOperatorError(f"end_of_input column {end_of_input!r} is in neither input (left: {left.columns}, "
-                                 f"right: {right.columns})")
+    idle = _checked_inputs(op, left, right, end_of_input, state_encoding)
+    assert op.window is not None  # (checked: a merge takes raw inputs, with a window option)
     gap = element_gap(op.window)
     if gap is not None and not callable(gap):  # each input's gap, beside its row (``_project``)
         op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
@@ -139,15 +122,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                                                          left_timestamp or timestamp, end_of_input, gap)
     projected_right, right_key_col, right_ts_col = _project(op, RIGHT, right, right_key or key,
                                                             right_timestamp or timestamp, end_of_input, gap)
-    key_type = None
-    if op.keyed:
-        left_type = projected_left.schema[MERGE_KEY_COLUMN].dataType
-        right_type = projected_right.schema[MERGE_KEY_COLUMN].dataType
-        if left_type != right_type:
-            raise SparkOperatorError(
-                f"the key columns differ in type: left {left_key_col!r} is {left_type.simpleString()}, right "
-                f"{right_key_col!r} is {right_type.simpleString()}; cast one of them")
-        key_type = left_type.simpleString()
+    key_type = _key_type(op, projected_left, projected_right, left_key_col, right_key_col)
     union = projected_left.unionByName(projected_right, allowMissingColumns=True)
 
     types = {side: _side_type(op, side, df, end_of_input) for side, df in ((LEFT, left), (RIGHT, right))}
@@ -178,3 +153,45 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         columns = union.columns
         plan = dataclasses.replace(plan, heartbeats=True)
     return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None, columns)
+
+
+def _checked_inputs(op: MergeOperatorBase, left: DataFrame, right: DataFrame, end_of_input: Optional[str],
+                    state_encoding: str) -> bool:
+    """The merge's inputs and options checked (raw inputs, a window option, idle timeouts under a
+    bounded-disorder watermark, an end-of-input column in one of them); whether an idle timeout
+    needs heartbeats."""
+    check_state_encoding(state_encoding)
+    for side, df in ((LEFT, left), (RIGHT, right)):
+        if feed_of(df) is not None:
+            raise SparkOperatorError(
+                f"{op.label()}: its {side} input is an operator's panes; a merge operator takes raw inputs (a chain "
+                "starts with the merge: merge.then(op), as in the local runner)")
+        refuse_derived_panes(df, op)
+    if op.window is None:
+        raise SparkOperatorError(f"{op.label()} has no window option: a merge operator takes raw inputs, which "
+                                 "carry no windows to keep; give it a window option")
+    idle = op.idle_timeout is not None or idle_timeout_of(op) is not None
+    if idle and not isinstance(op.watermark, BoundedDisorderWatermark):
+        raise SparkOperatorError(
+            f"{op.label()}: idle timeouts on Spark need watermark=bounded_disorder(...): the operator then keeps each "
+            "input's watermark itself, from its rows; an upstream watermark on two inputs is Spark's own minimum "
+            f"over them, which cannot skip an idle input (the watermark is {op.watermark.kind})")
+    if end_of_input is not None and end_of_input not in left.columns and end_of_input not in right.columns:
+        raise SparkOperatorError(f"end_of_input column {end_of_input!r} is in neither input (left: {left.columns}, "
+                                 f"right: {right.columns})")
+    return idle
+
+
+def _key_type(op: MergeOperatorBase, left: DataFrame, right: DataFrame, left_key: Optional[str],
+              right_key: Optional[str]) -> Optional[str]:
+    """The key's Spark type, the same in both inputs (None: not keyed)."""
+    key_type = None
+    if op.keyed:
+        left_type = left.schema[MERGE_KEY_COLUMN].dataType
+        right_type = right.schema[MERGE_KEY_COLUMN].dataType
+        if left_type != right_type:
+            raise SparkOperatorError(
+                f"the key columns differ in type: left {left_key!r} is {left_type.simpleString()}, right "
+                f"{right_key!r} is {right_type.simpleString()}; cast one of them")
+        key_type = left_type.simpleString()
+    return key_type

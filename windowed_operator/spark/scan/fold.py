@@ -15,12 +15,12 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from ..columnar import columnar_form
-from ..operator import WindowingOptions
-from ..windows.session_windows import SessionWindows
-from .connect_compat import map_in_arrow
-from .paths import Fold
-from .plan import SparkPlan
+from ...columnar import columnar_form
+from ...operator import WindowingOptions
+from ...windows.session_windows import SessionWindows
+from ..connect_compat import map_in_arrow
+from ..paths import Fold
+from ..plan import SparkPlan
 from .preaggregate import PreAggregation
 from .prechain import PreChaining
 from .prefold import PreFolding
