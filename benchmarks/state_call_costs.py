@@ -8,7 +8,7 @@ One key group, one task; each micro-batch reads what the previous one wrote in e
 writes ``--records`` records of about 120 bytes.  Prints each batch's milliseconds per shape and
 the medians over the batches after the first (which reads nothing).  The question it answers: how
 much a layout that keeps many keys' records in one stored text would save per record against one
-request per key (``windowed_operator.spark.pipelined_map``).
+request per key (``windowed_operator.spark.worker.pipelined_map``).
 
 Results are recorded in ``benchmarks/results/state_call_costs.txt`` (``... | tee benchmarks/results/state_call_costs.txt``),
 its headline figures in ``benchmarks/results/INDEX.md``; earlier runs are in git history.
@@ -36,7 +36,7 @@ def main() -> None:
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     from windowed_operator.spark import local_session
-    from windowed_operator.spark.pipelined_map import PipelinedMap
+    from windowed_operator.spark.worker.pipelined_map import PipelinedMap
 
     work = Path(tempfile.mkdtemp(prefix="state-costs-"))
     times_file = work / "times.jsonl"

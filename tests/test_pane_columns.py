@@ -1,5 +1,5 @@
 """A chained stage's read of upstream panes as columns (``pane_columns.read_pane_columns``) equals
-its element reader's read of each pane (``chain.pane_from_row`` then ``ElementReader.read``), and
+its element reader's read of each pane (``panes.pane_from_row`` then ``ElementReader.read``), and
 declines whatever the reader must read itself."""
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 from accumulations import AllMax, Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, WindowedOperator
-from windowed_operator.chain import pane_from_row
 from windowed_operator.pane_columns import read_pane_columns
-from windowed_operator.panes import RetractedValue
+from windowed_operator.panes import RetractedValue, pane_from_row
 from windowed_operator.time import MIN_TIMESTAMP
 
 from helpers import near_boundaries

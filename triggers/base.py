@@ -10,7 +10,7 @@ contexts.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 from windowed_operator.config import Config
 from windowed_operator.time_rules import end_of_window_due, is_end_reached
@@ -83,6 +83,10 @@ class TriggerContext:
 class Trigger(Config):
     """Base of every trigger; see the module docstring for the protocol."""
 
+    #: How ``orfinally`` builds its ``OrFinally``: set where that class is defined (``triggers.composite``),
+    #: so that this protocol module imports none of the triggers built on it.
+    _or_finally: ClassVar[Optional[Callable[["Trigger", "Trigger"], "Trigger"]]] = None
+
     def on_element(self, ctx: TriggerContext, count: int = 1) -> None:
         """``count`` elements of one bundle arrived in the window."""
 
@@ -116,9 +120,9 @@ class Trigger(Config):
 
     def orfinally(self, until: "Trigger") -> "Trigger":
         """This trigger, finishing for good once ``until`` fires (Beam's ``orFinally``)."""
-        from .composite import OrFinally
-
-        return OrFinally(self, until)
+        make = Trigger._or_finally
+        assert make is not None  # (set by ``triggers.composite``, which the package imports with this module)
+        return make(self, until)
 
     def describe(self) -> str:
         """A short text of the trigger tree, for messages and fingerprints."""

@@ -158,3 +158,6 @@ class OrFinally(AfterAny):
 
     def describe(self) -> str:
         return f"{self.triggers[0].describe()}.orfinally({self.triggers[1].describe()})"
+
+
+Trigger._or_finally = OrFinally  # (``Trigger.orfinally``: the one way to it, without an import back)

@@ -10,7 +10,7 @@ Type checkers and IDEs see every name statically (the imports under ``TYPE_CHECK
 a name's module is imported when the name is first used.  That keeps ``import windowed_operator``
 free of the engine, numpy and pandas, which one process needs: before a query's first batch pyspark
 unpickles each stateful operator in a fresh Python process on the driver only to declare its state
-(``spark.deferred``), and loading the whole library there cost 0.8-1.0 s per operator
+(``spark.worker.deferred``), and loading the whole library there cost 0.8-1.0 s per operator
 (``tests/spark/test_deferred_processor.py`` keeps it out).
 """
 from __future__ import annotations

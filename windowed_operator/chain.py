@@ -5,22 +5,19 @@ so an ON_TIME pane reaches the next stage before that stage's own window becomes
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
 from pydantic import Field, model_validator
 
 from .config import Config
-from .panes import PaneRecord, Timing
+from .panes import PaneRecord, as_consumed
 from .testing import replay
 from .time import MAX_TIMESTAMP
 from .watermarks import partition_of
 from .windows.sliding_windows import SlidingWindows
 
 if TYPE_CHECKING:
-    from .local_runner import LocalRunner
-    from .merge_runner import MergeRunner
+    from .facade import LocalRunner, MergeRunner
 
 
 def check_consumable(upstream: Any, downstream: Any) -> None:
@@ -76,63 +73,10 @@ class Chain(Config):
         """The last operator's panes over the streaming DataFrame ``df`` (and ``others``: the right
         input when the chain starts with a merge), in one streaming query; ``options`` go to the first
         operator's ``apply()`` (``time_mode``, ``clock``, ``key_groups`` and ``state_encoding`` to every
-        stage's).  See ``windowed_operator.spark.chain``."""
-        from .spark.chain import apply_chain
+        stage's).  See ``windowed_operator.spark.driver.chain``."""
+        from .facade import spark_apply_chain
 
-        return apply_chain(self.operators, df, *others, **options)
-
-
-def _plain(value: Any) -> Any:
-    """A cell as the local runner's panes hold it: arrays (Spark's arrays in pandas) as lists."""
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def pane_from_row(row: dict, upstream: Any) -> PaneRecord:
-    """An upstream stage's output row (times in epoch ms) as the pane the local chain would hand the
-    next stage: its value plain Python, a retraction carrying the output it undoes (``as_consumed``)."""
-    return panes_from_columns({name: [value] for name, value in row.items()}, upstream)[0]
-
-
-_TIMINGS = {timing.value: timing for timing in Timing}
-
-
-def panes_from_columns(columns: Mapping[str, Union[Sequence[Any], np.ndarray]], upstream: Any) -> list[PaneRecord]:
-    """``pane_from_row`` for many rows at once: each column converted once (numpy scalars to Python
-    ones by ``tolist``), the panes built from plain values."""
-    def plain(name: str) -> list:
-        column = columns[name]
-        return column.tolist() if isinstance(column, np.ndarray) else list(column)
-
-    n = len(columns["window_start"])
-    keys = [_plain(k) for k in plain("key")] if upstream.keyed else [None] * n
-    values = [_plain(v) for v in plain("value")]
-    retractions = [bool(r) for r in plain("is_retraction")]
-    panes = [PaneRecord(key=key, window_start=int(start), window_end=int(end), value=value, timing=_TIMINGS[timing],
-                        index=int(index), is_first=bool(first), is_last=bool(last), is_retraction=retraction,
-                        timestamp=int(timestamp))
-             for key, start, end, value, timing, index, first, last, retraction, timestamp in zip(
-                 keys, plain("window_start"), plain("window_end"), values, plain("timing"), plain("pane_index"),
-                 plain("is_first"), plain("is_last"), retractions, plain("timestamp"))]
-    if any(retractions):
-        undone = iter(as_consumed([p for p in panes if p.is_retraction], upstream))
-        panes = [next(undone) if p.is_retraction else p for p in panes]
-    return panes
-
-
-def as_consumed(panes: list[PaneRecord], upstream: Any) -> list[PaneRecord]:
-    """``upstream``'s panes as the next stage reads them: a retraction carries the output it undoes
-    (its value is ``get_retraction(output)``, and ``get_retraction`` is its own inverse: a negation,
-    or the identity), so the next stage's extractors read the same fields as for the pane it retracts."""
-    undo = upstream.core_accumulation().get_retraction
-    return [dataclasses.replace(p, value=undo(p.value)) if p.is_retraction else p for p in panes]
+        return spark_apply_chain(self.operators, df, *others, **options)
 
 
 class ChainRunner:

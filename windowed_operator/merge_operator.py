@@ -28,7 +28,7 @@ from .windows.session_windows import element_gap
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame  # the Spark runner's type; pyspark is imported there only
 
-    from .merge_runner import MergeRunner
+    from .facade import MergeRunner
 
 
 class InputOptions(Config):
@@ -95,9 +95,9 @@ class MergeOperatorBase(WindowingOptions):
         """A local runner of two inputs (``add_elements('left', ...)``, ``advance_watermark_to('right', ...)``,
         ``mark_idle``); each call returns the panes it emitted.
         """
-        from .merge_runner import MergeRunner
+        from .facade import merge_local_runner
 
-        return MergeRunner(self, processing_time)
+        return merge_local_runner(self, processing_time)
 
     def run_local(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
         """Every output record for a ``TwoInputTestStream``, in emission order."""
@@ -113,14 +113,14 @@ class MergeOperatorBase(WindowingOptions):
         keeps its own watermark; Spark takes their minimum).  ``left_key``/``right_key`` and
         ``left_timestamp``/``right_timestamp`` override one input's columns, ``key``/``timestamp``
         both; the other options are the one-input ``apply``'s (see
-        ``windowed_operator.spark.merge.apply_merge_operator``)."""
-        from .spark import apply_merge_operator
+        ``windowed_operator.spark.driver.merge.apply_merge_operator``)."""
+        from .facade import spark_apply_merge
 
-        return apply_merge_operator(self, left, right, left_key=left_key, right_key=right_key,
-                                    left_timestamp=left_timestamp, right_timestamp=right_timestamp, key=key,
-                                    timestamp=timestamp, value_type=value_type, time_mode=time_mode, clock=clock,
-                                    key_groups=key_groups, drop_counter=drop_counter, end_of_input=end_of_input,
-                                    state_encoding=state_encoding, spark_event_time=spark_event_time)
+        return spark_apply_merge(self, left, right, left_key=left_key, right_key=right_key,
+                                 left_timestamp=left_timestamp, right_timestamp=right_timestamp, key=key,
+                                 timestamp=timestamp, value_type=value_type, time_mode=time_mode, clock=clock,
+                                 key_groups=key_groups, drop_counter=drop_counter, end_of_input=end_of_input,
+                                 state_encoding=state_encoding, spark_event_time=spark_event_time)
 
 
 class WindowedMergeOperator(MergeOperatorBase):

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from accumulations.merge import MergeAccumulation
 
     from .chain import Chain
-    from .local_runner import LocalRunner
+    from .facade import LocalRunner
 
 Extractor = Optional[Union[str, Callable[[Any], Any]]]
 
@@ -175,9 +175,9 @@ class OperatorBase(WindowingOptions):
         Each call of the runner (``add_elements``, ``advance_watermark_to``, ``advance_processing_time``,
         ``finish``) returns the panes it emitted.
         """
-        from .local_runner import LocalRunner
+        from .facade import local_runner
 
-        return LocalRunner(self, processing_time)
+        return local_runner(self, processing_time)
 
     def run_local(self, stream: TestStream, finish: bool = True) -> list[PaneRecord]:
         """Every output record for the stream, in emission order (the watermark ends at infinity)."""
@@ -197,13 +197,13 @@ class OperatorBase(WindowingOptions):
         ``preaggregate``, ``time_mode``, ``clock``, ``drop_counter`` and ``state_encoding`` tune the
         Spark runner; ``spark_event_time`` adds an ``event_time`` column declared as the output's
         event-time column, so native Spark windows and joins can follow: each is described at
-        ``windowed_operator.spark.runner.apply_operator``."""
-        from .spark import apply_operator
+        ``windowed_operator.spark.apply_operator``."""
+        from .facade import spark_apply
 
-        return apply_operator(self, df, key=key, timestamp=timestamp, value_type=value_type, time_mode=time_mode,
-                              clock=clock, key_groups=key_groups, vectorized=vectorized, schema=schema,
-                              drop_counter=drop_counter, preaggregate=preaggregate, end_of_input=end_of_input,
-                              state_encoding=state_encoding, spark_event_time=spark_event_time)
+        return spark_apply(self, df, key=key, timestamp=timestamp, value_type=value_type, time_mode=time_mode,
+                           clock=clock, key_groups=key_groups, vectorized=vectorized, schema=schema,
+                           drop_counter=drop_counter, preaggregate=preaggregate, end_of_input=end_of_input,
+                           state_encoding=state_encoding, spark_event_time=spark_event_time)
 
 
 class WindowedOperator(OperatorBase):

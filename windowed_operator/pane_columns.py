@@ -1,6 +1,6 @@
 """An upstream stage's panes read as columns, exactly as the element reader reads them one by one.
 
-A chained stage takes each upstream pane as an element (``chain.pane_from_row``, then the
+A chained stage takes each upstream pane as an element (``panes.pane_from_row``, then the
 stage's ``ElementReader``): its key, timestamp, value and window, a retraction carrying the
 output it undoes.  When the stage reads nothing but the pane's own fields (the pane's key or
 one of its columns as key, its value, its timestamp and, without a window option, its window),

@@ -1,9 +1,12 @@
 """What an operator emits: pane records, dropped elements, and the vocabulary describing them."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Hashable, Optional
+from typing import Any, Hashable, Mapping, Optional, Sequence, Union
+
+import numpy as np
 
 from .windows.base import Window
 
@@ -113,3 +116,58 @@ class DroppedElement:
     timestamp: Optional[int] = None
     watermark: Optional[int] = None
     detail: str = ""
+
+
+# -- panes rebuilt from rows: what a chained stage reads (the local chain and the Spark runner alike) --
+
+def _plain(value: Any) -> Any:
+    """A cell as the local runner's panes hold it: arrays (Spark's arrays in pandas) as lists."""
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def pane_from_row(row: dict, upstream: Any) -> PaneRecord:
+    """An upstream stage's output row (times in epoch ms) as the pane the local chain would hand the
+    next stage: its value plain Python, a retraction carrying the output it undoes (``as_consumed``)."""
+    return panes_from_columns({name: [value] for name, value in row.items()}, upstream)[0]
+
+
+_TIMINGS = {timing.value: timing for timing in Timing}
+
+
+def panes_from_columns(columns: Mapping[str, Union[Sequence[Any], np.ndarray]], upstream: Any) -> list[PaneRecord]:
+    """``pane_from_row`` for many rows at once: each column converted once (numpy scalars to Python
+    ones by ``tolist``), the panes built from plain values."""
+    def plain(name: str) -> list:
+        column = columns[name]
+        return column.tolist() if isinstance(column, np.ndarray) else list(column)
+
+    n = len(columns["window_start"])
+    keys = [_plain(k) for k in plain("key")] if upstream.keyed else [None] * n
+    values = [_plain(v) for v in plain("value")]
+    retractions = [bool(r) for r in plain("is_retraction")]
+    panes = [PaneRecord(key=key, window_start=int(start), window_end=int(end), value=value, timing=_TIMINGS[timing],
+                        index=int(index), is_first=bool(first), is_last=bool(last), is_retraction=retraction,
+                        timestamp=int(timestamp))
+             for key, start, end, value, timing, index, first, last, retraction, timestamp in zip(
+                 keys, plain("window_start"), plain("window_end"), values, plain("timing"), plain("pane_index"),
+                 plain("is_first"), plain("is_last"), retractions, plain("timestamp"))]
+    if any(retractions):
+        undone = iter(as_consumed([p for p in panes if p.is_retraction], upstream))
+        panes = [next(undone) if p.is_retraction else p for p in panes]
+    return panes
+
+
+def as_consumed(panes: list[PaneRecord], upstream: Any) -> list[PaneRecord]:
+    """``upstream``'s panes as the next stage reads them: a retraction carries the output it undoes
+    (its value is ``get_retraction(output)``, and ``get_retraction`` is its own inverse: a negation,
+    or the identity), so the next stage's extractors read the same fields as for the pane it retracts."""
+    undo = upstream.core_accumulation().get_retraction
+    return [dataclasses.replace(p, value=undo(p.value)) if p.is_retraction else p for p in panes]

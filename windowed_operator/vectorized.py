@@ -40,7 +40,7 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     late-data output, only for dropped elements; ``windows`` (starts, ends) gives each element's
     window where the core inherits windows instead of assigning them.  With ``weights``, each
     "element" is a partial accumulator standing for that many elements of one pane, all of whose
-    windows it belongs to (folded before the shuffle: ``spark/prefold.py``): values are merged.
+    windows it belongs to (folded before the shuffle: ``spark/scan/prefold.py``): values are merged.
     ``retracted`` marks upstream retractions (a chained stage's input): their values are what they
     undo, folded out of their window with the accumulation's inverse (``core.accumulate_into``)."""
     emission = Emission()

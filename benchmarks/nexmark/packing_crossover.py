@@ -5,7 +5,7 @@ auction joined with the bids placed in its opening window (auctions and bids, 98
     python benchmarks/nexmark/packing_crossover.py                  # 2M events, 3 rounds
     python benchmarks/nexmark/packing_crossover.py --events 200000 --runs 1
 
-- row by row: pyspark's own regrouping, a tuple per row (``sliced_handoff.row_by_row``);
+- row by row: pyspark's own regrouping, a tuple per row (``handoff.row_by_row``);
 - packed: a Python pass in every scan task packs each key group's rows (``packed_input``), at a
   cost per task, to spare the stateful task pyspark's work per row;
 - sliced: the workers hand each key group's rows over as slices of Arrow batches

@@ -13,7 +13,7 @@ the handoff without it, in a local session slices of Arrow batches, ``spark.pack
 against pyspark's row-by-row handoff with packing off too, ``spark.sliced_handoff``) or ``keyShards`` (per-key records kept many keys to a
 text against each in its own state entry, ``windowed_operator.state.key_shards``: q11 and q5r's first
 stage) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
-transformWithState, ``windowed_operator.spark.native_stage``: q5 and q5r) or ``workerSite`` (not a
+transformWithState, ``windowed_operator.spark.driver.native_stage``: q5 and q5r) or ``workerSite`` (not a
 flag: the site hook on the path of the Python processes Spark starts, ``spark.worker_site``, against
 Spark's own path: the Python environment a function carries, which Spark starts its processes
 with) or ``checkpointManager`` (not a flag either: checkpoint files renamed with Hadoop's FileSystem
@@ -64,8 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     from windowed_operator.spark import local_session
     from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
                                                  SPARK_DEFAULT_CHECKPOINT_MANAGER, WORKER_SITE)
-    from windowed_operator.spark.packed_input import PACK_CONF
-    from windowed_operator.spark.sliced_handoff import SLICED_HANDOFF_ENV
+    from windowed_operator.spark.handoff import PACK_CONF, SLICED_HANDOFF_ENV
 
     name = f"spark.windowed_operator.{args.setting}"
     work = Path(tempfile.mkdtemp(prefix="setting-ab-"))

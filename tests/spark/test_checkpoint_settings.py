@@ -10,7 +10,7 @@ from windowed_operator.pipeline import parse_pipeline
 from windowed_operator.spark import END_OF_INPUT
 from windowed_operator.spark.checkpoint_settings import (MARKER, CheckpointSettingError, native_stages_setting,
                                                          record)
-from windowed_operator.spark.native_stage import NATIVE_STAGES_CONF
+from windowed_operator.spark.driver.native_stage import NATIVE_STAGES_CONF
 from windowed_operator.spark.pipeline_run import run_pipeline
 
 from .test_pipeline_run import ROWS

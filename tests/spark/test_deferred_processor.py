@@ -15,7 +15,7 @@ def test_unpickling_and_declaring_imports_no_engine():
 import pickle, sys
 from accumulations import Sum
 from windowed_operator import KeyedWindowedOperator, TimeWindows
-from windowed_operator.spark.deferred import DeferredProcessor
+from windowed_operator.spark.worker.deferred import DeferredProcessor
 from windowed_operator.spark.plan import SparkPlan
 plan = SparkPlan(operator=KeyedWindowedOperator(TimeWindows(10), Sum("v"), key="k", timestamp="t"), keyed=True,
                  time_mode="EventTime", value_type="bigint", key_type="string", side_outputs=False)
@@ -33,7 +33,7 @@ class Handle:
 
 processor = pickle.loads(blob)
 processor.init(Handle())
-heavy = sorted(m for m in sys.modules if m.startswith(("pandas", "numpy", "pydantic", "windowed_operator.spark.processor",
+heavy = sorted(m for m in sys.modules if m.startswith(("pandas", "numpy", "pydantic", "windowed_operator.spark.worker.processor",
                                                        "windowed_operator.spark.plan", "windowed_operator.core")))
 print(heavy)
 print(Handle.declared)
@@ -46,7 +46,7 @@ print(Handle.declared)
 
 
 def test_the_real_processor_is_built_once_per_task_with_the_declared_state(monkeypatch):
-    from windowed_operator.spark import deferred, processor
+    from windowed_operator.spark.worker import deferred, processor
 
     built = []
 

@@ -42,7 +42,7 @@ def stored(spark, checkpoint, rows=False):
     import json
 
     from windowed_operator.state.key_shards import parse_shard
-    from windowed_operator.spark.group_store import DUE_STATE, KEYS_STATE
+    from windowed_operator.spark.worker.group_store import DUE_STATE, KEYS_STATE
 
     own = spark.read.format("statestore").option("stateVarName", KEYS_STATE).load(str(checkpoint)).count()
     parts = spark.read.format("statestore").option("stateVarName", DUE_STATE).load(str(checkpoint)).collect()
@@ -154,7 +154,7 @@ def test_a_restart_that_switches_key_shards_or_changelog_checkpointing_keeps_eve
     on, and back; and so does the checkpoint file manager ``local_session`` names (files renamed with
     the FileSystem API) against Spark's default (FileContext).  One restart test for all three: each
     restart costs a query start."""
-    from windowed_operator.spark.runner import KEY_SHARDS_CONF
+    from windowed_operator.spark.settings import KEY_SHARDS_CONF
     from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
                                                  SPARK_DEFAULT_CHECKPOINT_MANAGER as spark_default)
 

@@ -9,7 +9,7 @@ from triggers import TriggerOption
 from windowed_operator import (KeyedWindowedMergeOperator, SessionWindows, TimeWindows, UpstreamWatermark,
                                bounded_disorder)
 from windowed_operator.merge_operator import InputOptions
-from windowed_operator.spark.runner import SparkOperatorError
+from windowed_operator.spark.errors import SparkOperatorError
 
 from .harness import BASE, RIGHT_SCHEMA, SCHEMA, run_local_merge_like_spark, run_spark_merge, spark_watermarks
 

@@ -14,8 +14,8 @@ from triggers import TriggerOption
 from windowed_operator import (CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows,
                                WindowedOperator, bounded_disorder)
 from windowed_operator.spark.errors import SparkOperatorError
-from windowed_operator.spark.chain import feed_of
-from windowed_operator.spark.native_stage import NATIVE_STAGES_CONF
+from windowed_operator.spark.driver.feed import feed_of
+from windowed_operator.spark.driver.native_stage import NATIVE_STAGES_CONF
 from windowed_operator.time import shown_time
 
 from .harness import END_COLUMN, MARKED_SCHEMA, pane_tuple, run_local_like_spark, write_batches

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
-from windowed_operator.spark.chain import feed_of  # noqa: E402
-from windowed_operator.spark.native_stage import NATIVE_STAGES_CONF  # noqa: E402
+from windowed_operator.spark.driver.feed import feed_of  # noqa: E402
+from windowed_operator.spark.driver.native_stage import NATIVE_STAGES_CONF  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

@@ -15,7 +15,7 @@ from pyspark.sql.conversion import PandasToArrowConversion
 from pyspark.sql.types import (ArrayType, BooleanType, DoubleType, IntegerType, LongType, StringType, StructField,
                                StructType, TimestampType)
 
-from windowed_operator.spark.output_frame import output_frame
+from windowed_operator.spark.worker.output_frame import output_frame
 
 FIELDS = [("key", "bigint"), ("window_start", "bigint"), ("value", "double"), ("timing", "string"),
           ("pane_index", "int"), ("is_first", "boolean"), ("late", "bigint")]

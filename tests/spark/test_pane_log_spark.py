@@ -38,7 +38,7 @@ BATCHES = [
 
 
 def pane_parts(spark, checkpoint):
-    from windowed_operator.spark.group_store import DUE_STATE
+    from windowed_operator.spark.worker.group_store import DUE_STATE
 
     df = spark.read.format("statestore").option("stateVarName", DUE_STATE).load(str(checkpoint))
     return [(r["user_map_key"]["bucket"], r["user_map_key"]["part"]) for r in df.collect()

@@ -5,7 +5,7 @@ import pytest
 
 from accumulations import Cogroup, Count
 from windowed_operator import KeyedWindowedMergeOperator, KeyedWindowedOperator, TimeWindows, bounded_disorder
-from windowed_operator.spark.runner import SparkOperatorError
+from windowed_operator.spark.errors import SparkOperatorError
 
 pytestmark = pytest.mark.spark
 

@@ -19,7 +19,7 @@ from pyspark.sql.streaming.stateful_processor_api_client import StatefulProcesso
 from pyspark.sql.types import LongType, StringType, StructField, StructType  # noqa: E402
 import pyspark.sql.streaming.proto.StateMessage_pb2 as messages  # noqa: E402
 
-from windowed_operator.spark.pipelined_map import WRITE_CHUNK, PendingWrites, PipelinedMap  # noqa: E402
+from windowed_operator.spark.worker.pipelined_map import WRITE_CHUNK, PendingWrites, PipelinedMap  # noqa: E402
 
 VALUE_SCHEMA = StructType([StructField("record", StringType())])
 

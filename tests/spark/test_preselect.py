@@ -9,7 +9,7 @@ import pytest
 
 from accumulations import AllMax, TopN
 from windowed_operator import TimeWindows
-from windowed_operator.spark.preselect import WEIGHT_COLUMN, PreSelection
+from windowed_operator.spark.scan.preselect import WEIGHT_COLUMN, PreSelection
 
 pytestmark = pytest.mark.spark  # (no JVM: pyspark's package is imported, not started)
 

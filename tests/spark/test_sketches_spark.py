@@ -68,8 +68,8 @@ def test_prefolding_folds_each_key_and_pane_into_one_sketch():
     import numpy as np
     import pyarrow as pa
 
-    from windowed_operator.spark.prefold import PreFolding
-    from windowed_operator.spark.preselect import WEIGHT_COLUMN
+    from windowed_operator.spark.scan.prefold import PreFolding
+    from windowed_operator.spark.scan.preselect import WEIGHT_COLUMN
 
     acc = Quantiles("v", fractions=(0.0, 0.5, 1.0))
     layout = TimeWindows(10).slide_by(5).pane_layout()

@@ -8,9 +8,8 @@ from hypothesis import strategies as st
 
 from accumulations import Sum
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
-from windowed_operator.spark.packed_input import PACK_CONF
-from windowed_operator.spark.sliced_handoff import (SLICED_HANDOFF_ENV, enabled, key_runs, row_by_row,
-                                                     stock_function_fits, workers_slice)
+from windowed_operator.spark.handoff import PACK_CONF, SLICED_HANDOFF_ENV, enabled, row_by_row, workers_slice
+from windowed_operator.spark.worker.sliced import key_runs, stock_function_fits
 
 from .harness import BASE, run_spark, spark_panes
 from .test_packed_input import GROUP, _table

@@ -1,7 +1,7 @@
 """The state schemas built in Python are the ones the JVM parses from their DDL strings."""
 import pytest
 
-from windowed_operator.spark.state_schemas import _PRIMITIVES, schema
+from windowed_operator.spark.worker.state_schemas import _PRIMITIVES, schema
 
 pytestmark = pytest.mark.spark
 

@@ -15,7 +15,7 @@ def test_workers_are_forked_with_the_processor_imported(spark):
 
         for _ in rows:
             pass
-        yield pd.DataFrame({"had": ["windowed_operator.spark.processor" in sys.modules
+        yield pd.DataFrame({"had": ["windowed_operator.spark.worker.processor" in sys.modules
                                     and worker_daemon.PRELOADED_BY == os.getppid()]})
 
     assert spark.sparkContext.getConf().get("spark.python.daemon.module") == "windowed_operator.spark.worker_daemon"

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
-from ..chain import as_consumed
-from ..panes import DropReason, DroppedElement, PaneRecord
+from ..panes import DropReason, DroppedElement, PaneRecord, as_consumed
 from ..watermarks import BoundedDisorderWatermark
 from ..totals import Totals
 from .local_io import console_table, dropped_row, pane_row, read_file, side_row, typed_rows, write_rows

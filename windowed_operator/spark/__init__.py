@@ -28,8 +28,8 @@ __all__ = ["apply_operator", "apply_merge_operator", "apply_outputs", "split_out
 
 
 def apply_operator(*args, **kwargs):  # noqa: D401 - thin lazy wrapper so `import windowed_operator.spark` is cheap
-    """See :func:`windowed_operator.spark.runner.apply_operator`."""
-    from .runner import apply_operator as _apply
+    """See :func:`windowed_operator.spark.driver.apply.apply_operator`."""
+    from .driver.apply import apply_operator as _apply
 
     return _apply(*args, **kwargs)
 
@@ -42,8 +42,8 @@ def local_session(*args, **kwargs):
 
 
 def apply_merge_operator(*args, **kwargs):
-    """See :func:`windowed_operator.spark.merge.apply_merge_operator`."""
-    from .merge import apply_merge_operator as _apply
+    """See :func:`windowed_operator.spark.driver.merge.apply_merge_operator`."""
+    from .driver.merge import apply_merge_operator as _apply
 
     return _apply(*args, **kwargs)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 from urllib.parse import urlparse
 
-from .native_stage import NATIVE_STAGES_CONF
+from .driver.native_stage import NATIVE_STAGES_CONF
 
 #: The file in a checkpoint directory holding the settings its query started with.
 MARKER = "windowed_operator.json"

@@ -29,8 +29,8 @@ from ..state.row_shards import DOMAIN as ROW_SHARDS_DOMAIN
 from ..state.codec import KeyStateCodec
 from ..time import time_text
 from ..state.window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
-from .group_store import DUE_STATE, KEYS_STATE, META_STATE
-from .processor import GROUP_COLUMN
+from .worker.group_store import DUE_STATE, KEYS_STATE, META_STATE
+from .plan import GROUP_COLUMN
 
 
 def _when(ms: Optional[int]) -> str:

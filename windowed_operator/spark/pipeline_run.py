@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..pipeline.spec import MemorySource, Pipeline, SinkSpec, SourceSpec, import_dotted
 from ..totals import Totals
 from .checkpoint_settings import native_stages_setting, record
-from .native_stage import NATIVE_STAGES_CONF
+from .driver.native_stage import NATIVE_STAGES_CONF
 from .outputs import split_outputs
 from .settings import read_flag
 from .progress import ProgressPrinter, await_queries
@@ -105,7 +105,7 @@ def sink_query_names(pipeline: Pipeline) -> list[str]:
 
 def output_operators(pipeline: Pipeline, frames: dict[str, DataFrame]) -> dict[str, str]:
     """Each sink query's output operator (its observation name): the one whose panes it counts."""
-    from .chain import feed_of
+    from .driver.feed import feed_of
 
     found = {}
     for sink, name in zip(pipeline.sinks, sink_query_names(pipeline)):

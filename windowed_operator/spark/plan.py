@@ -7,15 +7,20 @@ from typing import Any, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..chain import pane_from_row
 from ..core import Emission
 from ..elements import BadElementError, ReadElement, element_json
 from ..state.group_batch import Phase
 from ..operator import WindowingOptions
-from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord  # noqa: F401 (re-exported)
+from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord, pane_from_row  # noqa: F401 (re-exported)
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
 from ..watermarks import BoundedDisorderWatermark
 from .clock import FileClock, SparkBatchClock
+from .paths import WHOLE_ROWS, Paths
+
+#: The key group of a row (``pmod(xxhash64(key), key_groups)``): what the processor's input is grouped by.
+GROUP_COLUMN = "__wo_group"
+#: The key a chained stage's rows are grouped by when it is computed from the upstream's panes.
+ROUTE_COLUMN = "__wo_route"
 
 #: Columns of the processor's count rows: elements dropped as late, and bad elements (dead letters),
 #: per call.  Null on every other row; the runner observes their sums (``observedMetrics`` in the
@@ -45,9 +50,6 @@ PAYLOAD_COLUMNS = {"left": "__wo_left", "right": "__wo_right"}
 #: ``SparkPlan.value_column`` of a merge on the array path: each row's input payload, marked by side
 #: (``accumulations.merge.SidedValues``), as joins and cogroups keep them.
 SIDED_VALUES = "<sided>"
-#: ``SparkPlan.value_column`` when the accumulation folds whole rows on the array path
-#: (``Accumulation.folds_rows``: AllMax, TopN), not one column of them.
-WHOLE_ROWS = "*"
 
 
 class SideDispatchReader:
@@ -102,18 +104,8 @@ class SparkPlan:
     key_column: Optional[str] = None
     time_column: str = ""
     value_column: Optional[str] = None
-    #: Use the core's array path (windows assigned by timestamp, accumulation with ``fold_array``).
-    vectorized: bool = False
-    #: Use a columnar path (``columnar_records.columnar_engine``: pane, session or window table).
-    columnar: bool = False
-    #: Rows arrive folded per (key, pane) by ``preaggregate.PreAggregation`` (columnar path only).
-    preaggregated: bool = False
-    #: Rows arrive pre-selected per (key, pane), each weighted by the rows it stands for (``preselect``).
-    preselected: bool = False
-    #: Rows arrive as one sketch per (key, pane), each weighted by the rows it stands for (``prefold``).
-    prefolded: bool = False
-    #: Rows arrive as one chain of a key's session elements each (``prechain.PreChaining``).
-    prechained: bool = False
+    #: The engine, the scan fold and the handoff (``paths``): decided on the driver, read by the worker.
+    paths: Paths = Paths()
     #: How a chain's element values travel (``prechain.value_dtype``; None: no values).
     chain_values: Optional[str] = None
     #: The partials' aggregate columns, in ``ColumnarForm.partial_aggregates`` order.
@@ -130,8 +122,6 @@ class SparkPlan:
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
     #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
     input_columns: tuple[str, ...] = ()
-    #: Each key group's rows of a scan partition arrive as one Arrow payload (``packed_input``).
-    packed_input: bool = False
     #: Keys' records live in shards of many keys each (``windowed_operator.state.key_shards``);
     #: ``spark.windowed_operator.keyShards=false`` keeps a record per key.
     key_shards: bool = True
@@ -158,7 +148,7 @@ class SparkPlan:
     def folded_in_scan(self) -> bool:
         """Whether the scan stage hands on folded rows (partials, chains, pre-selected rows or
         sketches) instead of the input's: such a fold selects its own columns."""
-        return self.preaggregated or self.prechained or self.preselected or self.prefolded
+        return self.paths.folded_in_scan
 
     def columns_read(self, gap_column: Optional[str]) -> Optional[tuple[str, ...]]:
         """The only input columns the processor reads, where it reads only some: the columnar engine
@@ -168,7 +158,7 @@ class SparkPlan:
         then goes to Python.  Shipping only these is what Spark's column pruning does for its own
         aggregations; Nexmark q11 (sessions counting bids, given all five bid columns) ran 1.15x
         faster by median of 4 alternating runs."""
-        if not self.columnar or self.side_outputs or self.value_column == WHOLE_ROWS:
+        if not self.paths.engine.table or self.side_outputs or self.value_column == WHOLE_ROWS:
             return None
         read = (self.key_column, self.time_column, self.value_column, gap_column)
         return tuple(dict.fromkeys(name for name in read if name))
@@ -336,34 +326,3 @@ class SparkPlan:
         columns["element_timestamp"][-1] = dropped.timestamp
         if self.stage_column:
             columns[STAGE_COLUMN][-1] = self.stage
-
-
-def array_values(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
-    """Whether arrays can fold this operator's values (a built-in fold over one plain column, or a
-    Count reading none) and which column holds them."""
-    from accumulations.numeric import Count
-
-    accumulation = operator.core_accumulation()
-    if not accumulation.supports_fold_array():
-        return False, None
-    own = operator.value
-    field = accumulation.input_field()
-    if own is None and field is None and accumulation.folds_rows():
-        return True, WHOLE_ROWS
-    if own is None and field is None:
-        return isinstance(accumulation, Count), None
-    if isinstance(own, str) and field is None:
-        return True, own
-    if own is None and field is not None:
-        return True, field
-    return False, None
-
-
-def vector_value_column(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
-    """Whether the core's array path applies to ``operator`` (windows assigned by timestamp) and
-    which column holds the values it folds."""
-    from ..vectorized import supports_vectorized
-
-    if not supports_vectorized(operator.build_core()):
-        return False, None
-    return array_values(operator)

@@ -21,7 +21,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 from ..time import END_OF_INPUT_WATERMARK, time_text
 from ..totals import Totals
 
-#: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``runner.observation_name``).
+#: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``driver.stage.observation_name``).
 OBSERVATION_PREFIX = "windowed_operator "
 
 

@@ -9,6 +9,7 @@ from typing import Any, Iterator, Optional, Sequence
 from pyspark.sql import SparkSession
 
 from . import worker_site
+from .handoff import DAEMON_CONF, WORKER_DAEMON
 from .shipping import ship_library
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -65,10 +66,6 @@ _CHECKPOINTING = "org.apache.spark.sql.execution.streaming.checkpointing"
 FILE_SYSTEM_CHECKPOINT_MANAGER = f"{_CHECKPOINTING}.FileSystemBasedCheckpointFileManager"
 SPARK_DEFAULT_CHECKPOINT_MANAGER = f"{_CHECKPOINTING}.FileContextBasedCheckpointFileManager"
 
-#: The setting naming the module of the Python worker daemon, and the library's (``worker_daemon``).
-DAEMON_CONF = "spark.python.daemon.module"
-WORKER_DAEMON = "windowed_operator.spark.worker_daemon"
-
 #: Defaults that suit one machine and nothing else: on a cluster the user's Spark configuration
 #: (spark-defaults.conf, --conf) decides.
 LOCAL_DEFAULTS = {
@@ -77,7 +74,7 @@ LOCAL_DEFAULTS = {
     "spark.driver.memory": "2g",
     # Python workers forked with the processor's modules already imported (``worker_daemon``).
     # They also hand each key group's rows to the processor as slices of Arrow batches
-    # (``sliced_handoff``), so input is not packed here by default (``packed_input.packing_conf``).
+    # (``sliced_handoff``), so input is not packed here by default (``handoff.choose_handoff``).
     DAEMON_CONF: WORKER_DAEMON,
     # Every Python process Spark starts imports pyspark from the installed package, not from its zip
     # (``worker_site``): the driver-side pre-init of a stateful operator, which no daemon reaches,

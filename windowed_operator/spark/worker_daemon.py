@@ -30,11 +30,11 @@ PRELOADED_BY: Optional[int] = None
 
 def main() -> None:
     sys.path[:] = installed_pyspark_first(sys.path)  # before the first import of pyspark
-    import windowed_operator.spark.processor  # noqa: F401 - imported once, for every forked worker
+    import windowed_operator.spark.worker.processor  # noqa: F401 - imported once, for every forked worker
     import windowed_operator.spark.worker_daemon as this  # (run as __main__: the importable module is another)
     from pyspark import daemon
 
-    from windowed_operator.spark.sliced_handoff import install
+    from windowed_operator.spark.worker.sliced import install
 
     install()  # (before the fork: every worker regroups by slices)
     this.PRELOADED_BY = os.getpid()

@@ -40,7 +40,7 @@ operators changed).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -50,13 +50,12 @@ from accumulations import AllMax, Count, Max, Min, Sum
 from accumulations.base import Accumulation
 from triggers.option import AccumulationMode
 
-from ..operator import OperatorBase, WindowingOptions
-from ..panes import TimestampCombiner
-from ..windows import CumulativeWindows, TimeWindows
-from .plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF
-
-if TYPE_CHECKING:
-    from .chain import Feed
+from ...operator import OperatorBase, WindowingOptions
+from ...panes import TimestampCombiner
+from ...windows import CumulativeWindows, TimeWindows
+from .feed import Feed
+from .stage import shown_timestamp
+from ..plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF
 
 #: ``true`` plans an eligible chained stage as Spark's own aggregation (``native_refusal``).
 NATIVE_STAGES_CONF = "spark.windowed_operator.nativeStages"
@@ -152,7 +151,7 @@ def _null(column: Column, data_type: Optional[DataType]) -> Column:
     return column.isNull()
 
 
-def native_refusal(op: OperatorBase, feed: "Feed", ansi: bool = True) -> Optional[str]:
+def native_refusal(op: OperatorBase, feed: Feed, ansi: bool = True) -> Optional[str]:
     """Why ``op`` over ``feed``'s panes must run as a transformWithState (see the module's
     docstring), or None when Spark's aggregation gives the same panes (``ansi``: the session's
     ``spark.sql.ansi.enabled``)."""
@@ -254,12 +253,10 @@ class NativeStage:
         return F.array_sort(F.filter(F.collect_list(value), lambda record: record[field] == top))
 
 
-def apply_native_stage(stage: NativeStage, feed: "Feed", *, spark_event_time: bool, observation: str) -> DataFrame:
+def apply_native_stage(stage: NativeStage, feed: Feed, *, spark_event_time: bool, observation: str) -> DataFrame:
     """The stage's panes, as the runner's output columns, from Spark's aggregation of the upstream's
     pane rows (times in ms) grouped by window, their one event time, and the stage's key; its
-    counts observed as ``observation`` (``runner.observation_name``)."""
-    from .runner import shown_timestamp
-
+    counts observed as ``observation`` (``stage.observation_name``)."""
     rows = feed.event_time_frame()  # type: ignore[misc]
     message = (f"{stage.op.label()}: a pane of {stage.upstream.label()} has no event time; planned natively "
                f"({NATIVE_STAGES_CONF}) on the rule that every pane has one")

@@ -5,7 +5,7 @@ ms, pane rows only, each tagged with the step of its batch that made it: ``group
 ``op2.apply(panes)`` (or ``op.then(op2).apply(df)``) groups those rows by ``op2``'s key and runs
 ``op2`` on them as the local chain runs it (``windowed_operator.chain.ChainRunner``):
 
-- each row becomes the pane the local chain hands over (``chain.pane_from_row``: a retraction
+- each row becomes the pane the local chain hands over (``panes.pane_from_row``: a retraction
   carries the output it undoes, so an invertible downstream folds it out) and goes through the
   downstream's own reader: its key, value and timestamp extractors (callables included), its
   windows (inherited from the pane without a window option), its bad-element rule;
@@ -24,95 +24,28 @@ Spark type given by the operator's ``key_type``).
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
-from ..chain import check_consumable, panes_from_columns
-from ..elements import BadElementError
-from ..operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
-from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
-from ..watermarks import UpstreamWatermark
-from ..windows.session_windows import element_gap
-from .clock import FileClock, SparkBatchClock
-from .errors import SparkOperatorError
-from .plan import EVENT_TIME_COLUMN, PANE_COLUMN_OF, PHASE_COLUMN, STAGE_COLUMN, SparkPlan
+from ...chain import check_consumable
+from ...elements import BadElementError
+from ...operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
+from ...panes import SIDE_OUTPUT_COLUMNS, panes_from_columns
+from ...vectorized import supports_vectorized
+from ...watermarks import UpstreamWatermark
+from ...windows.session_windows import element_gap
+from ..clock import FileClock, SparkBatchClock
+from ..errors import SparkOperatorError
+from ..plan import PANE_COLUMN_OF, ROUTE_COLUMN, PHASE_COLUMN, STAGE_COLUMN, SparkPlan
+from .feed import Feed, attach_feed, feed_of, handing_on
+from .inputs import check_state_encoding, choose_time_mode, resolve_key_groups
+from .stage import observation_name, run_processor
+from ..paths import object_paths
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
-from .processor import ROUTE_COLUMN
-
-_FEED = "_windowed_operator_feed"
-
-
-@dataclass(frozen=True)
-class Feed:
-    """What a downstream operator needs of an upstream one's output."""
-
-    frame: DataFrame  # the processor's pane rows: times in epoch ms, PHASE_COLUMN
-    operator: WindowingOptions
-    end_of_input_watermark: int
-    #: The operator's name among the query's observed metrics (``runner.observation_name``).
-    observation: str = ""
-    #: The same pane rows with ``EVENT_TIME_COLUMN`` declared as their event time (the upstream
-    #: planned again with ``spark_event_time``), for a stage Spark aggregates itself (``native_stage``).
-    event_time_frame: Optional[Callable[[], DataFrame]] = None
-    #: The upstream's transformWithState time mode.
-    time_mode: str = "EventTime"
-    #: These are a native stage's panes (``native_stage``): no stage can read them as panes.
-    native_stage: bool = False
-    #: The window option the panes' windows come from (the operator's, or, where it keeps its
-    #: upstream's windows, the one of the first stage that has one).
-    windows: Any = None
-    #: The operator's place in its chain (0: the first).
-    stage: int = 0
-    #: The next stage is one of a chain's (``handing_on``): its output tags side rows with their stage.
-    in_chain: bool = False
-    #: ``frame`` also holds side rows (``pane_rows``), which the next stage hands on (``handing_on``).
-    side_rows: bool = False
-    #: The pane rows with the side rows, where the operator has side outputs (``pane_rows``).
-    with_side_rows: Optional[DataFrame] = None
-
-
-def handing_on(out: DataFrame) -> DataFrame:
-    """``out`` (an operator's panes) for the next stage of a chain, which hands on the side rows of
-    the stages before it: a chain's output has every stage's, while a stage applied to another's
-    output alone leaves them in that output (a pipeline's sink of it)."""
-    feed = feed_of(out)
-    if feed is None:
-        return out
-    if feed.with_side_rows is None:
-        return attach_feed(out, dataclasses.replace(feed, in_chain=True))
-    return attach_feed(out, dataclasses.replace(feed, frame=feed.with_side_rows, side_rows=True, in_chain=True))
-
-
-def attach_feed(panes: DataFrame, feed: Feed) -> DataFrame:
-    # (set in __dict__ and read from it: a Spark Connect DataFrame answers any other attribute
-    # name with a column)
-    panes.__dict__[_FEED] = feed
-    return panes
-
-
-def feed_of(df: Any) -> Optional[Feed]:
-    return getattr(df, "__dict__", {}).get(_FEED)
-
-
-def pane_rows(out: DataFrame, plan: SparkPlan, event_time: bool = False, side_rows: bool = False) -> DataFrame:
-    """The processor's pane rows (no late-data or dead-letter rows), as the next stage reads them
-    (``event_time``: with the event-time column, which ``plan`` must output).  ``side_rows`` (where
-    ``plan`` has side outputs): its late data and dead letters too, its own and those it handed on,
-    each tagged with its stage (``STAGE_COLUMN``), for a next stage of its chain to hand on to the
-    chain's output, as the local chain keeps every stage's."""
-    columns = [c for c in OUTPUT_COLUMNS if plan.keyed or c != "key"]
-    if plan.side_outputs and side_rows:
-        stage = F.col(STAGE_COLUMN) if plan.stage_column else F.lit(0).cast("int").alias(STAGE_COLUMN)
-        return out.select(*columns, *SIDE_OUTPUT_COLUMNS, stage, PHASE_COLUMN)
-    if plan.side_outputs:
-        out = out.where(F.col("record_type") == "pane")
-    return out.select(*columns, PHASE_COLUMN, *([EVENT_TIME_COLUMN] if event_time else []))
+from ..settings import conf_flag
 
 
 class RouteKeys:
@@ -216,10 +149,6 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
                        spark_event_time: bool = False, vectorized: bool = True, native: bool = True) -> DataFrame:
     """``op`` over the panes of the operator behind ``feed``: see the module's docstring.
     ``native=False``: never as Spark's own aggregation (a stage another stage reads)."""
-    from ..vectorized import supports_vectorized
-    from .runner import (check_state_encoding, choose_time_mode, conf_flag, observation_name, resolve_key_groups,
-                         run_processor)
-
     check_state_encoding(state_encoding)
     if feed.native_stage:
         raise SparkOperatorError(
@@ -266,7 +195,8 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         key_groups=groups, state_key=state_key, drop_counter=drop_counter,
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
-        event_time_output=spark_event_time, vectorized=vectorized and supports_vectorized(op.build_core()))
+        event_time_output=spark_event_time,
+        paths=object_paths(vectorized and supports_vectorized(op.build_core())))
     return run_processor(frame, plan, group_column, inherited_windows=feed.windows)
 
 
@@ -294,4 +224,4 @@ def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **optio
     return last.apply(handing_on(out), **passed, **event_time)
 
 
-__all__ = ["Feed", "attach_feed", "feed_of", "pane_rows", "apply_fed_operator", "apply_chain"]
+__all__ = ["apply_fed_operator", "apply_chain"]

@@ -26,10 +26,10 @@ import pyarrow.compute as pc
 
 from accumulations.int64 import may_wrap
 
-from ..columnar import ColumnarForm
-from ..elements import rejected_row_error
-from ..time import event_time_in_range
-from ..windows.pane_layout import PaneLayout
+from ...columnar import ColumnarForm
+from ...elements import rejected_row_error
+from ...time import event_time_in_range
+from ...windows.pane_layout import PaneLayout
 
 PANE_COLUMN = "__wo_pane"
 COUNT_COLUMN = "__wo_n"
@@ -65,7 +65,7 @@ def preaggregable(key_type: Optional[str], value_type: Optional[str]) -> bool:
 
 
 @dataclass(frozen=True)
-class ScanFold:
+class FormFold:
     """What a scan-stage fold of (key, event ms, value) rows has: the columns it reads, the
     accumulation's columnar form, and the reader whose error a bad row raises.  A fold's ``fields``
     are its output columns; ``_fold`` turns a chunk of a partition's batches into them."""
@@ -93,6 +93,16 @@ class ScanFold:
         """``fields`` as DDL (names quoted: the key keeps the user's column name)."""
         return ", ".join(f"`{name}` {type_name}" for name, type_name in self.fields())
 
+    def output_schema(self) -> Any:
+        """``fields`` as the Spark schema of the rows handed on (``scan_fold.ScanFold``)."""
+        from ..connect_compat import parse_ddl_schema
+
+        return parse_ddl_schema(self.schema())
+
+    def plan_updates(self) -> dict[str, Any]:
+        """The processor reads the partials' aggregate columns, in ``ColumnarForm.partial_aggregates`` order."""
+        return {"partial_columns": tuple(self.aggregate_columns())}
+
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for chunk in in_chunks(batches):
             yield from self._fold(chunk)
@@ -106,7 +116,7 @@ class ScanFold:
 
 
 @dataclass(frozen=True)
-class PreAggregation(ScanFold):
+class PreAggregation(FormFold):
     """The ``mapInArrow`` function: Arrow batches of (key, event ms, value) -> partials per (key, pane)."""
 
     layout: PaneLayout

@@ -19,15 +19,15 @@ its own (the processor sums those exactly).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
 
 from accumulations.int64 import may_wrap
 
-from ..session_chains import ChainRuns, chain_aggregates, chain_runs
-from .preaggregate import COUNT_COLUMN, ScanFold, aggregate_fields, declared_arrow_schema
+from ...session_chains import ChainRuns, chain_aggregates, chain_runs
+from .preaggregate import COUNT_COLUMN, FormFold, aggregate_fields, declared_arrow_schema
 
 #: A chain's first and last element time (epoch ms).
 FIRST_COLUMN = "__wo_first"
@@ -47,7 +47,7 @@ def value_dtype(value_type: Optional[str]) -> Optional[str]:
 
 
 @dataclass(frozen=True)
-class PreChaining(ScanFold):
+class PreChaining(FormFold):
     """The ``mapInArrow`` function: Arrow batches of (key, event ms, value) -> one row per chain."""
 
     gap: int
@@ -56,6 +56,10 @@ class PreChaining(ScanFold):
     def values_dtype(self) -> Optional[str]:
         """How the chains' values travel (``value_dtype``), None where the accumulation reads none."""
         return value_dtype(self.value_type) if self.value_column else None
+
+    def plan_updates(self) -> dict[str, Any]:
+        """The partials' columns, and how the chains' values travel."""
+        return {"partial_columns": tuple(self.aggregate_columns()), "chain_values": self.values_dtype}
 
     def fields(self) -> list[tuple[str, str]]:
         """The chains' columns and Spark types: [key,] first, last, count, aggregates, times[, values]."""

@@ -6,7 +6,7 @@ grouping key from the tuples (``pyspark/worker.py``, ``transform_with_state_func
 Nexmark q11 (2M events, sessions per bidder, no scan-stage fold): 4.2 s of one worker's 9.3 s in
 the operator went there, about 4.6 us a row, before the processor saw a row.
 
-The processor is called per *key group* (a few per partition, ``runner.run_processor``), so the
+The processor is called per *key group* (a few per partition, ``driver.stage.run_processor``), so the
 scan stage can hand it each group's rows as one row instead: ``PackRows`` (a ``mapInArrow``
 function) sorts a chunk of a partition's rows by group, stably, and writes each group's run of rows
 as one Arrow IPC stream in a binary column; the processor reads those streams back
@@ -14,7 +14,8 @@ as one Arrow IPC stream in a binary column; the processor reads those streams ba
 (``ArrowBatchTransformer.to_pandas``, the call its row path starts with; a struct of numbers,
 strings and booleans, a merge's whole row, in one Arrow call that gives the same dicts), so the
 frame it works on holds the same rows, in the same order within a partition, with the same dtypes.  Nothing about
-what a row means changes (keys, times, bad rows, heartbeats travel as they are); only the handoff.
+what a row means changes (keys, times, bad rows, heartbeats travel as they are); only the handoff
+(chosen in ``handoff``).
 """
 from __future__ import annotations
 
@@ -26,8 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .preaggregate import in_chunks
-from .row_frames import rows_frame
-from .settings import read_flag
+from ..row_frames import rows_frame
 
 #: The packed rows' payload column: one Arrow IPC stream of a key group's rows.
 PACKED_COLUMN = "__wo_packed"
@@ -38,16 +38,6 @@ PACKED_POSITION = 1
 MAX_PACK_ROWS = 65_536
 #: Bytes of one output batch's payloads at most: below what a binary column's 32-bit offsets reach.
 MAX_PAYLOAD_BYTES = 2**31 - 1
-#: The Spark conf that turns packing on or off.  Unset, input is packed unless the session's workers
-#: slice key groups out of Arrow batches (``sliced_handoff``, a local session's daemon), which is
-#: faster than packing at every size measured; off, with slicing off too, the processor takes rows
-#: one by one from pyspark, as before either existed (for comparison).
-PACK_CONF = "spark.windowed_operator.packInput"
-#: pyspark's conf making integer columns pandas extension dtypes in the row path: packing keeps to
-#: the default conversion, so it steps aside when this is on.
-INT_EXTENSION_CONF = "spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype"
-
-
 @dataclass(frozen=True)
 class PackRows:
     """The ``mapInArrow`` function: a partition's rows -> (group, payload) rows, a few per group."""
@@ -121,20 +111,4 @@ def unpack_rows(payloads: Any, timezone: Optional[str]) -> pd.DataFrame:
     return rows_frame(tables[0] if len(tables) == 1 else pa.concat_tables(tables), timezone)
 
 
-def packing_conf(df: Any) -> tuple[bool, Optional[str]]:
-    """Whether to pack (``PACK_CONF``, by default where the workers do not slice; pyspark's
-    int-extension conversion off) and the session's time zone, from the session's conf (on Spark
-    Connect a conf request, no analysis); where the conf cannot be read, rows are not packed."""
-    from .sliced_handoff import workers_slice
-
-    try:
-        conf = df.sparkSession.conf
-        plain_ints = str(conf.get(INT_EXTENSION_CONF, "false")).lower() != "true"
-        timezone = conf.get("spark.sql.session.timeZone", None)
-        slicing = workers_slice(conf)
-    except Exception:  # noqa: BLE001 - a session without a readable conf: the row path, as before
-        return False, None
-    return read_flag(conf, PACK_CONF, default=not slicing) and plain_ints, timezone
-
-
-__all__ = ["PACKED_COLUMN", "PACKED_POSITION", "PACK_CONF", "PackRows", "unpack_rows", "packing_conf"]
+__all__ = ["PACKED_COLUMN", "PACKED_POSITION", "PackRows", "unpack_rows"]

@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 from typing import Any, Hashable, Optional
 
-from ..state.due_index import Entry
-from ..state.codec import KeyStateCodec
+from ...state.due_index import Entry
+from ...state.codec import KeyStateCodec
 from .pipelined_map import PendingWrites, PipelinedMap
 # DUE_STATE, KEYS_STATE, META_STATE: re-exported (spark/inspect.py and the Spark tests import them from here)
 from .state_schemas import DUE_STATE as DUE_STATE, KEYS_STATE as KEYS_STATE, META_STATE as META_STATE, DeclaredState

@@ -19,70 +19,28 @@ guards keep pyspark's own path wherever this one is not known to give the same f
   slices need (``_NEEDED``; ``tests/spark/test_sliced_handoff.py`` checks the pinned pyspark);
 - the grouping column must be the library's (``GROUP_COLUMN``) and never null: only the library's
   processors, whose input types ``row_frames`` is tested on, take slices;
-- ``WINDOWED_OPERATOR_SLICED_HANDOFF=false`` in the workers' environment (on a local master,
+- ``WINDOWED_OPERATOR_SLICED_HANDOFF=false`` (``handoff.SLICED_HANDOFF_ENV``) in the workers' environment (on a local master,
   ``spark.executorEnv.WINDOWED_OPERATOR_SLICED_HANDOFF``) turns it off, for comparison or doubt.
 """
 from __future__ import annotations
 
 import itertools
-import os
-from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .processor import GROUP_COLUMN
-from .row_frames import rows_frame
+from ..handoff import enabled
+from ..plan import GROUP_COLUMN
+from ..row_frames import rows_frame
 
-#: The environment variable that turns slicing off in the workers (``false``).
-SLICED_HANDOFF_ENV = "WINDOWED_OPERATOR_SLICED_HANDOFF"
 #: What pyspark's ``transform_with_state_func`` must hold in its closure for slices to stand in for it.
 _NEEDED = ("udf", "key_offsets", "value_offsets", "stateful_processor_api_client", "runner_conf", "output_schema")
 #: The name of pyspark's function (nested in ``read_udfs``) that slices stand in for.
 _STOCK_NAME = "transform_with_state_func"
 
 Batches = Iterator[pa.RecordBatch]
-
-
-def enabled(environ: Optional[dict[str, str]] = None) -> bool:
-    """Whether the workers slice (``SLICED_HANDOFF_ENV`` not ``false``, in any case)."""
-    return (environ if environ is not None else os.environ).get(SLICED_HANDOFF_ENV, "").strip().lower() != "false"
-
-
-def workers_slice(conf: Any) -> bool:
-    """Whether a session's Python workers slice (``conf``: its ``RuntimeConfig``): they are forked by
-    the library's daemon, and slicing is not turned off in their environment."""
-    from .session import DAEMON_CONF, WORKER_DAEMON
-
-    return (conf.get(DAEMON_CONF, None) == WORKER_DAEMON
-            and enabled({SLICED_HANDOFF_ENV: str(conf.get(f"spark.executorEnv.{SLICED_HANDOFF_ENV}", None) or "")}))
-
-
-@contextmanager
-def row_by_row(spark: Any) -> Iterator[None]:
-    """Queries built inside take their rows one by one from pyspark, as before slicing and packing
-    existed (for comparison): packing off, and slicing off in the workers their Python functions
-    start (Spark keeps a worker daemon per worker environment, which a function takes from its
-    session's ``SparkContext.environment`` when it is built)."""
-    from .packed_input import PACK_CONF
-
-    environment = spark.sparkContext.environment
-    environment_before, conf_before = environment.get(SLICED_HANDOFF_ENV), spark.conf.get(PACK_CONF, None)
-    environment[SLICED_HANDOFF_ENV] = "false"
-    spark.conf.set(PACK_CONF, "false")
-    try:
-        yield
-    finally:
-        if environment_before is None:
-            environment.pop(SLICED_HANDOFF_ENV, None)
-        else:
-            environment[SLICED_HANDOFF_ENV] = environment_before
-        if conf_before is None:
-            spark.conf.unset(PACK_CONF)
-        else:
-            spark.conf.set(PACK_CONF, conf_before)
 
 
 def stock_function_fits() -> bool:
@@ -208,5 +166,4 @@ def _closure(func: Callable[..., Any]) -> dict[str, Any]:
         return {}
 
 
-__all__ = ["SLICED_HANDOFF_ENV", "enabled", "install", "key_runs", "row_by_row", "sliced", "stock_function_fits",
-           "workers_slice"]
+__all__ = ["install", "key_runs", "sliced", "stock_function_fits"]

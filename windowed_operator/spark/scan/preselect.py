@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..windows.pane_layout import PaneLayout
+from ...windows.pane_layout import PaneLayout
 from .preaggregate import checked_event_times, in_chunks
 
 WEIGHT_COLUMN = "__wo_weight"
@@ -38,6 +38,23 @@ class PreSelection:
     key_column: Optional[str]
     time_column: str
     reader: Any  # raises the processor's error for a bad row
+    #: The input's schema (a ``StructType``: declared, or the DataFrame's), the event time as read.
+    shape: Any = None
+
+    @property
+    def input_columns(self) -> list[str]:
+        return [f.name for f in self.shape.fields]
+
+    def output_schema(self) -> Any:
+        """The input's rows (the event time as epoch ms) and their weights, from the input's schema
+        without analysing it (``scan_fold.ScanFold``)."""
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        return StructType([StructField(f.name, LongType() if f.name == self.time_column else f.dataType, f.nullable)
+                           for f in self.shape.fields] + [StructField(WEIGHT_COLUMN, LongType(), False)])
+
+    def plan_updates(self) -> dict[str, Any]:
+        return {}
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for chunk in in_chunks(batches):
@@ -79,7 +96,7 @@ def group_codes(table: pa.Table, key_column: Optional[str], panes: np.ndarray) -
 
 def preselectable(accumulation: Any, rank_type: Optional[str]) -> bool:
     """An accumulation with ``candidates`` ranking a numeric field (not a callable)."""
-    from ..spark.preaggregate import preaggregable
+    from .preaggregate import preaggregable
 
     return (callable(getattr(accumulation, "candidates", None)) and getattr(accumulation, "field", None) is not None
             and getattr(accumulation, "key", None) is None and rank_type is not None

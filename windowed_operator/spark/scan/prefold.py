@@ -21,9 +21,8 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-from ..windows.pane_layout import PaneLayout
+from ...windows.pane_layout import PaneLayout
 from .preaggregate import checked_event_times, in_chunks
 from .preselect import WEIGHT_COLUMN, group_codes
 
@@ -41,12 +40,24 @@ class PreFolding:
     time_column: str
     value_column: str
     reader: Any  # raises the processor's error for a bad row
+    #: The key column's Spark type (a ``DataType``; None: not keyed).
+    key_type: Any = None
 
-    def schema(self, key_type: Any) -> StructType:
-        fields = [StructField(self.key_column, key_type, True)] if self.key_column is not None else []
+    def output_schema(self) -> Any:
+        """[key,] the pane's start, the sketch, the weight (``scan_fold.ScanFold``)."""
+        from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+        fields = [StructField(self.key_column, self.key_type, True)] if self.key_column is not None else []
         return StructType([*fields, StructField(self.time_column, LongType(), False),
                            StructField(self.value_column, BinaryType(), True),
                            StructField(WEIGHT_COLUMN, LongType(), False)])
+
+    @property
+    def input_columns(self) -> list[str]:
+        return [f.name for f in self.output_schema().fields if f.name != WEIGHT_COLUMN]
+
+    def plan_updates(self) -> dict[str, Any]:
+        return {}
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for chunk in in_chunks(batches):

@@ -21,18 +21,21 @@ from pyspark.sql.types import StructField, StructType
 
 from accumulations.merge import LEFT, RIGHT, SIDES
 
-from ..merge_operator import MergeOperatorBase
-from ..vectorized import supports_vectorized
-from ..watermarks import BoundedDisorderWatermark
-from ..windows.session_windows import element_gap
-from .clock import FileClock, SparkBatchClock
-from .chain import feed_of
-from .plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
-from .heartbeat import Heartbeats, with_beat_column
-from .runner import (_WATERMARK_HELPER, GAP_COLUMN, UNKNOWN_TYPE, SparkOperatorError, _event_time_ms,
-                     check_state_encoding, choose_time_mode, drop_end_of_input, end_of_input_marker, idle_timeout_of,
-                     known_type, refuse_derived_panes, require_streaming, resolve_column, resolve_key_groups,
-                     resolved_gap, run_processor, with_operator_watermark)
+from ...merge_operator import MergeOperatorBase
+from ...vectorized import supports_vectorized
+from ...watermarks import BoundedDisorderWatermark
+from ...windows.session_windows import element_gap
+from ..clock import FileClock, SparkBatchClock
+from .feed import feed_of
+from .inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_state_encoding, choose_time_mode,
+                            drop_end_of_input, end_of_input_marker, event_time_ms, idle_timeout_of, known_type,
+                            refuse_derived_panes, require_streaming, resolve_column, resolve_key_groups, resolved_gap,
+                            with_operator_watermark)
+from .stage import run_processor
+from ..errors import SparkOperatorError
+from ..scan.heartbeat import Heartbeats, with_beat_column
+from ..paths import object_paths
+from ..plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame, end_of_input: Optional[str]) -> Optional[str]:
@@ -84,9 +87,9 @@ def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str]
     marker_column = end_of_input if end_of_input in df.columns else None  # an input without it never ends
     marker = end_of_input_marker(df, marker_column)
     payload = F.struct(*[F.col(c) for c in df.columns if c != marker_column]).alias(PAYLOAD_COLUMNS[side])
-    event_ms = _event_time_ms(df, ts_col)
+    event_ms = event_time_ms(df, ts_col)
     watermarked = with_operator_watermark(op, df, ts_col, marker=marker)
-    kept = drop_end_of_input(watermarked, ts_col, _WATERMARK_HELPER in watermarked.columns, marker, marker_column)
+    kept = drop_end_of_input(watermarked, ts_col, WATERMARK_HELPER in watermarked.columns, marker, marker_column)
     columns = [F.lit(side).alias(SIDE_COLUMN), event_ms.alias(MERGE_TIME_COLUMN), payload]
     if gap is not None and not callable(gap):
         columns.append(resolved_gap(op, df, gap, df.columns, f"the {side} DataFrame").alias(GAP_COLUMN))
@@ -110,6 +113,53 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     ``end_of_input`` names the boolean marker column (see ``apply_operator``) in the inputs that have
     it; the watermark of the two is their minimum, so both must end for every window to close.
     """
+    idle = _checked_inputs(op, left, right, end_of_input, state_encoding)
+    assert op.window is not None  # (checked: a merge takes raw inputs, with a window option)
+    gap = element_gap(op.window)
+    if gap is not None and not callable(gap):  # each input's gap, beside its row (``_project``)
+        op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
+    projected_left, left_key_col, left_ts_col = _project(op, LEFT, left, left_key or key,
+                                                         left_timestamp or timestamp, end_of_input, gap)
+    projected_right, right_key_col, right_ts_col = _project(op, RIGHT, right, right_key or key,
+                                                            right_timestamp or timestamp, end_of_input, gap)
+    key_type = _key_type(op, projected_left, projected_right, left_key_col, right_key_col)
+    union = projected_left.unionByName(projected_right, allowMissingColumns=True)
+
+    types = {side: _side_type(op, side, df, end_of_input) for side, df in ((LEFT, left), (RIGHT, right))}
+    resolved_value_type = value_type or _output_type(op, types[LEFT], types[RIGHT])
+    if resolved_value_type is None:
+        raise SparkOperatorError(
+            f"cannot map the output of {type(op.accumulation).__name__} over inputs "
+            f"{types[LEFT] or 'of a callable value extractor'} and {types[RIGHT] or 'of a callable value extractor'} "
+            "to a Spark type; pass value_type='<DDL type>' to apply()")
+    arrays = _folds_sided_arrays(op)
+    plan = SparkPlan(
+        operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
+        key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
+        clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
+        time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, paths=object_paths(arrays),
+        integral_columns=(MERGE_TIME_COLUMN,),
+        key_groups=resolve_key_groups(key_groups),
+        drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
+        state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None,
+        merge_names=((LEFT, MERGE_TIME_COLUMN, left_ts_col), (RIGHT, MERGE_TIME_COLUMN, right_ts_col),
+                     *(((LEFT, MERGE_KEY_COLUMN, str(left_key_col)), (RIGHT, MERGE_KEY_COLUMN, str(right_key_col)))
+                       if op.keyed else ())))
+    assert set(PAYLOAD_COLUMNS) == set(SIDES)
+    columns = None
+    if idle:  # each group learns each input's batches and largest event times (``heartbeat``)
+        union = union.mapInArrow(Heartbeats(plan.key_groups if op.keyed else 1, SIDE_COLUMN, MERGE_TIME_COLUMN),
+                                 with_beat_column(union.schema))
+        columns = union.columns
+        plan = dataclasses.replace(plan, heartbeats=True)
+    return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None, columns)
+
+
+def _checked_inputs(op: MergeOperatorBase, left: DataFrame, right: DataFrame, end_of_input: Optional[str],
+                    state_encoding: str) -> bool:
+    """The merge's inputs and options checked (raw inputs, a window option, idle timeouts under a
+    bounded-disorder watermark, an end-of-input column in one of them); whether an idle timeout
+    needs heartbeats."""
     check_state_encoding(state_encoding)
     for side, df in ((LEFT, left), (RIGHT, right)):
         if feed_of(df) is not None:
@@ -129,49 +179,19 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     if end_of_input is not None and end_of_input not in left.columns and end_of_input not in right.columns:
         raise SparkOperatorError(f"end_of_input column {end_of_input!r} is in neither input (left: {left.columns}, "
                                  f"right: {right.columns})")
-    gap = element_gap(op.window)
-    if gap is not None and not callable(gap):  # each input's gap, beside its row (``_project``)
-        op = op.model_copy(update={"window": op.window.model_copy(update={"gap": GAP_COLUMN})})
-    projected_left, left_key_col, left_ts_col = _project(op, LEFT, left, left_key or key,
-                                                         left_timestamp or timestamp, end_of_input, gap)
-    projected_right, right_key_col, right_ts_col = _project(op, RIGHT, right, right_key or key,
-                                                            right_timestamp or timestamp, end_of_input, gap)
+    return idle
+
+
+def _key_type(op: MergeOperatorBase, left: DataFrame, right: DataFrame, left_key: Optional[str],
+              right_key: Optional[str]) -> Optional[str]:
+    """The key's Spark type, the same in both inputs (None: not keyed)."""
     key_type = None
     if op.keyed:
-        left_type = projected_left.schema[MERGE_KEY_COLUMN].dataType
-        right_type = projected_right.schema[MERGE_KEY_COLUMN].dataType
+        left_type = left.schema[MERGE_KEY_COLUMN].dataType
+        right_type = right.schema[MERGE_KEY_COLUMN].dataType
         if left_type != right_type:
             raise SparkOperatorError(
-                f"the key columns differ in type: left {left_key_col!r} is {left_type.simpleString()}, right "
-                f"{right_key_col!r} is {right_type.simpleString()}; cast one of them")
+                f"the key columns differ in type: left {left_key!r} is {left_type.simpleString()}, right "
+                f"{right_key!r} is {right_type.simpleString()}; cast one of them")
         key_type = left_type.simpleString()
-    union = projected_left.unionByName(projected_right, allowMissingColumns=True)
-
-    types = {side: _side_type(op, side, df, end_of_input) for side, df in ((LEFT, left), (RIGHT, right))}
-    resolved_value_type = value_type or _output_type(op, types[LEFT], types[RIGHT])
-    if resolved_value_type is None:
-        raise SparkOperatorError(
-            f"cannot map the output of {type(op.accumulation).__name__} over inputs "
-            f"{types[LEFT] or 'of a callable value extractor'} and {types[RIGHT] or 'of a callable value extractor'} "
-            "to a Spark type; pass value_type='<DDL type>' to apply()")
-    arrays = _folds_sided_arrays(op)
-    plan = SparkPlan(
-        operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
-        key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
-        clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
-        time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, vectorized=arrays,
-        integral_columns=(MERGE_TIME_COLUMN,),
-        key_groups=resolve_key_groups(key_groups),
-        drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
-        state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None,
-        merge_names=((LEFT, MERGE_TIME_COLUMN, left_ts_col), (RIGHT, MERGE_TIME_COLUMN, right_ts_col),
-                     *(((LEFT, MERGE_KEY_COLUMN, str(left_key_col)), (RIGHT, MERGE_KEY_COLUMN, str(right_key_col)))
-                       if op.keyed else ())))
-    assert set(PAYLOAD_COLUMNS) == set(SIDES)
-    columns = None
-    if idle:  # each group learns each input's batches and largest event times (``heartbeat``)
-        union = union.mapInArrow(Heartbeats(plan.key_groups if op.keyed else 1, SIDE_COLUMN, MERGE_TIME_COLUMN),
-                                 with_beat_column(union.schema))
-        columns = union.columns
-        plan = dataclasses.replace(plan, heartbeats=True)
-    return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None, columns)
+    return key_type

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import IntegerType, StructField, StructType
 
-from ..time import latest_event_time
+from ...time import latest_event_time
 
 #: The key group a heartbeat row goes to (null on data rows).
 BEAT_COLUMN = "__wo_beat"

@@ -1,0 +1,48 @@
+"""The Spark runner's path table (``windowed_operator.spark.paths``): one decision per operator,
+without a JVM (the module imports no pyspark session)."""
+from __future__ import annotations
+
+import pytest
+
+from accumulations import AllMax, ApproxCountDistinct, Count, Sum
+from windowed_operator import KeyedWindowedOperator, SessionWindows, SlidingWindows, TimeWindows
+from windowed_operator.spark.paths import WHOLE_ROWS, Engine, Facts, Fold, Paths, choose_paths
+
+
+def _op(window, accumulation, **options):
+    return KeyedWindowedOperator(window, accumulation, key="k", timestamp="t", **options)
+
+
+CASES = [
+    # (operator, facts, engine, fold)
+    (_op(TimeWindows(10), Sum("v")), {}, Engine.PANE_TABLE, Fold.PREAGGREGATE),
+    (_op(TimeWindows(10), Sum("v")), {"preaggregate": False}, Engine.PANE_TABLE, Fold.NONE),
+    (_op(TimeWindows(10), Sum("v")), {"vectorized": False}, Engine.ELEMENT, Fold.NONE),
+    (_op(TimeWindows(10), Sum("v")), {"input_type": "decimal(10,2)"}, Engine.PANE_TABLE, Fold.NONE),
+    (_op(TimeWindows(10), Sum("v"), late_data_output=True), {}, Engine.PANE_TABLE, Fold.NONE),
+    (_op(SessionWindows(5), Count()), {}, Engine.SESSION_TABLE, Fold.PRECHAIN),
+    (_op(TimeWindows(10), AllMax(field="v")), {"rank_type": "bigint"}, Engine.ARRAY, Fold.PRESELECT),
+    (_op(TimeWindows(10), ApproxCountDistinct("v")), {"input_type": "string"}, Engine.ARRAY, Fold.PREFOLD),
+    (_op(SlidingWindows(10), Sum("v")), {}, Engine.ELEMENT, Fold.NONE),
+]
+
+
+@pytest.mark.parametrize("op, facts, engine, fold", CASES)
+def test_one_table_decides_the_engine_and_the_scan_fold(op, facts, engine, fold):
+    given = {"key_type": "string", "input_type": "bigint", **facts}
+    paths, _ = choose_paths(Facts(op=op, **given))
+    assert (paths.engine, paths.fold) == (engine, fold)
+    assert paths.folded_in_scan == (fold is not Fold.NONE)
+    assert paths.arrays == (engine is Engine.ARRAY)
+
+
+def test_the_value_column_is_the_one_the_chosen_engine_reads():
+    _, column = choose_paths(Facts(op=_op(TimeWindows(10), AllMax(field="v")), key_type="string", rank_type="bigint"))
+    assert column == WHOLE_ROWS
+    _, column = choose_paths(Facts(op=_op(TimeWindows(10), Sum("v")), key_type="string", input_type="bigint"))
+    assert column == "v"
+
+
+def test_paths_default_to_the_element_path_row_by_row():
+    assert Paths() == Paths(engine=Engine.ELEMENT, fold=Fold.NONE)
+    assert not Paths().folded_in_scan and not Paths().engine.table

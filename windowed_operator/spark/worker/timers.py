@@ -1,0 +1,128 @@
+"""A key group's clocks in the worker: its watermark, its heartbeats and its Spark timer.
+
+The watermark a group's batch runs at is Spark's (or a fixed lag behind processing time, or a
+merge's from each input's heartbeats); the group's timer is the earliest due time of its state
+(event time) or the next batch while it holds work (processing time, where groups poll).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import TimerValues
+
+from accumulations.merge import SIDES
+
+from ...state.group_state import GroupState
+from ...time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP
+from ...watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
+from ..plan import MERGE_TIME_COLUMN, SIDE_COLUMN, SparkPlan
+from ..scan.heartbeat import max_known, split_beats
+from .group_store import SparkGroupStore
+from .rows import merge_operator
+
+
+def spark_timer(due: int, end_of_input_watermark: int = END_OF_INPUT_WATERMARK) -> int:
+    """The Spark event-time timer for an event time at which a key group has work.
+
+    Spark's watermark starts at 0 and never goes below it (1970), and its timer index never reaches
+    a timer below 0 once later ones exist (measured: such a key group never fired again, and its
+    other keys with it), so a due time before 1970 is registered at 1: the group wakes when the
+    watermark passes 1970.  Spark's watermark stops at END_OF_INPUT - delay after the end-of-input
+    marker: a later due time is registered there, where the processor takes the input as ended.
+    """
+    return max(1, min(due, end_of_input_watermark))
+
+
+class GroupTimers:
+    """One processor's watermark and timer rules (``plan``), over its state store's timers."""
+
+    def __init__(self, plan: SparkPlan, store: SparkGroupStore) -> None:
+        self.plan = plan
+        self.store = store
+
+    def split_beats(self, frame: Optional[pd.DataFrame]) -> tuple[Optional[pd.DataFrame], dict]:
+        if not self.plan.heartbeats:
+            return frame, {}
+        if self.plan.merge:
+            return split_beats(frame, SIDE_COLUMN, MERGE_TIME_COLUMN)
+        return split_beats(frame)
+
+    @staticmethod
+    def note_input(meta: dict, beats: dict, processing_time: int) -> None:
+        """After this batch's watermark: what came in counts from the next batch, as Spark's own
+        watermark takes a batch's event times from the next batch on.  ``meta["input"]``: the last
+        batch with any input; ``meta["sides"]``: each input's last batch with input and largest
+        event time (a merge's inputs' watermarks, kept here)."""
+        if not beats:
+            return
+        meta["input"] = processing_time
+        if "" in beats:
+            return
+        sides = meta.setdefault("sides", {})
+        for side, ts in beats.items():
+            sides[side] = {"input": processing_time, "max": max_known(sides.get(side, {}).get("max"), ts)}
+
+    def watermark(self, timer_values: TimerValues, meta: dict, processing_time: int) -> int:
+        policy = self.plan.operator.watermark
+        if isinstance(policy, FixedLagWatermark):
+            candidate = processing_time - policy.lag
+        else:
+            spark_wm = timer_values.getCurrentWatermarkInMs()
+            candidate = spark_wm if spark_wm > 0 else MIN_TIMESTAMP  # Spark reports 0 before any watermark
+            if candidate >= self.plan.end_of_input_watermark:  # an end-of-input marker went through
+                candidate = MAX_TIMESTAMP
+            elif self.plan.merge and self.plan.heartbeats:
+                candidate = self._inputs_watermark(meta, policy, processing_time)
+            else:  # (meta "input": the last batch with input, from the heartbeats)
+                candidate = idle_advanced(candidate, meta.get("input"), getattr(policy, "idle_timeout", None),
+                                          processing_time)
+        return max(meta.get("wm", MIN_TIMESTAMP), candidate)
+
+    def _inputs_watermark(self, meta: dict, policy: Any, processing_time: int) -> int:
+        """A merge's watermark from each input's own (bounded disorder over its rows, advancing when
+        quiet), skipping inputs idle for the operator's ``idle_timeout``, as ``MergeRunner`` does; an
+        input that never sent anything counts as active since the first batch with input."""
+        sides = meta.get("sides", {})
+        start = meta.setdefault("start", processing_time)
+        marks, idle = {}, {}
+        for side in SIDES:
+            info = sides.get(side, {})
+            event = policy.candidate(MIN_TIMESTAMP, processing_time, info.get("max"))
+            marks[side] = idle_advanced(max(MIN_TIMESTAMP, event), info.get("input"), policy.idle_timeout,
+                                        processing_time)
+            idle[side] = input_is_idle(info.get("input", start), merge_operator(self.plan).idle_timeout, processing_time)
+        return two_input_watermark(marks, idle)
+
+    def schedule_group(self, group: GroupState, spark_now: int, watermark: int, *,
+                        due: Optional[int] = None, has_due: Optional[bool] = None) -> None:
+        """The per-key layout's timer: the earliest due time in the group's event-time index
+        (EventTime mode), or the next batch while any key is indexed (ProcessingTime mode, where the
+        group polls its due indexes).  The pane log passes its own (``due``: its earliest due pane;
+        ``has_due``: whether it holds any).
+
+        With ``SparkPlan.wakes_every_batch`` (a chained stage, the event-time output) the group also
+        wakes at every advance of the watermark (every batch, in ProcessingTime mode), so that its last
+        watermark is always the previous batch's."""
+        if self.plan.time_mode == "EventTime":
+            due = group.next_event_time() if has_due is None else due
+            if self.plan.wakes_every_batch and watermark < MAX_TIMESTAMP:
+                due = watermark + 1 if due is None else min(due, watermark + 1)
+            wanted = spark_timer(due, self.plan.end_of_input_watermark) if due is not None else None
+        else:
+            indexed = group.has_due() if has_due is None else has_due
+            wanted = self._poll(group.meta.get("timer"), spark_now) if indexed or self.plan.wakes_every_batch else None
+        self._set_timer(group.meta, wanted)
+
+    def _poll(self, current: Optional[int], spark_now: int) -> int:
+        return current if current is not None and current > spark_now else spark_now + self.plan.poll_ms
+
+    def _set_timer(self, meta: dict, wanted: Optional[int]) -> None:
+        current = meta.get("timer")
+        if wanted == current:
+            return
+        if current is not None:
+            self.store.delete_timer(current)
+        if wanted is not None:
+            self.store.register_timer(wanted)
+        meta["timer"] = wanted
