@@ -98,7 +98,7 @@ def run_case(case: str, layout: str, batches: int, seed: int) -> list[tuple[floa
         start = time.perf_counter()
         with collector_paused():
             group = GroupState(store, records.codec, {"operator": case}, case,
-                               sharded=True if layout == "keys" else None)
+                               sharded=layout == "keys")
             if layout == "keys":
                 run_columnar_batch(records, group, keys.tolist(), watermark, now, run)
             else:

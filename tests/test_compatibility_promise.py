@@ -48,7 +48,7 @@ def test_every_layout_the_choice_makes_is_a_written_one_and_every_act_exists():
     from windowed_operator.state import transitions
 
     chosen = {layouts.choose_layout(records=records, by_pane=by_pane, by_window=by_window, event_time=event_time,
-                                    key_shards=False).layout.name
+                                    ).layout.name
               for records in (None, "panes", "sessions", "windows") for by_pane in (False, True)
               for by_window in (False, True) for event_time in (False, True)}
     assert chosen == {layout.name for layout in layouts.LAYOUTS if layout.chosen}

@@ -58,7 +58,7 @@ def one_batch(layout, engine, records, store, rows, watermark, now, got, model=(
     keys = object_array([k for k, _, _ in rows])
     ts = np.array([t for _, t, _ in rows], dtype=np.int64)
     values = None if counting else np.array([v for _, _, v in rows], dtype=np.int64)
-    group = GroupState(store, records.codec, {}, "op", sharded=None if layout == "rows" else layout == "key shards")
+    group = GroupState(store, records.codec, {}, "op", sharded=layout == "key shards")
     batch_keys = list(dict.fromkeys(keys.tolist()))
 
     def run(table):

@@ -2,17 +2,14 @@
 
     python benchmarks/nexmark/setting_ab.py --setting packInput --queries q11,q5r,q8,q7 --runs 3
     python benchmarks/nexmark/setting_ab.py --setting slicedHandoff --queries q8,q5r,q11 --runs 3
-    python benchmarks/nexmark/setting_ab.py --setting keyShards --queries q11,q5r --runs 3
     python benchmarks/nexmark/setting_ab.py --setting nativeStages --queries q5,q5r --runs 3
     python benchmarks/nexmark/setting_ab.py --setting workerSite --queries q7,q11 --runs 3
     python benchmarks/nexmark/setting_ab.py --setting checkpointManager --side native --queries q8,q7 --runs 3
 
 ``--setting`` names a ``spark.windowed_operator.*`` flag: ``packInput`` (packed input against
-the handoff without it, in a local session slices of Arrow batches, ``spark.packed_input``) or
+the handoff without it, in a local session slices of Arrow batches, ``spark.handoff``) or
 ``slicedHandoff`` (not a flag: the workers' slices of Arrow batches, a local session's default,
-against pyspark's row-by-row handoff with packing off too, ``spark.sliced_handoff``) or ``keyShards`` (per-key records kept many keys to a
-text against each in its own state entry, ``windowed_operator.state.key_shards``: q11 and q5r's first
-stage) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
+against pyspark's row-by-row handoff with packing off too, ``spark.worker.sliced``) or ``nativeStages`` (a chain's later stage as Spark's own aggregation against a second
 transformWithState, ``windowed_operator.spark.driver.native_stage``: q5 and q5r) or ``workerSite`` (not a
 flag: the site hook on the path of the Python processes Spark starts, ``spark.worker_site``, against
 Spark's own path: the Python environment a function carries, which Spark starts its processes
@@ -44,7 +41,7 @@ from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
 from timing import alternating  # noqa: E402
 
-SETTINGS = ("packInput", "slicedHandoff", "keyShards", "nativeStages", "workerSite", "checkpointManager")
+SETTINGS = ("packInput", "slicedHandoff", "nativeStages", "workerSite", "checkpointManager")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,7 +64,7 @@ def test_a_batch_dataframe_gets_advice_that_works(spark):
         operator(Sum("amount")).apply(batch)
 
 
-@pytest.mark.parametrize("setting", ["keyShards", "packInput"])
+@pytest.mark.parametrize("setting", ["packInput"])
 def test_a_library_setting_that_is_not_true_or_false_is_refused_naming_it(spark, tmp_path, setting):
     """Read as the default, a typo would silently keep the path it was meant to switch off."""
     df = stream(spark, tmp_path)
@@ -79,7 +79,7 @@ def test_a_library_setting_that_is_not_true_or_false_is_refused_naming_it(spark,
         spark.conf.unset(name)
 
 
-@pytest.mark.parametrize("setting", ["paneLog", "rowShards"])
+@pytest.mark.parametrize("setting", ["paneLog", "rowShards", "keyShards"])
 def test_a_removed_setting_is_warned_about_once_and_ignored(spark, tmp_path, setting, monkeypatch):
     """A job configured before the setting went still runs (its value, even a typo, is ignored),
     and is told once which setting to drop."""

@@ -76,8 +76,8 @@ def test_the_minimal_q8_processor_emits_our_panes(spark, stream, tmp_path):
 def test_run_takes_a_setting_for_a_query_and_refuses_a_malformed_one():
     from nexmark.run import parse_settings
 
-    assert parse_settings(["q8:packInput=false", "q5r:keyShards=true"]) == {
-        "q8": ("packInput", "false"), "q5r": ("keyShards", "true")}
+    assert parse_settings(["q8:packInput=false", "q5r:nativeStages=true"]) == {
+        "q8": ("packInput", "false"), "q5r": ("nativeStages", "true")}
     for bad in ("q9:packInput=false", "q8:packInput", "q8=packInput", "q8:=false"):
         with pytest.raises(ValueError, match="expected QUERY:NAME=VALUE"):
             parse_settings([bad])

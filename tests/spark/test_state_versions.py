@@ -111,10 +111,12 @@ def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, uninterrupte
 
 def _still_written(layout: str) -> bool:
     """Whether this release still writes ``layout`` (otherwise a restart moves it in: per-key
-    session and window rows, written only with the removed ``spark.windowed_operator.rowShards``)."""
-    from windowed_operator.state.layouts import BY_NAME, record_layout
+    session and window rows, written only with the removed ``spark.windowed_operator.rowShards``,
+    and per-key records in entries of their own, only with the removed ``...keyShards``)."""
+    from windowed_operator.state.layouts import BY_NAME, KEY_SHARDS_SUFFIX, record_layout
 
-    return BY_NAME[record_layout(layout)].chosen
+    base = BY_NAME[record_layout(layout)]
+    return base.chosen and (not base.per_key or layout.endswith(KEY_SHARDS_SUFFIX))
 
 
 def _check_stores_what_the_fixture_stores(spark, tmp_path, case, fresh):

@@ -122,9 +122,6 @@ class SparkPlan:
     #: The processor's input columns in order: with struct columns in the input, pyspark 4.3 hands the
     #: processor frames whose columns are named ``_0``, ``_1``... (measured), so names are restored.
     input_columns: tuple[str, ...] = ()
-    #: Keys' records live in shards of many keys each (``windowed_operator.state.key_shards``);
-    #: ``spark.windowed_operator.keyShards=false`` keeps a record per key.
-    key_shards: bool = True
     #: The session's time zone, converting packed timestamps as pyspark's row path would.
     timezone: Optional[str] = None
     #: A merge's (side, internal column, user's column) for each column it renames (errors name the user's).

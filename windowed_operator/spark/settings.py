@@ -24,8 +24,6 @@ def read_flag(conf: Any, name: str, default: bool = True) -> bool:
     return text == "true"
 
 
-#: ``false`` keeps each key's record in its own state entry instead of in key shards (``SparkPlan.key_shards``).
-KEY_SHARDS_CONF = "spark.windowed_operator.keyShards"
 #: Settings a release removed, and what now holds: their alternative won no measured case (issue 55,
 #: docs/guides/settings.md), and a checkpoint written with it is moved in at restart
 #: (``state.transitions``).  A job that still sets one is warned once per process, and runs.
@@ -33,6 +31,7 @@ REMOVED_CONFS: dict[str, str] = {
     "spark.windowed_operator.paneLog": "the default trigger with no allowed lateness always keeps its state in "
                                        "the pane log or the window log",
     "spark.windowed_operator.rowShards": "session and window rows are always kept in row shards",
+    "spark.windowed_operator.keyShards": "per-key records are always kept in key shards",
 }
 _warned: set[str] = set()
 

@@ -96,8 +96,9 @@ class GroupState:
     codec: StateCodec
     fingerprint: dict[str, str]
     label: str
-    #: Keep the keys' records in shards (``key_shards``) or each in its own entry; None: as stored.
-    sharded: Optional[bool] = None
+    #: Keep the keys' records in shards (``key_shards``), moving a group stored with a record per
+    #: entry into them; False: as stored (the logs and row shards, whose groups keep no per-key records).
+    sharded: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
     loaded: dict[Hashable, _Loaded] = field(default_factory=dict)
 
@@ -207,25 +208,18 @@ class GroupState:
             index.flush()
 
     def _move_records(self, touched: int, came_back: int) -> None:
-        """Move every key's record into shards, or out of them, when the group is stored the other
-        way (a restart that changed ``spark.windowed_operator.keyShards``, or a checkpoint written
-        before shards): once, after the batch wrote its keys the old way."""
-        if self.sharded is None or self.sharded == isinstance(self.records, KeyShards):
+        """Move every key's record into shards when the group keeps a record per entry (a checkpoint
+        written before key shards, or with the removed ``spark.windowed_operator.keyShards=false``):
+        once, after the batch wrote its keys the old way."""
+        if not self.sharded or isinstance(self.records, KeyShards):
             return
-        if self.sharded:
-            keys = self.store.all_keys()
-            # (every key all_keys names has its record)
-            items = [(key, text) for key, text in zip(keys, self.store.get_keys(keys)) if text is not None] if keys \
-                else []
-            self.records = KeyShards.of(self.store, items, touched, came_back)
-            if keys:
-                self.store.remove_keys(keys)
-        else:
-            assert isinstance(self.records, KeyShards)
-            taken = self.records.take_all()
-            if taken:
-                self.store.put_keys(taken)
-            self.records = self.store
+        keys = self.store.all_keys()
+        # (every key all_keys names has its record)
+        items = [(key, text) for key, text in zip(keys, self.store.get_keys(keys)) if text is not None] if keys \
+            else []
+        self.records = KeyShards.of(self.store, items, touched, came_back)
+        if keys:
+            self.store.remove_keys(keys)
 
     def save(self, **bookkeeping: Any) -> None:
         """Write the group's record (kept even when no key is due: it is small, and keys without a

@@ -30,13 +30,12 @@ The group's record holds ``{"shards", "held", "touched"}`` (``to_record``).
 """
 from __future__ import annotations
 
-import json
 from typing import Hashable, Iterable, Optional
 
 from . import legacy
 from .layouts import KEY_SHARDS
 from .part_log import PartStore
-from .shards import KEY_CODEC, RECORD_US, ShardBook, compact_json, key_json, target_shards
+from .shards import RECORD_US, ShardBook, compact_json, key_json, target_shards
 
 DOMAIN = KEY_SHARDS.domain
 #: What the model assumes a batch comes back to before any batch has come back to a key: one key,
@@ -158,16 +157,3 @@ class KeyShards(ShardBook):
             shards.put_keys(items)
         shards.write()
         return shards
-
-    def take_all(self) -> list[tuple[Hashable, str]]:
-        """Every key's record, its shard texts removed: the group goes back to records of their own."""
-        self.write()
-        self._load(range(self.count))
-        items = [(KEY_CODEC.read_value(json.loads(name)), text) for entries in self.shards.values()
-                 for name, text in entries.items()]
-        if self.stored:
-            self.store.remove_texts(DOMAIN, [(s, 0) for s in sorted(self.stored)])
-        self.shards.clear()
-        self.stored.clear()
-        self.count, self.held = 1, 0
-        return items

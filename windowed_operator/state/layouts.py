@@ -116,8 +116,9 @@ ROW_SHARDS: dict[str, Layout] = {layout.records: layout for layout in LAYOUTS
 @dataclass(frozen=True)
 class KeyShards:
     """A per-key layout's records kept many keys to a text (``key_shards``): the same records, so a
-    restart may switch either way (``act``: ``GroupState`` moves them at its first commit); a library
-    that predates shards refuses the suffixed name instead of finding no records."""
+    group stored with a record per entry (before key shards, or with the removed
+    ``spark.windowed_operator.keyShards=false``) moves in (``act``: ``GroupState`` moves them at its
+    first commit); a library that predates shards refuses the suffixed name instead of finding no records."""
     suffix: str
     store: str
     domain: str
@@ -157,18 +158,17 @@ class Chosen:
         return in_key_shards(self.layout.name) if self.key_shards else self.layout.name
 
 
-def choose_layout(*, records: Optional[str], by_pane: bool, by_window: bool, event_time: bool,
-                  key_shards: bool) -> Chosen:
+def choose_layout(*, records: Optional[str], by_pane: bool, by_window: bool, event_time: bool) -> Chosen:
     """The layout of an operator's state.  ``records``: the columnar table serving it (``panes``,
     ``sessions``, ``windows``; None: the object or array path); ``by_pane``: the pane table may keep
     its rows by pane (``pane_log.supports_pane_log``: the default trigger, no allowed lateness);
     ``by_window``: the object path may keep its windows by window (``window_log.supports_window_log``,
     and no upstream stage); both logs need event time.  Session and window rows are kept in row
-    shards; per-key records in key shards unless ``key_shards`` is off."""
+    shards; per-key records in key shards."""
     if records == "panes":
         layout = PANE_LOG if by_pane and event_time else PER_KEY_PANE_ROWS
     elif records:
         layout = ROW_SHARDS[records]
     else:
         layout = WINDOW_LOG if by_window and event_time else PER_KEY_WINDOWS
-    return Chosen(layout, key_shards if layout.per_key else None)
+    return Chosen(layout, True if layout.per_key else None)

@@ -22,7 +22,7 @@ from ..scan.heartbeat import BEAT_COLUMN
 from ..scan.packing import PACKED_COLUMN, PackRows
 from ..plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, EVENT_TIME_COLUMN, GROUP_COLUMN, LATE_COUNT_COLUMN, STAGE_COLUMN,
                     SparkPlan)
-from ..settings import KEY_SHARDS_CONF, conf_flag, warn_removed_confs
+from ..settings import warn_removed_confs
 from .feed import Feed, attach_feed, feed_of, pane_rows
 
 _observed_names: dict[str, int] = {}
@@ -70,8 +70,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     handoff, timezone = choose_handoff(projected, plan.folded_in_scan)
     packed = handoff is Handoff.PACKED
     plan = dataclasses.replace(plan, paths=dataclasses.replace(plan.paths, handoff=handoff))
-    plan = dataclasses.replace(plan, input_columns=tuple(columns), timezone=timezone,
-                               key_shards=conf_flag(projected, KEY_SHARDS_CONF))
+    plan = dataclasses.replace(plan, input_columns=tuple(columns), timezone=timezone)
     warn_removed_confs(projected)
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
         projected, columns = _packed(projected, key_col, columns)

@@ -62,7 +62,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
             records=self.records.kind if self.columnar is not None else None,
             by_pane=self.columnar is not None and supports_pane_log(self.columnar),
             by_window=self.columnar is None and self.plan.upstream is None and supports_window_log(self.core),
-            event_time=self.plan.time_mode == "EventTime", key_shards=self.plan.key_shards)
+            event_time=self.plan.time_mode == "EventTime")
         self.layout, self.key_shards, layout = chosen.layout, chosen.key_shards, chosen.name
         self.pane_log = PaneLog(self.columnar) if self.layout is PANE_LOG else None
         self.window_log = WindowLog(self.core, self.codec) if self.layout is WINDOW_LOG else None
