@@ -28,9 +28,9 @@ from timing import spread  # noqa: E402
 from accumulations import Sum  # noqa: E402
 from triggers import TriggerOption  # noqa: E402
 from windowed_operator import SessionWindows, TimeWindows  # noqa: E402
-from windowed_operator.columnar import PaneTable, Panes  # noqa: E402
-from windowed_operator.columnar_records import columnar_engine  # noqa: E402
-from windowed_operator.columnar_triggers import RowTable, TriggeredRows  # noqa: E402
+from windowed_operator.engine.columnar import PaneTable, Panes  # noqa: E402
+from windowed_operator.engine.columnar_records import columnar_engine  # noqa: E402
+from windowed_operator.engine.columnar_triggers import RowTable, TriggeredRows  # noqa: E402
 
 WINDOWS = {"tumbling 10 s": TimeWindows(10_000), "hopping 60 s / 1 s": TimeWindows(60_000).slide_by(1_000),
            "sessions 30 s": SessionWindows(30_000)}

@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accumulations import Count, Sum  # noqa: E402
 from triggers import TriggerOption  # noqa: E402
 from windowed_operator import SessionWindows, TimeWindows  # noqa: E402
-from windowed_operator.columnar import Panes  # noqa: E402
-from windowed_operator.columnar_records import columnar_engine  # noqa: E402
+from windowed_operator.engine.columnar import Panes  # noqa: E402
+from windowed_operator.engine.columnar_records import columnar_engine  # noqa: E402
 from windowed_operator.state.records import columnar_records, run_columnar_batch  # noqa: E402
-from windowed_operator.gc_pause import collector_paused  # noqa: E402
+from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402
 from windowed_operator.state.group_state import GroupState  # noqa: E402
 
 EARLY = TriggerOption.at_watermark().with_early_firings_at_every(count=100).accumulating_and_retracting_fired_panes()

@@ -35,10 +35,10 @@ from key_records import TextStore  # noqa: E402
 from accumulations import Count  # noqa: E402
 from triggers import TriggerOption  # noqa: E402
 from windowed_operator import GlobalWindow, SessionWindows  # noqa: E402
-from windowed_operator.columnar import Panes  # noqa: E402
-from windowed_operator.columnar_records import columnar_engine  # noqa: E402
+from windowed_operator.engine.columnar import Panes  # noqa: E402
+from windowed_operator.engine.columnar_records import columnar_engine  # noqa: E402
 from windowed_operator.state.records import columnar_records, run_columnar_batch  # noqa: E402
-from windowed_operator.gc_pause import collector_paused  # noqa: E402
+from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402
 from windowed_operator.state.group_state import GroupState  # noqa: E402
 from windowed_operator.state.row_shards import RowShards, run_row_shards_batch  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The operators whose stored descriptions are frozen (``tests/test_frozen_state.py``).
 
 A checkpoint stores, in each key group's record, the fingerprint of the operator that wrote it
-(``windowed_operator.fingerprint.state_fingerprint``): the ``repr`` of its window, accumulation and
+(``windowed_operator.state.fingerprint.state_fingerprint``): the ``repr`` of its window, accumulation and
 watermark, its trigger's description, and the other parts as text.  A restart compares them with
 the running operator's, so a description that changes (a reordered field, a renamed class, another
 default shown) makes every checkpoint of that operator refuse to restart.  These cases cover every
@@ -90,7 +90,7 @@ def cases() -> dict[str, Any]:
 
 
 def described() -> dict[str, dict[str, str]]:
-    from windowed_operator.fingerprint import state_fingerprint
+    from windowed_operator.state.fingerprint import state_fingerprint
 
     return {name: state_fingerprint(op, **EXECUTION) for name, op in cases().items()}
 

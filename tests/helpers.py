@@ -6,6 +6,7 @@ from collections import Counter
 
 from windowed_operator.state.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from windowed_operator.panes import PaneRecord
+from windowed_operator.engine.build import build_core
 
 
 def fmt(record: PaneRecord) -> str:
@@ -32,7 +33,7 @@ def check_next_event_time(columnar, table, watermark):
     whose unchanged pane is suppressed still finishes its window)."""
     import copy
 
-    from windowed_operator.columnar import Panes
+    from windowed_operator.engine.columnar import Panes
 
     due = columnar.next_event_time(table)
     probe, out = copy.deepcopy(table), Panes()
@@ -48,7 +49,7 @@ def check_next_processing_time(columnar, table, watermark, now):
     watermark step is done): nothing fires before it, something changes at it."""
     import copy
 
-    from windowed_operator.columnar import Panes
+    from windowed_operator.engine.columnar import Panes
 
     probe = columnar.on_watermark(copy.deepcopy(table), watermark, Panes())
     due, before, out = columnar.next_processing_time(probe), _rows(probe), Panes()
@@ -190,9 +191,9 @@ def core_run(op, steps):
     columnar paths are checked against."""
     from collections import Counter
 
-    from windowed_operator.key_state import KeyState
+    from windowed_operator.engine.key_state import KeyState
 
-    core = op.build_core()
+    core = build_core(op)
     states: dict = {}
     panes, dropped = [], Counter()
     for elements, watermark, now in clocked(steps):

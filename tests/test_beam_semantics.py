@@ -22,7 +22,7 @@ from triggers import AfterCount, AfterEach, AfterProcessingTime, AfterWatermark,
 from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows, SlidingWindows,
                                TimestampCombiner, TimeWindows)
 from windowed_operator import time_rules
-from windowed_operator.core import WindowedCore
+from windowed_operator.engine.core import WindowedCore
 from windowed_operator.testing import TimestampedValue
 from windowed_operator.time import END_OF_GLOBAL_WINDOW, MAX_TIMESTAMP
 

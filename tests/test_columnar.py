@@ -10,12 +10,13 @@ from hypothesis import strategies as st
 from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimeWindows
-from windowed_operator.columnar import ColumnarCore, PaneTable, Panes, supports_columnar
+from windowed_operator.engine.columnar import ColumnarCore, PaneTable, Panes, supports_columnar
 from windowed_operator.panes import TimestampCombiner
-from windowed_operator.key_state import KeyState
+from windowed_operator.engine.key_state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import check_next_event_time, near_boundaries
+from windowed_operator.engine.build import build_core
 
 WINDOWS = {"tumbling": TimeWindows(10), "hopping": TimeWindows(10).slide_by(5),
            "uneven": TimeWindows(9, offset=2).slide_by(4), "cumulative": CumulativeWindows(20, 5),
@@ -30,7 +31,7 @@ streams = st.lists(batch, min_size=1, max_size=8)
 
 
 def core_run(op, steps):
-    core = op.build_core()
+    core = build_core(op)
     states: dict = {}
     watermark, panes, dropped = -100, Counter(), 0
     for elements, advance in [*steps, ([], None)]:

@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, SessionWindows, TimeWindows
-from windowed_operator.columnar import ColumnarCore, PaneTable, Panes
-from windowed_operator.columnar_records import columnar_engine
+from windowed_operator.engine.columnar import ColumnarCore, PaneTable, Panes
+from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.records import columnar_records, run_columnar_batch
-from windowed_operator.columnar_triggers import RowTable
+from windowed_operator.engine.columnar_triggers import RowTable
 from windowed_operator.state.group_state import GroupState
 
 from helpers import MemoryStore, near_boundaries

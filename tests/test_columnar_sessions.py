@@ -13,15 +13,16 @@ from hypothesis import strategies as st
 from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows
-from windowed_operator.columnar import Panes
-from windowed_operator.columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
+from windowed_operator.engine.columnar import Panes
+from windowed_operator.engine.columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
 from windowed_operator.panes import TimestampCombiner, WindowOverflowError
-from windowed_operator.key_state import KeyState
+from windowed_operator.engine.key_state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import (check_next_event_time, check_next_processing_time, clocked, columnar_panes, core_run,
                      element_arrays, near_boundaries, pane_tuple)
 from test_columnar_windows import advance, slow_streams, timed_trigger_options, trigger_options
+from windowed_operator.engine.build import build_core
 
 ACCS = {"sum": Sum(), "count": Count(), "min": Min(), "max": Max(), "mean": Mean()}
 MODES = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes(),
@@ -98,7 +99,7 @@ def test_columnar_sessions_with_a_gap_per_element_equal_the_core(steps, acc, mod
 
     op = KeyedWindowedOperator(SessionWindows(gap="g"), ACCS[acc], trigger=MODES[mode], allowed_lateness=lateness)
     assert supports_columnar_sessions(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW)
-    core = op.build_core()
+    core = build_core(op)
     states: dict = {}
     sessions = ColumnarSessions(op.window, op.accumulation, op.trigger, op.allowed_lateness)
     table, watermark, dropped_core, dropped_columnar = SessionTable(), -100, 0, []

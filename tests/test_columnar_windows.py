@@ -16,11 +16,11 @@ from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from triggers.option import AccumulationMode
 from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimeWindows
-from windowed_operator.columnar import Panes
-from windowed_operator.columnar_triggers import Every, RowTrigger, row_trigger
-from windowed_operator.columnar_windows import ColumnarWindows, WindowTable, supports_columnar_windows
+from windowed_operator.engine.columnar import Panes
+from windowed_operator.engine.columnar_triggers import Every, RowTrigger, row_trigger
+from windowed_operator.engine.columnar_windows import ColumnarWindows, WindowTable, supports_columnar_windows
 from windowed_operator.panes import DropReason, TimestampCombiner
-from windowed_operator.key_state import KeyState
+from windowed_operator.engine.key_state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import (check_next_event_time, check_next_processing_time, clocked, columnar_panes, core_run,

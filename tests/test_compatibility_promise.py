@@ -4,7 +4,7 @@ changes a restart may make (``fingerprint.SAFE_CHANGES``), so the page cannot dr
 import re
 from pathlib import Path
 
-from windowed_operator.fingerprint import SAFE_CHANGES
+from windowed_operator.state.fingerprint import SAFE_CHANGES
 from windowed_operator.state import layouts
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "contributing" / "state-compatibility.md"

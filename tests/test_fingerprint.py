@@ -4,7 +4,7 @@ import pytest
 from accumulations import Count, InnerJoin, Mean, Sum
 from triggers import AfterCount, TriggerOption
 from windowed_operator import KeyedWindowedMergeOperator, KeyedWindowedOperator, SessionWindows, TimeWindows
-from windowed_operator.fingerprint import IncompatibleRestartError, check_restart, restart_problems, state_fingerprint
+from windowed_operator.state.fingerprint import IncompatibleRestartError, check_restart, restart_problems, state_fingerprint
 
 
 def fingerprint(op, **kw):
@@ -163,7 +163,7 @@ def test_the_docs_restart_rules_are_the_fingerprints():
     ``REFUSED_DIRECTIONS`` says), and what it refuses is ``ADVICE``: the two cannot drift apart."""
     import re
 
-    from windowed_operator.fingerprint import ADVICE, REFUSED_DIRECTIONS, SAFE_CHANGES
+    from windowed_operator.state.fingerprint import ADVICE, REFUSED_DIRECTIONS, SAFE_CHANGES
 
     lists = _readme_restart_lists()
     bold = {name: set(re.findall(r"\*\*([a-z ]+)\*\*", text)) for name, text in lists.items()}

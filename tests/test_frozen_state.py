@@ -39,7 +39,7 @@ def test_every_fingerprint_is_the_stored_text():
 
 
 def test_layout_names_and_their_transitions_are_the_stored_names():
-    from windowed_operator import fingerprint
+    from windowed_operator.state import fingerprint
     from windowed_operator.state import layouts
     from windowed_operator.state.records import PaneRecords
 

@@ -3,7 +3,7 @@ import gc
 
 import pytest
 
-from windowed_operator.gc_pause import collector_paused
+from windowed_operator.spark.worker.gc_pause import collector_paused
 
 
 def test_the_collector_is_off_inside_and_back_on_after():

@@ -10,13 +10,14 @@ from hypothesis import strategies as st
 from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, SlidingWindows, TimeWindows
-from windowed_operator.fingerprint import IncompatibleRestartError
+from windowed_operator.state.fingerprint import IncompatibleRestartError
 from windowed_operator.state.group_batch import next_due, run_group_batch
 from windowed_operator.state.group_state import GroupState
-from windowed_operator.key_state import KeyState
+from windowed_operator.engine.key_state import KeyState
 from windowed_operator.state.codec import KeyStateCodec
 
 from helpers import MemoryStore, near_boundaries
+from windowed_operator.engine.build import build_core
 
 
 FINGERPRINT = {"window": "w"}
@@ -92,7 +93,7 @@ def stored_keys(store):
 @given(steps=batches, bucket_ms=st.sampled_from([1, 7, 10_000]),
        sharded=st.sampled_from([[False], [True], [False, True, True], [False, False, True]]))
 def test_per_key_state_gives_the_panes_of_in_memory_state(name, steps, bucket_ms, sharded):
-    core = OPERATORS[name].build_core()
+    core = build_core(OPERATORS[name])
     timeline, watermark, now = [], -3, 0
     for rows, wm_step, pt_step in steps:
         watermark += wm_step
@@ -106,7 +107,7 @@ def test_per_key_state_gives_the_panes_of_in_memory_state(name, steps, bucket_ms
 
 
 def test_a_batch_touching_one_key_reads_and_writes_only_that_key():
-    core = OPERATORS["tumbling sum"].build_core()
+    core = build_core(OPERATORS["tumbling sum"])
     store = MemoryStore()
     run_on_store(core, [([(f"k{i}", i % 7) for i in range(1_000)], 0, 0)], store)  # 1,000 keys with state
     store.calls.clear()

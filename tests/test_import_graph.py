@@ -21,8 +21,9 @@ KINDS = ("module", "lazy", "type")
 #: The facade's edges to the runners: the one way up from the model (``windowed_operator.facade``).
 FACADE = "windowed_operator.facade"
 ALLOWED = frozenset({
-    (FACADE, "windowed_operator.local_runner"),
-    (FACADE, "windowed_operator.merge_runner"),
+    (FACADE, "windowed_operator.runners.chain"),
+    (FACADE, "windowed_operator.runners.local"),
+    (FACADE, "windowed_operator.runners.merge"),
     (FACADE, "windowed_operator.spark.driver.apply"),
     (FACADE, "windowed_operator.spark.driver.merge"),
     (FACADE, "windowed_operator.spark.driver.chain"),

@@ -16,6 +16,7 @@ from windowed_operator.state.shards import modelled_cost, target_shards
 from windowed_operator.state.codec import KeyStateCodec
 
 from helpers import MemoryStore
+from windowed_operator.engine.build import build_core
 
 # (strings with the characters a shard's lines are split on, and JSON's escapes)
 keys = st.one_of(st.integers(0, 3_000), st.text('ab\t\n"\\', max_size=4),
@@ -97,7 +98,7 @@ def test_shards_are_rebuilt_when_batches_come_back_to_few_of_the_keys_held():
 
 
 def test_a_first_batch_creating_every_key_keeps_a_key_a_shard_until_batches_come_back():
-    core = KeyedWindowedOperator(TimeWindows(3_600_000), Sum(), allowed_lateness=5).build_core()
+    core = build_core(KeyedWindowedOperator(TimeWindows(3_600_000), Sum(), allowed_lateness=5))
     store = MemoryStore()
 
     def batch(rows, watermark):
@@ -117,7 +118,7 @@ def test_a_first_batch_creating_every_key_keeps_a_key_a_shard_until_batches_come
 
 
 def test_a_batch_touching_every_key_of_a_sharded_group_makes_one_read_and_one_write():
-    core = KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=5).build_core()
+    core = build_core(KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=5))
     store = MemoryStore()
 
     def batch(rows, watermark):
@@ -134,7 +135,7 @@ def test_a_batch_touching_every_key_of_a_sharded_group_makes_one_read_and_one_wr
 def test_a_restart_moves_every_record_once_from_entries_into_shards():
     """A group written with a record per entry (before key shards, or with the removed keyShards
     setting off) moves every record into shards at its first batch, none lost; nothing moves back."""
-    core = KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=50).build_core()
+    core = build_core(KeyedWindowedOperator(TimeWindows(10), Sum(), allowed_lateness=50))
     store = MemoryStore()
 
     run_batch(core, store, [(f"k{i}", i % 7) for i in range(300)], 0, False)

@@ -13,6 +13,7 @@ from nexmark import queries as Q  # noqa: E402
 from nexmark.bundles import bundles  # noqa: E402
 from nexmark.generator import (FIRST_AUCTION_ID, FIRST_PERSON_ID, NexmarkConfig, generate,  # noqa: E402
                                write_files)
+from windowed_operator.engine.build import build_core
 
 SMALL = NexmarkConfig(events=20_000, rate=2_000, max_disorder_ms=500, seed=3)
 QUERY_CONFIG = Q.QueryConfig(max_disorder_ms=500, early_count=20, window_ms=1_000, period_ms=200,
@@ -131,7 +132,7 @@ def test_the_window_log_steps_benchmark_gives_q8s_model_in_both_part_forms(event
     and by column (8): both must give the model's joins."""
     from nexmark.window_log_steps import _batches, run
 
-    core = Q.operator("q8", QUERY_CONFIG).build_core()
+    core = build_core(Q.operator("q8", QUERY_CONFIG))
     batches = _batches(SMALL, 5)
     expected = Q.model("q8", events.persons, events.auctions, events.bids, QUERY_CONFIG)
     assert len(expected) > 5

@@ -7,10 +7,11 @@ from accumulations import Mean, Sum
 from accumulations.int64 import exact, may_wrap
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, WindowOverflowError
-from windowed_operator.columnar import ColumnarCore, PaneTable, Panes
-from windowed_operator.key_state import KeyState
+from windowed_operator.engine.columnar import ColumnarCore, PaneTable, Panes
+from windowed_operator.engine.key_state import KeyState
 from windowed_operator.time import MAX_TIMESTAMP
-from windowed_operator.vectorized import process_batch_arrays
+from windowed_operator.engine.vectorized import process_batch_arrays
+from windowed_operator.engine.build import build_core
 
 BIG = 2 ** 62
 OVER = [BIG, BIG, BIG]  # 3 * 2^62 does not fit
@@ -29,7 +30,7 @@ def element_path(values, acc=None):
 
 
 def array_path(values, acc=None):
-    core = operator(TriggerOption.at_watermark().with_early_firings_at_every(count=100), acc).build_core()
+    core = build_core(operator(TriggerOption.at_watermark().with_early_firings_at_every(count=100), acc))
     state = KeyState()
     process_batch_arrays(core, "a", state, np.arange(len(values), dtype=np.int64), np.array(values, dtype=np.int64),
                          0, 0, lambda i: values[i])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from accumulations import AllMax, Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, WindowedOperator
-from windowed_operator.pane_columns import read_pane_columns
+from windowed_operator.engine.pane_columns import read_pane_columns
 from windowed_operator.panes import RetractedValue, pane_from_row
 from windowed_operator.time import MIN_TIMESTAMP
 

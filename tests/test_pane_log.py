@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, TimeWindows
-from windowed_operator.columnar import PaneTable, Panes
-from windowed_operator.columnar_records import columnar_engine
+from windowed_operator.engine.columnar import PaneTable, Panes
+from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.pane_log import DOMAIN, META, PaneLog, supports_pane_log
 from windowed_operator.state.part_log import run_part_log_batch
 from windowed_operator.time import MAX_TIMESTAMP

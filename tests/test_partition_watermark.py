@@ -20,7 +20,7 @@ from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator
                                bounded_disorder)
 from windowed_operator.chain import Chain
 from windowed_operator.elements import BadElementError
-from windowed_operator.fingerprint import restart_problems, state_fingerprint
+from windowed_operator.state.fingerprint import restart_problems, state_fingerprint
 from windowed_operator.panes import DropReason
 from windowed_operator.pipeline import PipelineError, parse_pipeline
 from windowed_operator.pipeline.local_run import run_pipeline_locally

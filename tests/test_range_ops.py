@@ -6,7 +6,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowed_operator.range_ops import lexsort_ints, running_max_by_run
+from windowed_operator.engine.range_ops import lexsort_ints, running_max_by_run
 
 #: Values clustered (so that ties are many), near epoch milliseconds, and spans too wide for a
 #: composite key (the fallback).

@@ -7,10 +7,10 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from windowed_operator.columnar import ColumnarForm
+from windowed_operator.engine.columnar import ColumnarForm
 from windowed_operator.state.records import (KeyPanes, KeyPanesCodec, KeyRows, KeySessionsCodec, KeyWindowsCodec,
                                              stored_columns)
-from windowed_operator.columnar_triggers import NOT_SET
+from windowed_operator.engine.columnar_triggers import NOT_SET
 from windowed_operator.state.group_state import read_record, record_text
 from windowed_operator.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 

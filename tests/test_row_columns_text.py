@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from windowed_operator.columnar_panes import object_array
-from windowed_operator.columnar_triggers import NOT_SET, RowTable
+from windowed_operator.engine.columnar_panes import object_array
+from windowed_operator.engine.columnar_triggers import NOT_SET, RowTable
 from windowed_operator.state.row_columns_text import key_runs, rows_text, table_of
 from windowed_operator.time import MAX_TIMESTAMP, MIN_TIMESTAMP
 

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import SessionWindows, TimeWindows
-from windowed_operator.columnar import Panes
-from windowed_operator.columnar_panes import object_array
-from windowed_operator.columnar_records import columnar_engine
+from windowed_operator.engine.columnar import Panes
+from windowed_operator.engine.columnar_panes import object_array
+from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.records import columnar_records, run_columnar_batch
-from windowed_operator.columnar_triggers import RowTable
+from windowed_operator.engine.columnar_triggers import RowTable
 from windowed_operator.state.group_state import GroupState
 from windowed_operator.state.row_shards import DOMAIN, META, MIN_KEYS_PER_SHARD, ROW_KEY_US, RowShards, run_row_shards_batch
 from windowed_operator.state.transitions import key_records_to_row_shards

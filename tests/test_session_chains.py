@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows
-from windowed_operator.columnar import Panes, columnar_form
-from windowed_operator.columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
+from windowed_operator.engine.columnar import Panes, columnar_form
+from windowed_operator.engine.columnar_sessions import ColumnarSessions, SessionTable, supports_columnar_sessions
 from windowed_operator.panes import TimestampCombiner
-from windowed_operator.range_ops import factorize
-from windowed_operator.session_chains import chain_aggregates, chain_runs
+from windowed_operator.engine.range_ops import factorize
+from windowed_operator.engine.session_chains import chain_aggregates, chain_runs
 
 from helpers import clocked, columnar_panes, core_run, element_arrays, near_boundaries
 from test_columnar_windows import advance, trigger_options

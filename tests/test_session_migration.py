@@ -14,18 +14,19 @@ from hypothesis import strategies as st
 from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows
-from windowed_operator.columnar import Panes
-from windowed_operator.columnar_records import columnar_engine
+from windowed_operator.engine.columnar import Panes
+from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.records import columnar_records, run_columnar_batch
-from windowed_operator.columnar_windows import ColumnarWindows, supports_columnar_windows
+from windowed_operator.engine.columnar_windows import ColumnarWindows, supports_columnar_windows
 from windowed_operator.panes import TimestampCombiner
-from windowed_operator.fingerprint import restart_problems
+from windowed_operator.state.fingerprint import restart_problems
 from windowed_operator.state.group_batch import next_due, run_group_batch
 from windowed_operator.state.group_state import GroupState
 from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import MemoryStore, near_boundaries
+from windowed_operator.engine.build import build_core
 
 ACCS = {"sum": Sum(), "count": Count(), "mean": Mean()}
 MODES = {"discarding": TriggerOption.default(), "accumulating": TriggerOption.default().accumulating_fired_panes(),
@@ -125,7 +126,7 @@ def test_object_path_session_records_with_early_and_late_firings_continue(steps,
 
 
 def _continue_across_the_switch(op, steps, split, count):
-    core = op.build_core()
+    core = build_core(op)
     engine = columnar_engine(op.window, op.accumulation, op.trigger, op.allowed_lateness, label="op", column=None)
     records = columnar_records(engine)
     steps = [*steps, ([], MAX_TIMESTAMP)]

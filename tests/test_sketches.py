@@ -20,13 +20,14 @@ from accumulations import (ApproxCountDistinct, ApproxPercentile, CountDistinct,
 from triggers import TriggerOption
 from windowed_operator import GlobalWindow, KeyedWindowedOperator, SessionWindows, TimeWindows
 from windowed_operator.pipeline import parse_pipeline
-from windowed_operator.key_state import KeyState
+from windowed_operator.engine.key_state import KeyState
 from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.testing import TestStream, TimestampedValue
-from windowed_operator.vectorized import process_batch_arrays, supports_vectorized
+from windowed_operator.engine.vectorized import process_batch_arrays, supports_vectorized
 
 from helpers import near_boundaries, stream_of
 from test_properties import MODES, TRIGGERS
+from windowed_operator.engine.build import build_core
 
 
 def nearest_rank(values: list, q: float) -> float:
@@ -119,7 +120,7 @@ def test_quantiles_of_large_windows_are_within_the_rank_error():
     min_size=1, max_size=6))
 def test_the_array_path_equals_the_element_path(name, batches):
     op = KeyedWindowedOperator(TimeWindows(10).slide_by(5), EXACT[name][0], allowed_lateness=7)
-    plain_core, fast_core = op.build_core(), op.build_core()
+    plain_core, fast_core = build_core(op), build_core(op)
     assert supports_vectorized(fast_core)
     plain_state, fast_state, watermark = KeyState(), KeyState(), -100
     for rows, mark in batches:
@@ -134,7 +135,7 @@ def test_the_array_path_equals_the_element_path(name, batches):
 @pytest.mark.parametrize("name", sorted(EXACT))
 def test_state_is_data_that_round_trips(name):
     accumulation = EXACT[name][0]
-    core = KeyedWindowedOperator(SessionWindows(5), accumulation).build_core()
+    core = build_core(KeyedWindowedOperator(SessionWindows(5), accumulation))
     state = KeyState()
     core.process_batch("k", state, [(ts, v, None) for ts, v in [(1, 3), (2, 4), (3, 3), (20, 1)]], 0, 0)
     codec = KeyStateCodec(allow_pickle=False)
@@ -219,7 +220,7 @@ def test_partials_folded_per_pane_equal_the_element_path(name, batches):
     window over the pane, equals folding the elements (default trigger, hopping windows)."""
     option = TimeWindows(10).slide_by(5)
     op = KeyedWindowedOperator(option, EXACT[name][0], allowed_lateness=7)
-    plain_core, fast_core = op.build_core(), op.build_core()
+    plain_core, fast_core = build_core(op), build_core(op)
     layout = option.pane_layout()
     acc = EXACT[name][0]
     plain_state, fast_state, watermark = KeyState(), KeyState(), -100

@@ -11,10 +11,11 @@ from accumulations import AllMax, Count, Max, Mean, Min, Sum, TopN
 from accumulations.rows import Rows
 from triggers import AfterCount, Repeatedly, TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, KeyedWindowedOperator, TimestampCombiner, TimeWindows
-from windowed_operator.key_state import KeyState
-from windowed_operator.vectorized import process_batch_arrays, supports_vectorized
+from windowed_operator.engine.key_state import KeyState
+from windowed_operator.engine.vectorized import process_batch_arrays, supports_vectorized
 
 from helpers import near_boundaries
+from windowed_operator.engine.build import build_core
 
 WINDOWS = {"tumbling": TimeWindows(10), "hopping": TimeWindows(10).slide_by(5),
            "uneven": TimeWindows(9, offset=2).slide_by(4), "cumulative": CumulativeWindows(20, 5),
@@ -44,7 +45,7 @@ def test_vectorized_path_equals_plain_path(steps, window, acc, trigger, lateness
         warnings.simplefilter("ignore")
         op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=TRIGGERS[trigger], allowed_lateness=lateness,
                                    timestamp_combiner=combiner)
-    plain_core, fast_core = op.build_core(), op.build_core()
+    plain_core, fast_core = build_core(op), build_core(op)
     assert supports_vectorized(fast_core)
     plain_state, fast_state = KeyState(), KeyState()
     watermark, now, counter = -100, 0, 0
@@ -79,7 +80,7 @@ def test_rows_kept_by_rank_equal_the_plain_path(steps, window, acc, trigger, pri
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         op = KeyedWindowedOperator(WINDOWS[window], RANKED[acc], trigger=TRIGGERS[trigger])
-    plain_core, fast_core = op.build_core(), op.build_core()
+    plain_core, fast_core = build_core(op), build_core(op)
     assert supports_vectorized(fast_core)
     plain_state, fast_state = KeyState(), KeyState()
     watermark, now, counter = -100, 0, 0
@@ -136,7 +137,7 @@ def test_inherited_windows_on_the_array_path_equal_the_plain_path(steps, acc, tr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         op = KeyedWindowedOperator(None, ACCS[acc], trigger=TRIGGERS[trigger], allowed_lateness=lateness)
-    plain_core, fast_core = op.build_core(), op.build_core()
+    plain_core, fast_core = build_core(op), build_core(op)
     assert supports_vectorized(fast_core) and fast_core.kind == "inherited"
     invertible = ACCS[acc].supports_subtract()
     plain_state, fast_state = KeyState(), KeyState()

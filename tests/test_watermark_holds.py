@@ -22,14 +22,15 @@ from accumulations import Sum
 from triggers import AfterAny, AfterCount, AfterProcessingTime, AfterWatermark, Repeatedly, TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, TimestampCombiner, TimeWindows
 from windowed_operator.panes import Timing
-from windowed_operator.key_state import KeyState
+from windowed_operator.engine.key_state import KeyState
 from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.testing import TimestampedValue
-from windowed_operator.vectorized import process_batch_arrays
+from windowed_operator.engine.vectorized import process_batch_arrays
 
 from helpers import core_run, fmts, near_boundaries
 from test_columnar_sessions import columnar_run as session_rows_run
 from test_columnar_windows import columnar_run as window_rows_run
+from windowed_operator.engine.build import build_core
 
 EOW, EARLIEST, LATEST = TimestampCombiner.END_OF_WINDOW, TimestampCombiner.EARLIEST, TimestampCombiner.LATEST
 
@@ -148,7 +149,7 @@ def test_a_session_merge_combines_earliest_holds():
 
 # -- state written by version 8 ----------------------------------------------------------------------
 def _after_early_pane(extra_before_end=()):
-    core = operator(count(2)).build_core()
+    core = build_core(operator(count(2)))
     state = KeyState()
     assert [p.timing for p in core.process_batch("k", state, [(1000, 1, None), (1500, 2, None)], 0, 0).outputs] \
         == [Timing.EARLY]
@@ -265,8 +266,8 @@ def test_pane_timing_equals_a_brute_force_model_of_the_holds(steps, window, trig
     size, period = MODEL_WINDOWS[window]
     option, has_timer = TRIGGERS[trigger]
     option = option.discarding_fired_panes() if discarding else option.accumulating_fired_panes()
-    core = operator(option, combiner, lateness, TimeWindows(size).slide_by(period) if period != size
-                    else TimeWindows(size)).build_core()
+    core = build_core(operator(option, combiner, lateness, TimeWindows(size).slide_by(period) if period != size
+                    else TimeWindows(size)))
     model = HoldModel(size, period, combiner, has_timer, lateness)
     states, now, watermark = defaultdict(KeyState), 0, -(10 ** 9)
     for kind, payload in [*steps, ("watermark", 10 ** 6)]:
@@ -375,7 +376,7 @@ session_step = st.one_of(st.tuples(st.just("elements"), st.lists(session_element
 def test_session_pane_timing_equals_a_brute_force_model_of_the_holds(steps, n, combiner, lateness, discarding):
     option = TriggerOption.of(Repeatedly(AfterCount(n)))
     option = option.discarding_fired_panes() if discarding else option.accumulating_fired_panes()
-    core = operator(option, combiner, lateness, SessionWindows(4)).build_core()
+    core = build_core(operator(option, combiner, lateness, SessionWindows(4)))
     model = SessionHoldModel(4, combiner, lateness)
     states, watermark = defaultdict(KeyState), -(10 ** 9)
     for kind, payload in [*steps, ("watermark", 10 ** 6)]:
@@ -417,7 +418,7 @@ def test_the_array_path_equals_the_object_path_where_holds_decide_the_timing(ste
                                                                              hopping):
     window = TimeWindows(10).slide_by(5) if hopping else TimeWindows(10)
     op = operator(TRIGGERS[trigger][0].discarding_fired_panes(), combiner, lateness, window)
-    plain_core, fast_core = op.build_core(), op.build_core()
+    plain_core, fast_core = build_core(op), build_core(op)
     plain_states, fast_states = defaultdict(KeyState), defaultdict(KeyState)
     watermark, now = -100, 0
     for elements, mark, tick in [*steps, ([], 10 ** 6, 0)]:

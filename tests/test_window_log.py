@@ -12,15 +12,15 @@ from accumulations import InnerJoin, Mean, Sum, ToList
 from accumulations.merge import SidedAccumulation, SidedValues
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, TimeWindows
-from windowed_operator.core import WindowedCore
+from windowed_operator.engine.core import WindowedCore
 from windowed_operator.state.group_batch import GroupBatch, next_due, run_group_steps
 from windowed_operator.state.group_state import GroupState
 from windowed_operator.panes import TimestampCombiner
 from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.time import MAX_TIMESTAMP
-from windowed_operator.vectorized import process_batch_arrays
+from windowed_operator.engine.vectorized import process_batch_arrays
 from windowed_operator.windows.base import Window
-from windowed_operator.range_ops import factorize
+from windowed_operator.engine.range_ops import factorize
 from windowed_operator.state.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog, run_window_log_batch,
                                           supports_window_log)
 

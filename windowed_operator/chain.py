@@ -1,23 +1,18 @@
-"""Chained operators in the local runner: each stage's panes are the next stage's elements.
-
-The downstream stage sees a bundle of upstream panes first and the upstream watermark after it,
-so an ON_TIME pane reaches the next stage before that stage's own window becomes late.
-"""
+"""Chained operators: each stage's panes are the next stage's elements (the model of a chain; the
+local runner of one is ``runners.chain.ChainRunner``, reached through ``facade``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, model_validator
 
 from .config import Config
-from .panes import PaneRecord, as_consumed
-from .testing import replay
-from .time import MAX_TIMESTAMP
+from .panes import PaneRecord
 from .watermarks import partition_of
 from .windows.sliding_windows import SlidingWindows
 
 if TYPE_CHECKING:
-    from .facade import LocalRunner, MergeRunner
+    from .facade import ChainRunner
 
 
 def check_consumable(upstream: Any, downstream: Any) -> None:
@@ -61,7 +56,9 @@ class Chain(Config):
 
     def local_runner(self) -> "ChainRunner":
         """A local runner that feeds each stage's panes to the next at the step that made them."""
-        return ChainRunner([op.local_runner() for op in self.operators])
+        from .facade import chain_local_runner
+
+        return chain_local_runner([op.local_runner() for op in self.operators])
 
     def run_local(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
         """Run ``stream`` (a ``TestStream``) through every stage and return the last stage's panes;
@@ -77,61 +74,3 @@ class Chain(Config):
         from .facade import spark_apply_chain
 
         return spark_apply_chain(self.operators, df, *others, **options)
-
-
-class ChainRunner:
-    def __init__(self, runners: list["LocalRunner"]) -> None:
-        self.runners = runners
-
-    @property
-    def outputs(self) -> list[PaneRecord]:
-        return self.runners[-1].outputs
-
-    @property
-    def processing_time(self) -> int:
-        return self.runners[0].processing_time
-
-    def _propagate(self, emitted: list[PaneRecord], stage: int) -> list[PaneRecord]:
-        for runner, upstream in zip(self.runners[stage:], self.runners[stage - 1:]):
-            emitted = as_consumed(emitted, upstream.operator)
-            out = runner.add_elements(*emitted) if emitted else []
-            out.extend(runner.advance_watermark_to(upstream.watermark))
-            emitted = out
-        return emitted
-
-    def add_elements(self, *args: Any, **named: Any) -> list[PaneRecord]:
-        """A bundle of the first stage's input (``partition=``: the input partition it came from)."""
-        return self._propagate(self.runners[0].add_elements(*args, **named), 1)
-
-    def _merge_head(self) -> "MergeRunner":
-        # (the two-input steps are for a chain that starts with a merge operator, whose runner is a MergeRunner)
-        return cast("MergeRunner", self.runners[0])
-
-    def add_elements_from_both(self, left: list, right: list) -> list[PaneRecord]:
-        return self._propagate(self._merge_head().add_elements_from_both(left, right), 1)
-
-    def advance_watermark_to(self, *args: Any) -> list[PaneRecord]:
-        return self._propagate(self.runners[0].advance_watermark_to(*args), 1)
-
-    def mark_idle(self, side: str) -> list[PaneRecord]:
-        return self._propagate(self._merge_head().mark_idle(side), 1)
-
-    def advance_processing_time(self, advance_by: Any) -> list[PaneRecord]:
-        emitted = self.runners[0].advance_processing_time(advance_by)
-        for stage, runner in enumerate(self.runners[1:], start=1):
-            upstream = self.runners[stage - 1]
-            emitted = as_consumed(emitted, upstream.operator)
-            out = runner.add_elements(*emitted) if emitted else []
-            out.extend(runner.advance_processing_time(advance_by))
-            out.extend(runner.advance_watermark_to(upstream.watermark))
-            emitted = out
-        return emitted
-
-    def finish(self) -> list[PaneRecord]:
-        return self._propagate(self.runners[0].finish(), 1)
-
-    def run(self, stream: Any, finish: bool = True) -> list[PaneRecord]:
-        emitted = replay(stream.events, self)
-        if finish and self.runners[-1].watermark < MAX_TIMESTAMP:
-            emitted.extend(self.finish())
-        return emitted

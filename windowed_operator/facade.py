@@ -14,22 +14,30 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # (``X as X``: the runners' types, for the operators' annotations)
     from pyspark.sql import DataFrame as DataFrame
 
-    from .local_runner import LocalRunner as LocalRunner
-    from .merge_runner import MergeRunner as MergeRunner
+    from .runners.chain import ChainRunner as ChainRunner
+    from .runners.local import LocalRunner as LocalRunner
+    from .runners.merge import MergeRunner as MergeRunner
 
 
 def local_runner(op: Any, processing_time: Any = 0) -> "LocalRunner":
     """The local runner of a one-input operator (``OperatorBase.local_runner``)."""
-    from .local_runner import LocalRunner
+    from .runners.local import LocalRunner
 
     return LocalRunner(op, processing_time)
 
 
 def merge_local_runner(op: Any, processing_time: Any = 0) -> "MergeRunner":
     """The local runner of a merge operator (``MergeOperatorBase.local_runner``)."""
-    from .merge_runner import MergeRunner
+    from .runners.merge import MergeRunner
 
     return MergeRunner(op, processing_time)
+
+
+def chain_local_runner(runners: list[Any]) -> "ChainRunner":
+    """The local runner of a chain, over its stages' runners (``Chain.local_runner``)."""
+    from .runners.chain import ChainRunner
+
+    return ChainRunner(runners)
 
 
 def spark_apply(op: Any, df: "DataFrame", **options: Any) -> "DataFrame":

@@ -1,4 +1,4 @@
-"""The user-facing operators: a validated description that builds a core and runs it.
+"""The user-facing operators: a validated description of what to compute (``engine.build`` builds its core).
 
 ``KeyedWindowedOperator`` keeps state per key and window; ``WindowedOperator`` per window (every
 element under one key).  An operator without a window option keeps the windows of the records an
@@ -17,7 +17,6 @@ from triggers.base import Trigger
 from triggers.option import TriggerOption
 
 from .config import REQUIRED, Config, Duration, DurationLike
-from .core import WindowedCore
 from .elements import ElementReader
 from .panes import PaneRecord, TimestampCombiner
 from .testing import TestStream
@@ -114,13 +113,6 @@ class WindowingOptions(Config):
     def core_accumulation(self) -> Accumulation:
         """The one-input accumulation the core folds with."""
         raise NotImplementedError
-
-    def build_core(self) -> WindowedCore:
-        """A new semantic core for this operator (one per runner): its windows, accumulation, trigger,
-        lateness and timestamp combiner.
-        """
-        return WindowedCore(self.window_option, self.core_accumulation(), self.trigger, self.allowed_lateness,
-                            self.timestamp_combiner, label=self.label(), value_column=self.value_column())
 
     def label(self) -> str:
         """How errors name this operator: its name, else what it computes over which windows."""

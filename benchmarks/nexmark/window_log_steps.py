@@ -33,10 +33,11 @@ from nexmark.generator import NexmarkConfig, generate  # noqa: E402
 from timing import alternating  # noqa: E402
 
 from accumulations.merge import SidedValues  # noqa: E402
-from windowed_operator.gc_pause import collector_paused  # noqa: E402
-from windowed_operator.range_ops import factorize  # noqa: E402
+from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402
+from windowed_operator.engine.range_ops import factorize  # noqa: E402
 from windowed_operator.time import MAX_TIMESTAMP, MIN_TIMESTAMP  # noqa: E402
 from windowed_operator.state.window_log import ArrayElements, WindowLog, run_window_log_batch  # noqa: E402
+from windowed_operator.engine.build import build_core
 
 
 class _Store:
@@ -103,7 +104,7 @@ def main() -> int:
     args = parser.parse_args()
     stream = NexmarkConfig(events=args.events)
     config = Q.QueryConfig(max_disorder_ms=stream.max_disorder_ms)
-    core = Q.operator("q8", config).build_core()
+    core = build_core(Q.operator("q8", config))
     batches = _batches(stream, args.batches)
     forms = {"by value (v7)": False, "by column (v8)": True}
     results = {}

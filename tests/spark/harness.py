@@ -20,7 +20,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
-from windowed_operator.chain import Chain, ChainRunner
+from windowed_operator.chain import Chain
+from windowed_operator.runners.chain import ChainRunner
 from windowed_operator.spark import END_OF_INPUT, FileClock
 from windowed_operator.time import MIN_TIMESTAMP, shown_time
 from windowed_operator.watermarks import UpstreamWatermark

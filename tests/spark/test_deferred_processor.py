@@ -34,7 +34,7 @@ class Handle:
 processor = pickle.loads(blob)
 processor.init(Handle())
 heavy = sorted(m for m in sys.modules if m.startswith(("pandas", "numpy", "pydantic", "windowed_operator.spark.worker.processor",
-                                                       "windowed_operator.spark.plan", "windowed_operator.core")))
+                                                       "windowed_operator.spark.plan", "windowed_operator.engine.core")))
 print(heavy)
 print(Handle.declared)
 """

@@ -5,10 +5,10 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from windowed_operator.columnar import ColumnarForm  # noqa: E402
+from windowed_operator.engine.columnar import ColumnarForm  # noqa: E402
 from windowed_operator.state.records import (KeyPanes, KeyPanesCodec, KeySessions, KeySessionsCodec,  # noqa: E402
                                              KeyWindows, KeyWindowsCodec)
-from windowed_operator.columnar_triggers import NOT_SET  # noqa: E402
+from windowed_operator.engine.columnar_triggers import NOT_SET  # noqa: E402
 from windowed_operator.spark.inspect import describe_record  # noqa: E402
 
 
@@ -54,7 +54,7 @@ def test_window_rows_are_printed_with_their_trigger_state():
 def test_a_row_shard_is_printed_key_by_key():
     """A row shard's text (many keys' rows as columns) prints each key's rows as its own record would."""
     from windowed_operator.state.records import SessionRecords
-    from windowed_operator.columnar_sessions import ColumnarSessions
+    from windowed_operator.engine.columnar_sessions import ColumnarSessions
     from windowed_operator.state.row_columns_text import rows_text
     from windowed_operator.spark.inspect import describe_row_shard
     from windowed_operator.windows.session_windows import SessionWindows
@@ -85,7 +85,7 @@ def test_a_joins_window_log_part_is_printed_with_each_windows_inputs():
     from accumulations.merge import SidedAccumulation
     from triggers import TriggerOption
     from windowed_operator import TimeWindows
-    from windowed_operator.core import WindowedCore
+    from windowed_operator.engine.core import WindowedCore
     from windowed_operator.spark.inspect import describe_window_part
     from windowed_operator.state.window_log import Partial, WindowLog
     from windowed_operator.windows.base import Window
@@ -109,8 +109,8 @@ def test_the_keys_of_a_window_log_part_and_a_row_shard_are_counted():
     from triggers import TriggerOption
     from windowed_operator import TimeWindows
     from windowed_operator.state.records import SessionRecords
-    from windowed_operator.columnar_sessions import ColumnarSessions
-    from windowed_operator.core import WindowedCore
+    from windowed_operator.engine.columnar_sessions import ColumnarSessions
+    from windowed_operator.engine.core import WindowedCore
     from windowed_operator.state.row_columns_text import rows_text
     from windowed_operator.spark.inspect import _part_keys
     from windowed_operator.state.window_log import Partial, WindowLog
@@ -136,8 +136,8 @@ def test_limit_counts_keys_not_lines():
     from triggers import TriggerOption
     from windowed_operator import TimeWindows
     from windowed_operator.state.records import SessionRecords
-    from windowed_operator.columnar_sessions import ColumnarSessions
-    from windowed_operator.core import WindowedCore
+    from windowed_operator.engine.columnar_sessions import ColumnarSessions
+    from windowed_operator.engine.core import WindowedCore
     from windowed_operator.state.row_columns_text import rows_text
     from windowed_operator.spark.inspect import _LOGS, describe_state
     from windowed_operator.state.window_log import Partial, WindowLog

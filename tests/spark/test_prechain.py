@@ -9,7 +9,7 @@ import pytest
 
 from accumulations import Count, Sum
 from windowed_operator import KeyedWindowedOperator, SessionWindows
-from windowed_operator.columnar import columnar_form
+from windowed_operator.engine.columnar import columnar_form
 from windowed_operator.elements import BadElementError
 from windowed_operator.spark.scan.prechain import PreChaining, chain_elements, value_dtype
 

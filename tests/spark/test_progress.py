@@ -3,7 +3,7 @@ import pytest
 
 from windowed_operator.spark import END_OF_INPUT
 from windowed_operator.spark.progress import batch_line, batch_progress, format_watermark
-from windowed_operator.totals import Totals
+from windowed_operator.runners.totals import Totals
 
 pytestmark = pytest.mark.spark
 

@@ -19,7 +19,7 @@ from pyspark.errors import StreamingQueryException
 from accumulations import Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
-from windowed_operator.fingerprint import ADVICE, SAFE_CHANGES
+from windowed_operator.state.fingerprint import ADVICE, SAFE_CHANGES
 from windowed_operator.spark import END_OF_INPUT
 from windowed_operator.time import MIN_TIMESTAMP
 

@@ -19,7 +19,7 @@ import json
 from typing import Any, Collection, Iterator, Optional
 
 from ..state.records import _ROW_COLUMNS, PANES, stored_columns
-from ..columnar_triggers import NOT_SET
+from ..engine.columnar_triggers import NOT_SET
 from ..state.group_state import read_record
 from ..state.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from ..state.layouts import PANE_LOG, WINDOW_LOG

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Optional
 
-from ..columnar import ColumnarCore, supports_columnar
-from ..columnar_records import supports_columnar_path
-from ..columnar_sessions import ColumnarSessions
-from ..columnar_triggers import row_trigger
-from ..columnar_windows import ColumnarWindows
+from ..engine.columnar import ColumnarCore, supports_columnar
+from ..engine.columnar_records import supports_columnar_path
+from ..engine.columnar_sessions import ColumnarSessions
+from ..engine.columnar_triggers import row_trigger
+from ..engine.columnar_windows import ColumnarWindows
 from ..operator import WindowingOptions
 from ..panes import TimestampCombiner
 from ..windows.session_windows import SessionWindows
@@ -42,6 +42,7 @@ from .handoff import Handoff
 from .scan.preaggregate import preaggregable
 from .scan.prefold import prefoldable
 from .scan.preselect import preselectable
+from ..engine.build import build_core
 
 
 #: ``SparkPlan.value_column`` when the accumulation folds whole rows on the array path
@@ -195,9 +196,9 @@ def array_values(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
 def vector_value_column(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
     """Whether the core's array path applies to ``operator`` (windows assigned by timestamp) and
     which column holds the values it folds."""
-    from ..vectorized import supports_vectorized
+    from ..engine.vectorized import supports_vectorized
 
-    if not supports_vectorized(operator.build_core()):
+    if not supports_vectorized(build_core(operator)):
         return False, None
     return array_values(operator)
 

@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, TextIO
 from pyspark.sql import DataFrame, SparkSession
 
 from ..pipeline.spec import MemorySource, Pipeline, SinkSpec, SourceSpec, import_dotted
-from ..totals import Totals
+from ..runners.totals import Totals
 from .checkpoint_settings import native_stages_setting, record
 from .driver.native_stage import NATIVE_STAGES_CONF
 from .outputs import split_outputs

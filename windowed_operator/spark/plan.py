@@ -7,7 +7,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..core import Emission
+from ..engine.core import Emission
 from ..elements import BadElementError, ReadElement, element_json
 from ..state.group_batch import Phase
 from ..operator import WindowingOptions

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, TextIO
 from pyspark.sql.streaming import StreamingQueryListener
 
 from ..time import END_OF_INPUT_WATERMARK, time_text
-from ..totals import Totals
+from ..runners.totals import Totals
 
 #: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``driver.stage.observation_name``).
 OBSERVATION_PREFIX = "windowed_operator "

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..key_state import KeyState, SlidingAggregate, WindowState
+from ..engine.key_state import KeyState, SlidingAggregate, WindowState
 from ..windows.base import Window
 
 

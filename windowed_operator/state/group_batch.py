@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Callable, Hashable, Optional
 
-from ..core import Emission, WindowedCore
+from ..engine.core import Emission, WindowedCore
 from .group_state import GroupState
-from ..key_state import KeyState
+from ..engine.key_state import KeyState
 
 #: Runs the core on one key's rows: ``(key, state) -> Emission``.
 KeyWork = Callable[[Optional[Hashable], KeyState], Emission]

@@ -27,7 +27,7 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 
 from . import legacy
 from .due_index import DueIndex, IndexStore
-from ..fingerprint import check_restart
+from .fingerprint import check_restart
 from .key_shards import KeyShards
 from .layouts import KEY_SHARDS
 from .part_log import PartStore

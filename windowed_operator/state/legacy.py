@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar
 
 from triggers.base import TimeDomain, TriggerContext
 
-from ..columnar_triggers import NOT_SET
+from ..engine.columnar_triggers import NOT_SET
 from ..time import MIN_TIMESTAMP
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -25,10 +25,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..columnar import ColumnarCore, PaneTable
-from ..columnar_panes import object_array
+from ..engine.columnar import ColumnarCore, PaneTable
+from ..engine.columnar_panes import object_array
 from .records import _column, _decoded, _encoded
-from ..range_ops import factorize, lexsort_ints, run_starts
+from ..engine.range_ops import factorize, lexsort_ints, run_starts
 from .codec import KeyStateCodec
 from ..time_rules import is_timer_due
 from .layouts import PANE_LOG

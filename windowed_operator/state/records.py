@@ -25,12 +25,12 @@ from typing import Any, Callable, Hashable, Iterable, Optional, Protocol
 import numpy as np
 
 
-from ..columnar import ColumnarCore, ColumnarForm, PaneTable
-from ..columnar_panes import object_array
-from ..columnar_records import Engine
-from ..columnar_sessions import ColumnarSessions, SessionTable
-from ..columnar_triggers import NOT_SET
-from ..columnar_windows import ColumnarWindows, WindowTable
+from ..engine.columnar import ColumnarCore, ColumnarForm, PaneTable
+from ..engine.columnar_panes import object_array
+from ..engine.columnar_records import Engine
+from ..engine.columnar_sessions import ColumnarSessions, SessionTable
+from ..engine.columnar_triggers import NOT_SET
+from ..engine.columnar_windows import ColumnarWindows, WindowTable
 from ..time import MIN_TIMESTAMP
 from ..time_rules import expiry_due
 from .codec import KeyStateCodec

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..columnar_panes import object_array
+from ..engine.columnar_panes import object_array
 from .records import _ROW_COLUMNS, _column, _decoded, _encoded
-from ..columnar_triggers import RowTable
+from ..engine.columnar_triggers import RowTable
 from .codec import KeyStateCodec
 
 _VALUES = KeyStateCodec()

@@ -41,7 +41,7 @@ from typing import Any, Callable, Hashable, Iterable, Optional, cast
 
 import numpy as np
 
-from ..columnar_triggers import NOT_SET, RowTable
+from ..engine.columnar_triggers import NOT_SET, RowTable
 from .group_state import EVENT, PROCESSING, GroupState
 from .shards import ShardBook, compact_json
 from .part_log import PartStore

@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from ..columnar_triggers import RowTable
-from ..core import Emission
+from ..engine.columnar_triggers import RowTable
+from ..engine.core import Emission
 from ..time import MIN_TIMESTAMP
 from .group_state import SHARDS, GroupState
 from .layouts import BY_NAME, Layout, record_layout

@@ -31,17 +31,17 @@ import numpy as np
 from accumulations.merge import SidedAccumulation
 
 from .records import _decoded, _encoded
-from ..core import Emission, WindowedCore
+from ..engine.core import Emission, WindowedCore
 from .group_batch import Work
 from ..panes import DropReason, DroppedElement, TimestampCombiner
 from .part_log import PartStore, run_part_log_batch
-from ..range_ops import lexsort_ints
+from ..engine.range_ops import lexsort_ints
 from .record_columns import decode_sided, encode_sided
-from ..key_state import KeyState, WindowState
+from ..engine.key_state import KeyState, WindowState
 from .codec import KeyStateCodec
 from ..time import MIN_TIMESTAMP
 from ..time_rules import is_timer_due
-from ..vectorized import segment_holds
+from ..engine.vectorized import segment_holds
 from ..windows.base import Window
 from .layouts import WINDOW_LOG
 

@@ -8,7 +8,7 @@ unions of their step-long panes; tumbling windows are their own single pane; the
 one pane.
 
 A layout answers, for arrays of timestamps or pane starts, the three questions the pane-sharing
-path asks (``windowed_operator.columnar``): which pane holds a timestamp, which window ends cover a
+path asks (``windowed_operator.engine.columnar``): which pane holds a timestamp, which window ends cover a
 pane (always a run of ends ``step`` apart), and where the window with a given end starts.  The
 family's own ``assign`` stays the definition; ``tests/test_windows.py`` checks the layouts
 against it.

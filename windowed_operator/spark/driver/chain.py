@@ -34,7 +34,7 @@ from ...chain import check_consumable
 from ...elements import BadElementError
 from ...operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
 from ...panes import SIDE_OUTPUT_COLUMNS, panes_from_columns
-from ...vectorized import supports_vectorized
+from ...engine.vectorized import supports_vectorized
 from ...watermarks import UpstreamWatermark
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
@@ -46,6 +46,7 @@ from .stage import observation_name, run_processor
 from ..paths import object_paths
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
 from ..settings import conf_flag
+from ...engine.build import build_core
 
 
 class RouteKeys:
@@ -196,7 +197,7 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
         event_time_output=spark_event_time,
-        paths=object_paths(vectorized and supports_vectorized(op.build_core())))
+        paths=object_paths(vectorized and supports_vectorized(build_core(op))))
     return run_processor(frame, plan, group_column, inherited_windows=feed.windows)
 
 

@@ -22,7 +22,7 @@ from pyspark.sql.types import StructField, StructType
 from accumulations.merge import LEFT, RIGHT, SIDES
 
 from ...merge_operator import MergeOperatorBase
-from ...vectorized import supports_vectorized
+from ...engine.vectorized import supports_vectorized
 from ...watermarks import BoundedDisorderWatermark
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
@@ -36,6 +36,7 @@ from ..errors import SparkOperatorError
 from ..scan.heartbeat import Heartbeats, with_beat_column
 from ..paths import object_paths
 from ..plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
+from ...engine.build import build_core
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame, end_of_input: Optional[str]) -> Optional[str]:
@@ -71,7 +72,7 @@ def _folds_sided_arrays(op: MergeOperatorBase) -> bool:
     that keeps each input as it is (joins, cogroups: ``folds_sided_arrays``), and each input's value
     its whole row, one field of it or a record of its fields (a callable extractor runs per element,
     on the element path)."""
-    return supports_vectorized(op.build_core()) and all(
+    return supports_vectorized(build_core(op)) and all(
         not callable(op.side_extractor(side, "value")) for side in SIDES)
 
 

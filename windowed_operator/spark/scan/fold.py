@@ -15,7 +15,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from ...columnar import columnar_form
+from ...engine.columnar import columnar_form
 from ...operator import WindowingOptions
 from ...windows.session_windows import SessionWindows
 from ..connect_compat import map_in_arrow

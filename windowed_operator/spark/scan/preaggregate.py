@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from accumulations.int64 import may_wrap
 
-from ...columnar import ColumnarForm
+from ...engine.columnar import ColumnarForm
 from ...elements import rejected_row_error
 from ...time import event_time_in_range
 from ...windows.pane_layout import PaneLayout

@@ -2,7 +2,7 @@
 
 Sessions have no pane layout, so ``preaggregate`` cannot fold them; but within a micro-batch a
 key's elements each less than one gap after the one before always merge into one session
-(``windowed_operator.session_chains``).  So the scan stage sorts a partition's rows by key and
+(``windowed_operator.engine.session_chains``).  So the scan stage sorts a partition's rows by key and
 time, cuts them into chains under the window's gap and hands on one row per chain: the key, its
 first and last time, its element count, the accumulation's partial aggregates, and its elements'
 times (and values) as bytes, which the stateful side reads only for a chain reaching back past
@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from accumulations.int64 import may_wrap
 
-from ...session_chains import ChainRuns, chain_aggregates, chain_runs
+from ...engine.session_chains import ChainRuns, chain_aggregates, chain_runs
 from .preaggregate import COUNT_COLUMN, FormFold, aggregate_fields, declared_arrow_schema
 
 #: A chain's first and last element time (epoch ms).

@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import TimerValues
 
-from ...columnar import PaneTable, Panes
-from ...columnar_sessions import ColumnarSessions, SessionTable
+from ...engine.columnar import PaneTable, Panes
+from ...engine.columnar_sessions import ColumnarSessions, SessionTable
 from ...elements import is_null
-from ...fingerprint import IncompatibleRestartError
-from ...core import Emission
+from ...state.fingerprint import IncompatibleRestartError
+from ...engine.core import Emission
 from ...panes import DroppedElement
-from ...range_ops import factorize
+from ...engine.range_ops import factorize
 from ...state.group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
 from ...state.group_state import GroupState
 from ...state.part_log import held_buckets, run_part_log_batch
@@ -178,7 +178,7 @@ class TableGroups(GroupRunner):
     def run(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
             fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
         """The keys a batch touches and the keys due, as one table of panes, sessions or windows
-        (see ``windowed_operator.columnar``, ``columnar_sessions``, ``columnar_windows`` and
+        (see ``windowed_operator.engine.columnar``, ``columnar_sessions``, ``columnar_windows`` and
         ``columnar_records``)."""
         plan = self.plan
         assert self.columnar is not None

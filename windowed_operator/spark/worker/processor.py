@@ -9,7 +9,7 @@ follow the keys it touches, not the keys held.
 
 Within a call, operators a columnar path serves (``paths.Engine``: chosen on the driver) run on a
 table of the group's panes, sessions or windows; other windows assigned by timestamp with a
-vectorized accumulation go through the core's array path (``windowed_operator.vectorized``);
+vectorized accumulation go through the core's array path (``windowed_operator.engine.vectorized``);
 everything else element by element.  All give the same panes.  This class is the dispatcher: Spark's
 callbacks, the layout its state keeps (chosen once, in ``init``), and one ``groups.GroupRunner``
 that runs each call (its clocks in ``timers``, its rows in ``rows`` and ``fed``).
@@ -22,8 +22,8 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, StatefulProcessor, StatefulProcessorHandle,
                                                       TimerValues)
 
-from ...fingerprint import state_fingerprint
-from ...gc_pause import collector_paused
+from ...state.fingerprint import state_fingerprint
+from .gc_pause import collector_paused
 from ...state.codec import KeyStateCodec
 from ...state.layouts import PANE_LOG, STATE_VERSION, WINDOW_LOG, choose_layout
 from ...state.pane_log import PaneLog, supports_pane_log
@@ -37,6 +37,7 @@ from ..scan.packing import PACKED_POSITION, unpack_rows
 from .group_store import SparkGroupStore
 from .groups import GroupRunner, ObjectGroups, TableGroups
 from .state_schemas import DeclaredState
+from ...engine.build import build_core
 
 class WindowedStatefulProcessor(StatefulProcessor):
     """The processor Spark calls (through ``deferred.DeferredProcessor``): one call per key group with
@@ -49,7 +50,7 @@ class WindowedStatefulProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle, state: DeclaredState) -> None:  # type: ignore[override]
         """``state``: the variables the ``DeferredProcessor`` Spark runs declared in its own ``init``."""
         self.handle = handle
-        self.core = self.plan.operator.build_core()
+        self.core = build_core(self.plan.operator)
         self.reader = self.plan.record_reader()
         self.columnar: Any = None
         if self.plan.paths.engine.table:

@@ -14,14 +14,14 @@ import pandas as pd
 from accumulations.merge import LEFT, RIGHT, SidedValues
 from accumulations.rows import Rows
 
-from ...core import CoreElement, Emission, WindowedCore
+from ...engine.core import CoreElement, Emission, WindowedCore
 from ...elements import BadElementError, readable_value, rejected_row_error
 from ...merge_operator import MergeOperatorBase
 from ...panes import DroppedElement
-from ...range_ops import factorize, lexsort_ints
-from ...key_state import KeyState
+from ...engine.range_ops import factorize, lexsort_ints
+from ...engine.key_state import KeyState
 from ...time import MIN_TIMESTAMP, event_time_in_range, latest_event_time
-from ...vectorized import process_batch_arrays
+from ...engine.vectorized import process_batch_arrays
 from ...state.window_log import ArrayElements
 from ..paths import WHOLE_ROWS, Fold
 from ..plan import GROUP_COLUMN, PAYLOAD_COLUMNS, ROUTE_COLUMN, SIDE_COLUMN, SIDED_VALUES, SparkPlan

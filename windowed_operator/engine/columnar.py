@@ -42,12 +42,12 @@ from accumulations.int64 import exact, first_outside_int64
 from accumulations.numeric import Count, Max, Mean, Min, Sum
 from triggers.option import TriggerOption
 
-from .panes import DropReason, DroppedElement, Timing, WindowOverflowError
+from ..panes import DropReason, DroppedElement, Timing, WindowOverflowError
 from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_reduce, range_sums, run_starts
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from .time_rules import (end_of_window_due, expiry_due, is_end_reached, is_expired, latest_max_timestamp_expired,
+from ..time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from ..time_rules import (end_of_window_due, expiry_due, is_end_reached, is_expired, latest_max_timestamp_expired,
                          latest_max_timestamp_reached)
-from .windows.base import Window, WindowOption
+from ..windows.base import Window, WindowOption
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def columnar_form(accumulation: Accumulation) -> Optional[ColumnarForm]:
 
 def supports_columnar(window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                       timestamp_combiner: Any) -> bool:
-    from .panes import TimestampCombiner
+    from ..panes import TimestampCombiner
 
     form = columnar_form(accumulation)
     return (window.kind == "assigned" and trigger.kind == "default" and not trigger.retracting

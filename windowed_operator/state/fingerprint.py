@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional
 
 from triggers.option import AccumulationMode
 
-from .state.layouts import LAYOUT_MIGRATIONS, VERSION_MIGRATIONS, record_layout
+from .layouts import LAYOUT_MIGRATIONS, VERSION_MIGRATIONS, record_layout
 
 #: Parts of the fingerprint a restart may change, and why the panes then equal those of an
 #: uninterrupted run with the new operator (from the restart on).  Some parts only in one direction:

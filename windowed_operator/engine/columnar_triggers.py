@@ -38,8 +38,8 @@ from triggers.option import Firing, TriggerOption
 from .columnar import ColumnarForm, Panes, columnar_form
 from .columnar_panes import ColumnarEmitter, object_array
 from .range_ops import factorize, lexsort_ints
-from .time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from .time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
+from ..time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from ..time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
 
 #: A row's processing-time firing when none is pending (no element since its phase's last pane, or
 #: no firing by processing time in its phase).
@@ -136,7 +136,7 @@ def supports_triggered_rows(accumulation: Accumulation, trigger: TriggerOption, 
     window.  Discarding min/max keep the object path (their accumulator
     has no array identity to restart from), and so does a discarding mean with early firings (its
     ON_TIME pane may be empty, which has no mean)."""
-    from .panes import TimestampCombiner
+    from ..panes import TimestampCombiner
 
     form = columnar_form(accumulation)
     machine = row_trigger(trigger)

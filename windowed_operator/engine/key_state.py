@@ -10,7 +10,7 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-from .windows.base import Window
+from ..windows.base import Window
 
 
 @dataclass(slots=True)

@@ -20,8 +20,8 @@ import numpy as np
 
 from accumulations.rows import Rows
 
-from .elements import ElementReader
-from .panes import RetractedValue
+from ..elements import ElementReader
+from ..panes import RetractedValue
 
 #: The dtype kinds of value columns taken as they are (what ``pane_from_row`` would read, row by row,
 #: as Python numbers of the same values).

@@ -14,12 +14,12 @@ from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
-from . import time_rules
+from .. import time_rules
 from .core import Emission, WindowedCore
-from .panes import DropReason, DroppedElement
+from ..panes import DropReason, DroppedElement
 from .range_ops import lexsort_ints
 from .key_state import KeyState
-from .windows.base import Window
+from ..windows.base import Window
 
 
 def supports_vectorized(core: WindowedCore) -> bool:

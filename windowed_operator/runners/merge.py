@@ -5,14 +5,14 @@ from typing import TYPE_CHECKING, Any, Hashable, Optional
 
 from accumulations.merge import SIDES
 
-from .local_runner import LocalRunner
-from .panes import PaneRecord
-from .testing import _elements
-from .time import MAX_TIMESTAMP, to_millis
-from .watermarks import TwoInputWatermarkTracker
+from .local import LocalRunner
+from ..panes import PaneRecord
+from ..testing import _elements
+from ..time import MAX_TIMESTAMP, to_millis
+from ..watermarks import TwoInputWatermarkTracker
 
 if TYPE_CHECKING:
-    from .merge_operator import MergeOperatorBase
+    from ..merge_operator import MergeOperatorBase
 
 
 class MergeRunner(LocalRunner):

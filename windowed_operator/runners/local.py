@@ -4,16 +4,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional
 
-from .core import CoreElement, Emission, WindowedCore
-from .elements import BadElementError
-from .panes import DroppedElement, PaneRecord
-from .key_state import KeyState
-from .testing import _elements, replay
-from .time import MAX_TIMESTAMP, to_duration_millis, to_millis
-from .watermarks import WatermarkTracker, partition_of
+from ..engine.core import CoreElement, Emission, WindowedCore
+from ..elements import BadElementError
+from ..panes import DroppedElement, PaneRecord
+from ..engine.key_state import KeyState
+from ..testing import _elements, replay
+from ..time import MAX_TIMESTAMP, to_duration_millis, to_millis
+from ..watermarks import WatermarkTracker, partition_of
+from ..engine.build import build_core
 
 if TYPE_CHECKING:
-    from .operator import OperatorBase
+    from ..operator import OperatorBase
 
 
 class LocalRunner:
@@ -24,7 +25,7 @@ class LocalRunner:
 
     def __init__(self, operator: "OperatorBase", processing_time: Any = 0) -> None:
         self.operator = operator
-        self.core: WindowedCore = operator.build_core()
+        self.core: WindowedCore = build_core(operator)
         self.states: dict[Optional[Hashable], KeyState] = {}
         self.processing_time = to_millis(processing_time)
         self._build_inputs(operator)
