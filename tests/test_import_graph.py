@@ -227,3 +227,67 @@ def test_a_lazy_and_a_type_only_circle_in_a_package_on_disk_are_found(tmp_path):
     assert circles(edges_of(graph, ("module", "lazy"), frozenset())) == [["planted.one", "planted.two"]]
     assert sorted(circles(edges_of(graph, KINDS, frozenset()))) == [["planted.four", "planted.three"],
                                                                    ["planted.one", "planted.two"]]
+
+
+# -- the wings: imports run one way --------------------------------------------------------------------
+
+#: The wings, lowest first: a module may import its own wing and lower ones, never a higher one (at
+#: module level, lazily or for types).  ``spark/`` is split by where its code runs: the support
+#: modules every part uses (``spark.base``), the scan stage's folds, the plan the driver builds and
+#: the worker reads (``paths``, ``plan``, ``outputs``), the worker, the driver, and the Spark entry
+#: points (the ``spark`` package, the pipeline run, the demo, the inspector); ``sinks`` and
+#: ``pipeline`` sit above the Spark runner's parts they use (a table sink reads a Spark batch) and
+#: below the entry points that run a pipeline.
+WINGS = ("model", "engine", "state", "runners", "spark.base", "spark.scan", "spark.plan", "spark.worker",
+         "spark.driver", "sinks", "pipeline", "spark.entry", "cli")
+#: Modules of ``spark/`` itself (not of a sub-package) by wing; the rest of ``spark/`` is ``spark.base``.
+SPARK_PLAN = frozenset({"paths", "plan", "outputs"})
+SPARK_ENTRY = frozenset({"", "pipeline_run", "demo", "inspect", "checkpoint_settings", "worker_daemon"})
+CLI = frozenset({"windowed_operator.cli", "windowed_operator.error_summary"})
+
+
+def wing_of(module: str) -> str:
+    """The wing a module belongs to (``triggers``, ``accumulations`` and the top-level modules of
+    ``windowed_operator`` are the model)."""
+    parts = module.split(".")
+    if parts[0] != "windowed_operator" or len(parts) == 1:
+        return "model"
+    if module in CLI:
+        return "cli"
+    if parts[1] in ("engine", "state", "runners", "sinks", "pipeline"):
+        return parts[1]
+    if parts[1] != "spark":
+        return "model"
+    sub = parts[2] if len(parts) > 2 else ""
+    if sub in ("scan", "worker", "driver"):
+        return f"spark.{sub}"
+    if sub in SPARK_PLAN:
+        return "spark.plan"
+    return "spark.entry" if sub in SPARK_ENTRY else "spark.base"
+
+
+def against_the_order(graph: Graph, allowed: frozenset[tuple[str, str]] = ALLOWED) -> list[tuple[str, str, str]]:
+    """Every import of a higher wing (module, imported, kind), but the facade's allowed edges."""
+    rank = {wing: i for i, wing in enumerate(WINGS)}
+    return sorted((module, target, kind) for module, by_kind in graph.items() for kind in KINDS
+                  for target in by_kind[kind]
+                  if rank[wing_of(target)] > rank[wing_of(module)] and (module, target) not in allowed)
+
+
+def test_every_import_runs_down_the_wings():
+    assert against_the_order(GRAPH) == []
+
+
+def test_every_wing_has_modules_and_the_model_imports_no_engine():
+    wings = {wing_of(module) for module in GRAPH}
+    assert wings == set(WINGS)
+    model_imports = {t for m in GRAPH if wing_of(m) == "model" and m != FACADE for kind in KINDS for t in GRAPH[m][kind]}
+    assert sorted(t for t in model_imports if wing_of(t) != "model") == []
+
+
+def test_an_import_against_the_order_is_found():
+    graph: Graph = {"windowed_operator.engine.core": {"module": set(), "lazy": {"windowed_operator.state.codec"},
+                                                      "type": set()},
+                    "windowed_operator.state.codec": {"module": {"windowed_operator.engine.core"}, "lazy": set(),
+                                                      "type": set()}}
+    assert against_the_order(graph) == [("windowed_operator.engine.core", "windowed_operator.state.codec", "lazy")]

@@ -10,7 +10,7 @@ import pytest
 
 from windowed_operator.cli import main
 from windowed_operator.pipeline import PipelineError, load_pipeline, parse_pipeline
-from windowed_operator.pipeline.ddl import DDLError, parse_columns
+from windowed_operator.ddl import DDLError, parse_columns
 
 PIPELINE = textwrap.dedent("""\
     name: clicks

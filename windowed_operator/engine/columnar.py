@@ -43,11 +43,11 @@ from accumulations.numeric import Count, Max, Mean, Min, Sum
 from triggers.option import TriggerOption
 
 from ..panes import DropReason, DroppedElement, Timing, WindowOverflowError
-from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_reduce, range_sums, run_starts
 from ..time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from ..time_rules import (end_of_window_due, expiry_due, is_end_reached, is_expired, latest_max_timestamp_expired,
                          latest_max_timestamp_reached)
 from ..windows.base import Window, WindowOption
+from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_reduce, range_sums, run_starts
 
 
 @dataclass(frozen=True)

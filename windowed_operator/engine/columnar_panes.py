@@ -18,10 +18,10 @@ from accumulations.base import Accumulation
 from accumulations.int64 import first_outside_int64
 from triggers.option import TriggerOption
 
-from .columnar import ColumnarForm, Panes
 from ..panes import Timing, WindowOverflowError
 from ..time_rules import is_end_reached, is_on_time
 from ..windows.base import Window
+from .columnar import ColumnarForm, Panes
 
 
 def object_array(values: Any = ()) -> np.ndarray:

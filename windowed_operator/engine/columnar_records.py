@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
+from ..panes import TimestampCombiner
+from ..windows.session_windows import SessionWindows
 from .columnar import ColumnarCore, supports_columnar
 from .columnar_sessions import ColumnarSessions, supports_columnar_sessions
 from .columnar_windows import ColumnarWindows, supports_columnar_windows
-from ..panes import TimestampCombiner
-from ..windows.session_windows import SessionWindows
 
 
 def supports_columnar_path(window: Any, accumulation: Any, trigger: Any, timestamp_combiner: Any) -> bool:

@@ -34,12 +34,12 @@ import numpy as np
 from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
-from .columnar import Panes
-from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from ..panes import DropReason, DroppedElement
-from .range_ops import factorize, lexsort_ints, running_max_by_run
 from ..time_rules import is_end_reached, is_expired, sets_element_hold
 from ..windows.session_windows import SessionWindows
+from .columnar import Panes
+from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
+from .range_ops import factorize, lexsort_ints, running_max_by_run
 
 
 #: A key group's sessions (``columnar_triggers.RowTable``).

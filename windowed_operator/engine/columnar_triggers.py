@@ -35,11 +35,11 @@ import numpy as np
 from accumulations.base import Accumulation
 from triggers.option import Firing, TriggerOption
 
+from ..time import MAX_TIMESTAMP, MIN_TIMESTAMP
+from ..time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
 from .columnar import ColumnarForm, Panes, columnar_form
 from .columnar_panes import ColumnarEmitter, object_array
 from .range_ops import factorize, lexsort_ints
-from ..time import MAX_TIMESTAMP, MIN_TIMESTAMP
-from ..time_rules import end_of_window_due, expiry_due, is_end_reached, is_expired, is_timer_due
 
 #: A row's processing-time firing when none is pending (no element since its phase's last pane, or
 #: no firing by processing time in its phase).

@@ -31,12 +31,12 @@ import numpy as np
 from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
-from .columnar import Panes
-from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
 from ..panes import DropReason, DroppedElement
-from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_sums, run_starts
 from ..time_rules import is_expired, latest_max_timestamp_expired, sets_element_hold
 from ..windows.base import WindowOption
+from .columnar import Panes
+from .columnar_triggers import NOT_SET, RowTable, TriggeredRows, supports_triggered_rows
+from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_sums, run_starts
 
 
 #: A key group's windows (``columnar_triggers.RowTable``).

@@ -16,13 +16,13 @@ from accumulations.base import Accumulation
 from triggers.base import TimeDomain, TriggerContext
 from triggers.option import TriggerOption
 
-from .firing import PaneEmitter
-from ..panes import DropReason, DroppedElement, PaneRecord, RetractedValue, TimestampCombiner
 from .. import time_rules
-from .key_state import KeyState, WindowState
+from ..panes import DropReason, DroppedElement, PaneRecord, RetractedValue, TimestampCombiner
 from ..time import MAX_TIMESTAMP
 from ..windows.base import MergingWindowOption, Window, WindowOption
 from ..windows.sliding_windows import SlidingWindows
+from .firing import PaneEmitter
+from .key_state import KeyState, WindowState
 
 #: One input of the core: event time, value, and the window it already has (window propagation) or None.
 CoreElement = tuple[int, Any, Optional[Window]]

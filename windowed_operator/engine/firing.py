@@ -12,9 +12,9 @@ from accumulations.int64 import fits_int64
 from triggers.option import TriggerOption
 
 from ..panes import PaneRecord, TimestampCombiner, Timing, WindowOverflowError
-from .key_state import WindowState
 from ..time_rules import is_end_reached, is_on_time
 from ..windows.base import Window
+from .key_state import WindowState
 
 
 class PaneEmitter:

@@ -15,11 +15,11 @@ from typing import Any, Callable, Hashable, Optional
 import numpy as np
 
 from .. import time_rules
-from .core import Emission, WindowedCore
 from ..panes import DropReason, DroppedElement
-from .range_ops import lexsort_ints
-from .key_state import KeyState
 from ..windows.base import Window
+from .core import Emission, WindowedCore
+from .key_state import KeyState
+from .range_ops import lexsort_ints
 
 
 def supports_vectorized(core: WindowedCore) -> bool:

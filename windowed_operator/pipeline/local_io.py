@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from ..ddl import parse_columns
 from ..elements import element_json
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord
-from .ddl import parse_columns
 from ..time import shown_time
 
 _INTEGRAL = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}

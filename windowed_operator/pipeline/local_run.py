@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
 from ..panes import DropReason, DroppedElement, PaneRecord, as_consumed
-from ..watermarks import BoundedDisorderWatermark
 from ..runners.totals import Totals
+from ..watermarks import BoundedDisorderWatermark
 from .local_io import console_table, dropped_row, pane_row, read_file, side_row, typed_rows, write_rows
 from .spec import Pipeline, SourceSpec
 

@@ -23,7 +23,7 @@ from accumulations.merge import MergeAccumulation
 from triggers.option import TriggerOption
 
 from ..config import Duration, _duration
-from .ddl import parse_columns
+from ..ddl import parse_columns
 from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, WindowedMergeOperator
 from ..operator import KeyedWindowedOperator, WindowedOperator
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS

@@ -4,14 +4,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional
 
-from ..engine.core import CoreElement, Emission, WindowedCore
 from ..elements import BadElementError
-from ..panes import DroppedElement, PaneRecord
+from ..engine.build import build_core
+from ..engine.core import CoreElement, Emission, WindowedCore
 from ..engine.key_state import KeyState
+from ..panes import DroppedElement, PaneRecord
 from ..testing import _elements, replay
 from ..time import MAX_TIMESTAMP, to_duration_millis, to_millis
 from ..watermarks import WatermarkTracker, partition_of
-from ..engine.build import build_core
 
 if TYPE_CHECKING:
     from ..operator import OperatorBase

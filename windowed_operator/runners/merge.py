@@ -5,11 +5,11 @@ from typing import TYPE_CHECKING, Any, Hashable, Optional
 
 from accumulations.merge import SIDES
 
-from .local import LocalRunner
 from ..panes import PaneRecord
 from ..testing import _elements
 from ..time import MAX_TIMESTAMP, to_millis
 from ..watermarks import TwoInputWatermarkTracker
+from .local import LocalRunner
 
 if TYPE_CHECKING:
     from ..merge_operator import MergeOperatorBase

@@ -117,7 +117,7 @@ def check_operator(operator: Any, mode: SinkMode, final_only: bool = False) -> N
 
 def _struct_fields(ddl: str) -> Optional[list[tuple[str, str]]]:
     """The fields of a ``struct<...>`` DDL type (None: not a struct)."""
-    from ..pipeline.ddl import parse_columns
+    from ..ddl import parse_columns
 
     text = parse_columns(f"v {ddl}")[0][1]
     if not text.startswith("struct<"):

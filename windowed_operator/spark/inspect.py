@@ -18,19 +18,19 @@ from __future__ import annotations
 import json
 from typing import Any, Collection, Iterator, Optional
 
-from ..state.records import _ROW_COLUMNS, PANES, stored_columns
 from ..engine.columnar_triggers import NOT_SET
+from ..state.codec import KeyStateCodec
 from ..state.group_state import read_record
 from ..state.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
 from ..state.layouts import PANE_LOG, WINDOW_LOG
 from ..state.pane_log import DOMAIN as PANE_LOG_DOMAIN
+from ..state.records import _ROW_COLUMNS, PANES, stored_columns
 from ..state.row_columns_text import column_values
 from ..state.row_shards import DOMAIN as ROW_SHARDS_DOMAIN
-from ..state.codec import KeyStateCodec
-from ..time import time_text
 from ..state.window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
-from .worker.group_store import DUE_STATE, KEYS_STATE, META_STATE
+from ..time import time_text
 from .plan import GROUP_COLUMN
+from .worker.group_store import DUE_STATE, KEYS_STATE, META_STATE
 
 
 def _when(ms: Optional[int]) -> str:

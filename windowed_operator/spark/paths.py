@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Optional
 
+from ..engine.build import build_core
 from ..engine.columnar import ColumnarCore, supports_columnar
 from ..engine.columnar_records import supports_columnar_path
 from ..engine.columnar_sessions import ColumnarSessions
@@ -42,7 +43,6 @@ from .handoff import Handoff
 from .scan.preaggregate import preaggregable
 from .scan.prefold import prefoldable
 from .scan.preselect import preselectable
-from ..engine.build import build_core
 
 
 #: ``SparkPlan.value_column`` when the accumulation folds whole rows on the array path

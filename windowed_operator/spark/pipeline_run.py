@@ -15,8 +15,8 @@ from ..runners.totals import Totals
 from .checkpoint_settings import native_stages_setting, record
 from .driver.native_stage import NATIVE_STAGES_CONF
 from .outputs import split_outputs
-from .settings import read_flag
 from .progress import ProgressPrinter, await_queries
+from .settings import read_flag
 
 
 def _memory_source(spark: SparkSession, name: str, memory: MemorySource, workdir: Path) -> DataFrame:

@@ -7,11 +7,11 @@ from typing import Any, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..engine.core import Emission
 from ..elements import BadElementError, ReadElement, element_json
-from ..state.group_batch import Phase
+from ..engine.core import Emission
 from ..operator import WindowingOptions
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord, pane_from_row  # noqa: F401 (re-exported)
+from ..state.group_batch import Phase
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
 from ..watermarks import BoundedDisorderWatermark
 from .clock import FileClock, SparkBatchClock

@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional, TextIO
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from ..time import END_OF_INPUT_WATERMARK, time_text
 from ..runners.totals import Totals
+from ..time import END_OF_INPUT_WATERMARK, time_text
 
 #: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``driver.stage.observation_name``).
 OBSERVATION_PREFIX = "windowed_operator "

@@ -18,8 +18,8 @@ from enum import IntEnum
 from typing import Callable, Hashable, Optional
 
 from ..engine.core import Emission, WindowedCore
-from .group_state import GroupState
 from ..engine.key_state import KeyState
+from .group_state import GroupState
 
 #: Runs the core on one key's rows: ``(key, state) -> Emission``.
 KeyWork = Callable[[Optional[Hashable], KeyState], Emission]

@@ -25,14 +25,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable, Optional, Protocol, Union
 
+from ..time import MAX_TIMESTAMP
+from ..time_rules import is_timer_due
 from . import legacy
 from .due_index import DueIndex, IndexStore
 from .fingerprint import check_restart
 from .key_shards import KeyShards
 from .layouts import KEY_SHARDS
 from .part_log import PartStore
-from ..time import MAX_TIMESTAMP
-from ..time_rules import is_timer_due
 
 EVENT, PROCESSING = "event", "processing"
 #: The group record's field holding the key shards' bookkeeping (absent: a record per key).

@@ -27,11 +27,11 @@ import numpy as np
 
 from ..engine.columnar import ColumnarCore, PaneTable
 from ..engine.columnar_panes import object_array
-from .records import _column, _decoded, _encoded
 from ..engine.range_ops import factorize, lexsort_ints, run_starts
-from .codec import KeyStateCodec
 from ..time_rules import is_timer_due
+from .codec import KeyStateCodec
 from .layouts import PANE_LOG
+from .records import _column, _decoded, _encoded
 
 #: The store's part domain the pane log writes under (the due index's parts use "event", "processing"), and its
 #: field of the group's record (``layouts.PANE_LOG``).

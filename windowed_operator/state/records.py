@@ -33,8 +33,8 @@ from ..engine.columnar_triggers import NOT_SET
 from ..engine.columnar_windows import ColumnarWindows, WindowTable
 from ..time import MIN_TIMESTAMP
 from ..time_rules import expiry_due
-from .codec import KeyStateCodec
 from . import legacy
+from .codec import KeyStateCodec
 from .group_state import GroupState
 from .layouts import PER_KEY_PANE_ROWS, PER_KEY_SESSION_ROWS, PER_KEY_WINDOW_ROWS, Layout
 

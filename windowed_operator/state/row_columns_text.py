@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from ..engine.columnar_panes import object_array
-from .records import _ROW_COLUMNS, _column, _decoded, _encoded
 from ..engine.columnar_triggers import RowTable
 from .codec import KeyStateCodec
+from .records import _ROW_COLUMNS, _column, _decoded, _encoded
 
 _VALUES = KeyStateCodec()
 _encode_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode

@@ -42,13 +42,13 @@ from typing import Any, Callable, Hashable, Iterable, Optional, cast
 import numpy as np
 
 from ..engine.columnar_triggers import NOT_SET, RowTable
-from .group_state import EVENT, PROCESSING, GroupState
-from .shards import ShardBook, compact_json
-from .part_log import PartStore
-from .row_columns_text import decoded_keys, key_runs, rows_texts, table_of_parts
 from ..time import MIN_TIMESTAMP
 from ..time_rules import is_timer_due
+from .group_state import EVENT, PROCESSING, GroupState
 from .layouts import ROW_SHARDS
+from .part_log import PartStore
+from .row_columns_text import decoded_keys, key_runs, rows_texts, table_of_parts
+from .shards import ShardBook, compact_json
 
 #: The part domain and the group record's field (``layouts.ROW_SHARDS``: one row per kind of rows, both alike).
 DOMAIN, META = ROW_SHARDS["sessions"].domain, ROW_SHARDS["sessions"].meta_key

@@ -30,20 +30,20 @@ import numpy as np
 
 from accumulations.merge import SidedAccumulation
 
-from .records import _decoded, _encoded
 from ..engine.core import Emission, WindowedCore
-from .group_batch import Work
-from ..panes import DropReason, DroppedElement, TimestampCombiner
-from .part_log import PartStore, run_part_log_batch
-from ..engine.range_ops import lexsort_ints
-from .record_columns import decode_sided, encode_sided
 from ..engine.key_state import KeyState, WindowState
-from .codec import KeyStateCodec
+from ..engine.range_ops import lexsort_ints
+from ..engine.vectorized import segment_holds
+from ..panes import DropReason, DroppedElement, TimestampCombiner
 from ..time import MIN_TIMESTAMP
 from ..time_rules import is_timer_due
-from ..engine.vectorized import segment_holds
 from ..windows.base import Window
+from .codec import KeyStateCodec
+from .group_batch import Work
 from .layouts import WINDOW_LOG
+from .part_log import PartStore, run_part_log_batch
+from .record_columns import decode_sided, encode_sided
+from .records import _decoded, _encoded
 
 #: The store's part domain (beside the due index's "event"/"processing" and the pane log's "panes"), and its field
 #: of the group's record (``layouts.WINDOW_LOG``).

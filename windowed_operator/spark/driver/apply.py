@@ -20,7 +20,7 @@ from ..errors import SparkOperatorError
 from ..scan.heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
 from ..paths import Facts, choose_paths
 from ..plan import SparkPlan
-from ..scan.fold import FoldInput, build_fold, install_fold
+from .folds import FoldInput, build_fold, install_fold
 
 
 def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None, timestamp: Optional[str] = None,

@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 
 from accumulations.int64 import may_wrap
 
-from ...engine.columnar import ColumnarForm
 from ...elements import rejected_row_error
+from ...engine.columnar import ColumnarForm
 from ...time import event_time_in_range
 from ...windows.pane_layout import PaneLayout
 

@@ -11,16 +11,16 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from ...elements import BadElementError
 from ...engine.columnar_panes import object_array
 from ...engine.core import Emission
-from ...elements import BadElementError
-from ...state.group_batch import GroupBatch, Phase
-from ...engine.pane_columns import PaneColumns, read_pane_columns
-from ...panes import DroppedElement, RetractedValue, panes_from_columns
-from ...engine.range_ops import factorize, lexsort_ints
 from ...engine.key_state import KeyState
-from ...time import MIN_TIMESTAMP
+from ...engine.pane_columns import PaneColumns, read_pane_columns
+from ...engine.range_ops import factorize, lexsort_ints
 from ...engine.vectorized import process_batch_arrays
+from ...panes import DroppedElement, RetractedValue, panes_from_columns
+from ...state.group_batch import GroupBatch, Phase
+from ...time import MIN_TIMESTAMP
 from ..plan import PHASE_COLUMN, SIDE_OUTPUT_COLUMNS, STAGE_COLUMN, SparkPlan
 from .rows import RowReader
 

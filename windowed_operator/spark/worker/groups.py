@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import TimerValues
 
+from ...elements import is_null
 from ...engine.columnar import PaneTable, Panes
 from ...engine.columnar_sessions import ColumnarSessions, SessionTable
-from ...elements import is_null
-from ...state.fingerprint import IncompatibleRestartError
 from ...engine.core import Emission
-from ...panes import DroppedElement
 from ...engine.range_ops import factorize
+from ...panes import DroppedElement
+from ...state.fingerprint import IncompatibleRestartError
 from ...state.group_batch import GroupBatch, Phase, PhasedEmission, next_due, run_group_steps
 from ...state.group_state import GroupState
 from ...state.part_log import held_buckets, run_part_log_batch

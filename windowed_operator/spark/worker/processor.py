@@ -22,9 +22,9 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, StatefulProcessor, StatefulProcessorHandle,
                                                       TimerValues)
 
-from ...state.fingerprint import state_fingerprint
-from .gc_pause import collector_paused
+from ...engine.build import build_core
 from ...state.codec import KeyStateCodec
+from ...state.fingerprint import state_fingerprint
 from ...state.layouts import PANE_LOG, STATE_VERSION, WINDOW_LOG, choose_layout
 from ...state.pane_log import PaneLog, supports_pane_log
 from ...state.records import columnar_records
@@ -34,10 +34,10 @@ from ..handoff import Handoff
 from ..paths import build_table
 from ..plan import SparkPlan
 from ..scan.packing import PACKED_POSITION, unpack_rows
+from .gc_pause import collector_paused
 from .group_store import SparkGroupStore
 from .groups import GroupRunner, ObjectGroups, TableGroups
 from .state_schemas import DeclaredState
-from ...engine.build import build_core
 
 class WindowedStatefulProcessor(StatefulProcessor):
     """The processor Spark calls (through ``deferred.DeferredProcessor``): one call per key group with

@@ -14,15 +14,15 @@ import pandas as pd
 from accumulations.merge import LEFT, RIGHT, SidedValues
 from accumulations.rows import Rows
 
-from ...engine.core import CoreElement, Emission, WindowedCore
 from ...elements import BadElementError, readable_value, rejected_row_error
+from ...engine.core import CoreElement, Emission, WindowedCore
+from ...engine.key_state import KeyState
+from ...engine.range_ops import factorize, lexsort_ints
+from ...engine.vectorized import process_batch_arrays
 from ...merge_operator import MergeOperatorBase
 from ...panes import DroppedElement
-from ...engine.range_ops import factorize, lexsort_ints
-from ...engine.key_state import KeyState
-from ...time import MIN_TIMESTAMP, event_time_in_range, latest_event_time
-from ...engine.vectorized import process_batch_arrays
 from ...state.window_log import ArrayElements
+from ...time import MIN_TIMESTAMP, event_time_in_range, latest_event_time
 from ..paths import WHOLE_ROWS, Fold
 from ..plan import GROUP_COLUMN, PAYLOAD_COLUMNS, ROUTE_COLUMN, SIDE_COLUMN, SIDED_VALUES, SparkPlan
 from ..scan.preselect import WEIGHT_COLUMN
