@@ -13,7 +13,7 @@ from ..state.group_batch import Phase
 from ..operator import WindowingOptions
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord, pane_from_row  # noqa: F401 (re-exported)
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
-from ..watermarks import BoundedDisorderWatermark
+from ..watermarks import BoundedDisorderWatermark, partition_of
 from .clock import FileClock, SparkBatchClock
 from .paths import WHOLE_ROWS, Paths
 
@@ -46,6 +46,9 @@ SIDE_COLUMN = "__wo_side"
 STAGE_COLUMN = "stage"
 MERGE_KEY_COLUMN = "__wo_key"
 MERGE_TIME_COLUMN = "__wo_ts"
+#: A merge's rows: each input's partition column, as a string (``bounded_disorder(partition=...)``;
+#: the heartbeats read it, the reader reads the payload's own field).
+MERGE_PARTITION_COLUMN = "__wo_part"
 PAYLOAD_COLUMNS = {"left": "__wo_left", "right": "__wo_right"}
 #: ``SparkPlan.value_column`` of a merge on the array path: each row's input payload, marked by side
 #: (``accumulations.merge.SidedValues``), as joins and cogroups keep them.
@@ -147,17 +150,26 @@ class SparkPlan:
         sketches) instead of the input's: such a fold selects its own columns."""
         return self.paths.folded_in_scan
 
+    @property
+    def partition_column(self) -> Optional[str]:
+        """The column naming each row's input partition under a per-partition watermark (the
+        operator then computes its watermark from the heartbeats' per-partition maxima), or None."""
+        field_name = partition_of(self.operator.watermark)
+        if field_name is None or self.upstream is not None:
+            return None
+        return MERGE_PARTITION_COLUMN if self.merge else field_name
+
     def columns_read(self, gap_column: Optional[str]) -> Optional[tuple[str, ...]]:
         """The only input columns the processor reads, where it reads only some: the columnar engine
-        reads the key, the event time, the value column and a session gap column (``gap_column``),
-        and with no late-data or dead-letter output no row leaves whole (a bad row's error shows the
+        reads the key, the event time, the value column, a session gap column (``gap_column``) and a
+        partition column (``partition_column``), and with no late-data or dead-letter output no row leaves whole (a bad row's error shows the
         columns read).  None where whole rows are read (other paths, side outputs): every column
         then goes to Python.  Shipping only these is what Spark's column pruning does for its own
         aggregations; Nexmark q11 (sessions counting bids, given all five bid columns) ran 1.15x
         faster by median of 4 alternating runs."""
         if not self.paths.engine.table or self.side_outputs or self.value_column == WHOLE_ROWS:
             return None
-        read = (self.key_column, self.time_column, self.value_column, gap_column)
+        read = (self.key_column, self.time_column, self.value_column, gap_column, self.partition_column)
         return tuple(dict.fromkeys(name for name in read if name))
 
     @property
