@@ -18,6 +18,7 @@ from windowed_operator.merge_operator import InputOptions
 from windowed_operator.panes import DropReason
 from windowed_operator.spark import FileClock
 from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.progress import batch_progress
 
 from .harness import BASE, _collector, _wait_for, _wait_for_file, local_panes, spark_panes
 
@@ -73,9 +74,10 @@ def write_file(path, rows, index):
     os.utime(path, (1_600_000_000 + index, 1_600_000_000 + index))
 
 
-def drive(start, clock, steps, write, first_file=0):
+def drive(start, clock, steps, write, first_file=0, progress=None):
     """Each step: the clock set to its time, its files written and read, then two whole batches at
-    that time; the query stopped at the end (``start()``: the query)."""
+    that time; the query stopped at the end (``start()``: the query; ``progress``: a list that gets
+    its batches' progress)."""
     query = start()
     try:
         files = first_file
@@ -86,12 +88,14 @@ def drive(start, clock, steps, write, first_file=0):
                 files += 1
             done = query.lastProgress["batchId"] if query.lastProgress else -1
             _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] >= done + 2)
+            if progress is not None:
+                progress.extend(json.loads(p.json) for p in query.recentProgress)
     finally:
         query.stop()
     return files
 
 
-def run_spark(spark, op, workdir, restart_at=None):
+def run_spark(spark, op, workdir, restart_at=None, progress=None):
     source, store = workdir / "in", {}
     source.mkdir(parents=True)
     clock = FileClock(str(workdir / "clock"))
@@ -109,9 +113,9 @@ def run_spark(spark, op, workdir, restart_at=None):
         return bool(step[1])
 
     cut = restart_at if restart_at is not None else len(STEPS)
-    files = drive(start, clock, STEPS[:cut], write)
+    files = drive(start, clock, STEPS[:cut], write, progress=progress)
     if cut < len(STEPS):
-        drive(start, clock, STEPS[cut:], write, files)
+        drive(start, clock, STEPS[cut:], write, files, progress)
     return store
 
 
@@ -133,9 +137,15 @@ def test_a_lagging_partition_lands_on_time_through_a_restart_idleness_and_its_re
     assert runner.tracker.partitions is not None
     assert runner.tracker.partitions.holding_back(runner.processing_time) == (1, 13_500)
 
-    store = run_spark(spark, op, tmp_path / "partitioned", restart_at=RESTART)
+    progress: list = []
+    store = run_spark(spark, op, tmp_path / "partitioned", restart_at=RESTART, progress=progress)
     assert spark_panes(store) == local_panes(runner)
     assert dead_letters(store) == Counter({("invalid_partition", "c"): 1})
+    # the progress shows the operator's watermark and the partition holding it back, with its lag
+    held = {(b.operator_watermark_ms - BASE, b.held_back_by, b.held_back_lag_ms)
+            for b in map(batch_progress, progress) if b.operator_watermark_ms is not None}
+    assert {(4_000, "1", 26_000), (11_000, "1", 20_000), (45_500, "1", 13_500)} <= held
+    assert (39_000, "0", 0) in held  # partition 1 idle: partition 0 alone holds it
 
 
 def test_without_partition_spark_drops_the_lagging_rows_as_the_local_runner_does(spark, tmp_path):

@@ -28,6 +28,14 @@ ROUTE_COLUMN = "__wo_route"
 LATE_COUNT_COLUMN = "__wo_late_dropped"
 BAD_COUNT_COLUMN = "__wo_bad"
 COUNT_COLUMNS = [LATE_COUNT_COLUMN, BAD_COUNT_COLUMN]
+#: Under a per-partition watermark the count rows also carry, from every call, the watermark the
+#: group ran at and the partition holding it back with its lag (``GroupTimers.holding_back``;
+#: ``driver.stage.observe_drops`` observes them as ``watermark_ms``, ``held_back_by``,
+#: ``held_back_lag_ms``).
+WATERMARK_COLUMN = "__wo_watermark"
+HELD_BY_COLUMN = "__wo_held_by"
+HELD_LAG_COLUMN = "__wo_held_lag"
+PARTITION_COUNT_COLUMNS = [WATERMARK_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN]
 
 #: The output column holding each pane's event time for Spark's watermark (``spark_event_time``).
 EVENT_TIME_COLUMN = "event_time"
@@ -209,6 +217,8 @@ class SparkPlan:
         if self.stage_column:
             fields.append((STAGE_COLUMN, "int"))
         fields += [(PHASE_COLUMN, "int")] + [(name, "bigint") for name in COUNT_COLUMNS]
+        if self.partition_column is not None:
+            fields += [(WATERMARK_COLUMN, "bigint"), (HELD_BY_COLUMN, "string"), (HELD_LAG_COLUMN, "bigint")]
         return fields + [(EVENT_TIME_COLUMN, "timestamp")] if self.event_time_output else fields
 
     @property
@@ -239,10 +249,25 @@ class SparkPlan:
         micros = np.where(kept, stamps, 0).astype(np.int64) * 1000 + 999
         return pd.Series(pd.to_datetime(micros, unit="us", utc=True)).where(kept)
 
-    def count_row(self, late: int, bad: int) -> dict[str, list[Any]]:
-        """The one row that reports a call's drops: every output column null but the counts."""
+    @property
+    def count_columns(self) -> list[str]:
+        """The columns of the count rows (null on every other row)."""
+        return COUNT_COLUMNS + (PARTITION_COUNT_COLUMNS if self.partition_column is not None else [])
+
+    def count_row(self, late: int, bad: int, held: Optional[tuple[int, Optional[tuple[str, Any, int]]]] = None,
+                  ) -> dict[str, list[Any]]:
+        """The one row that reports a call's drops: every output column null but the counts; with
+        ``held`` (a per-partition watermark), the call's watermark and the input, partition and lag
+        holding it back (``GroupTimers.holding_back``; None: none does)."""
         row: dict[str, list[Any]] = {name: [None] for name, _ in self.processor_fields()}
         row[LATE_COUNT_COLUMN], row[BAD_COUNT_COLUMN] = [late], [bad]
+        if held is not None:
+            watermark, slowest = held
+            row[WATERMARK_COLUMN] = [watermark]
+            if slowest is not None:
+                side, partition, lag = slowest
+                row[HELD_BY_COLUMN] = [f"{side} {partition}" if side else str(partition)]
+                row[HELD_LAG_COLUMN] = [lag]
         return row
 
     def rows(self, emission: Emission, dead_letters: list[DroppedElement], phase: int) -> dict[str, list[Any]]:
@@ -260,7 +285,7 @@ class SparkPlan:
             for dropped in [*late, *dead_letters]:
                 self._add_dropped(columns, dropped)
         columns[PHASE_COLUMN] = [phase] * len(columns["value"])
-        for name in COUNT_COLUMNS:
+        for name in self.count_columns:
             columns[name] = [None] * len(columns["value"])
         return columns
 
@@ -285,7 +310,7 @@ class SparkPlan:
             for item in dropped:
                 self._add_dropped(columns, item)
         columns[PHASE_COLUMN] = np.full(len(columns["value"]), phase, dtype=np.int32)
-        for name in COUNT_COLUMNS:
+        for name in self.count_columns:
             columns[name] = np.full(len(columns["value"]), None, dtype=object)
         return columns
 

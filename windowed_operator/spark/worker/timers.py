@@ -99,6 +99,8 @@ class GroupTimers:
 
     def watermark(self, timer_values: TimerValues, meta: dict, processing_time: int) -> int:
         policy = self.plan.operator.watermark
+        if self.plan.partition_column is None:
+            self._forget_partitions(meta)
         if isinstance(policy, FixedLagWatermark):
             candidate = processing_time - policy.lag
         else:
@@ -134,6 +136,15 @@ class GroupTimers:
                                         processing_time)
             idle[side] = input_is_idle(info.get("input", start), merge_operator(self.plan).idle_timeout, processing_time)
         return two_input_watermark(marks, idle)
+
+    @staticmethod
+    def _forget_partitions(meta: dict) -> None:
+        """A restart that removed ``partition=`` (a safe change: ``fingerprint.SAFE_CHANGES``, "watermark"):
+        the partitions' trackers its checkpoint holds are dropped (the watermark they reached stays, as
+        ``meta["wm"]``)."""
+        meta.pop("parts", None)
+        for info in meta.get("sides", {}).values():
+            info.pop("parts", None)
 
     def _partitions_watermark(self, holder: dict, meta: dict, processing_time: int) -> int:
         """One input's per-partition watermark at ``processing_time`` (``PartitionWatermarks.compute``:
