@@ -87,7 +87,7 @@ def drive(start, clock, steps, write, first_file=0, progress=None):
                 _wait_for_file(query, files)
                 files += 1
             done = query.lastProgress["batchId"] if query.lastProgress else -1
-            _wait_for(lambda: query.lastProgress is not None and query.lastProgress["batchId"] >= done + 2)
+            _wait_for(lambda done=done: query.lastProgress is not None and query.lastProgress["batchId"] >= done + 2)
             if progress is not None:
                 progress.extend(json.loads(p.json) for p in query.recentProgress)
     finally:
@@ -95,11 +95,11 @@ def drive(start, clock, steps, write, first_file=0, progress=None):
     return files
 
 
-def run_spark(spark, op, workdir, restart_at=None, progress=None):
+def run_spark(spark, op, workdir, restart_at=None, progress=None, steps=STEPS):
     source, store = workdir / "in", {}
     source.mkdir(parents=True)
     clock = FileClock(str(workdir / "clock"))
-    clock.set(STEPS[0][0])
+    clock.set(steps[0][0])
 
     def start():
         df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
@@ -112,10 +112,10 @@ def run_spark(spark, op, workdir, restart_at=None, progress=None):
             write_file(source / f"batch-{index:05d}.json", step[1], index)
         return bool(step[1])
 
-    cut = restart_at if restart_at is not None else len(STEPS)
-    files = drive(start, clock, STEPS[:cut], write, progress=progress)
-    if cut < len(STEPS):
-        drive(start, clock, STEPS[cut:], write, files, progress)
+    cut = restart_at if restart_at is not None else len(steps)
+    files = drive(start, clock, steps[:cut], write, progress=progress)
+    if cut < len(steps):
+        drive(start, clock, steps[cut:], write, files, progress)
     return store
 
 
@@ -154,6 +154,18 @@ def test_without_partition_spark_drops_the_lagging_rows_as_the_local_runner_does
     store = run_spark(spark, plain, tmp_path / "plain")
     assert spark_panes(store) == local_panes(runner)
     assert sum(p[3] for p in spark_panes(store) if p[0] == "b") == 3  # 5 s, 12 s, 14 s dropped as late
+
+
+def test_a_non_keyed_operator_computes_the_same_watermark(spark, tmp_path):
+    from windowed_operator import WindowedOperator
+
+    op = WindowedOperator(TimeWindows(10_000), Count(), timestamp="ts", watermark=PARTITIONED,
+                          on_bad_element="dead_letter", name="all")
+    runner = run_local(op, STEPS[:4])
+    assert runner.dropped_counts["expired"] == 0 and runner.watermark == BASE + 11_000
+    store = run_spark(spark, op, tmp_path, steps=STEPS[:4])
+    assert spark_panes(store) == local_panes(runner)
+    assert dead_letters(store) == Counter({("invalid_partition", None): 1})
 
 
 # -- a merge whose inputs each have partitions ------------------------------------------------------------

@@ -166,8 +166,9 @@ def end_of_input_marker(df: DataFrame, column: Optional[str], columns: Optional[
 def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str, schema: Optional[StructType] = None,
                             marker: Optional[Column] = None) -> DataFrame:
     """Apply the operator's watermark policy to one input: Spark's ``withWatermark`` on a helper
-    column for bounded disorder; the input's own watermark for ``upstream``; nothing for a fixed lag
-    (the processor computes it from the batch clock).
+    column for bounded disorder (per partition too: there Spark's only tells the end of input, the
+    processor computes the watermark from the heartbeats); the input's own watermark for
+    ``upstream``; nothing for a fixed lag (the processor computes it from the batch clock).
 
     The helper holds each row's event time, except that an end-of-input marker row holds
     ``END_OF_INPUT`` and a row at or after it holds null: such a row is a bad element (the
