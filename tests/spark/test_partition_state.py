@@ -76,3 +76,23 @@ def test_removing_partition_forgets_the_trackers_and_adding_it_starts_from_the_g
     assert step(partitioned, readded, 3, (0, 200))[0] == 400
     assert step(partitioned, readded, 4)[0] == 400  # partition 0 at 190: the watermark waits at 400
     assert readded["parts"]["watermark"] == 400
+
+
+def test_heartbeats_carry_each_inputs_partitions_largest_event_time_in_range_to_every_group():
+    import pyarrow as pa
+
+    from windowed_operator.spark.scan.heartbeat import Heartbeats, split_beats
+    from windowed_operator.time import END_OF_INPUT
+
+    rows = pa.record_batch({"user": ["a", "b", "c", "d", "e"], "ts": [5, 9, 7, None, END_OF_INPUT],
+                            "part": [0, 1, None, 1, 0]})
+    out = list(Heartbeats(2, time_column="ts", partition_column="part")([rows]))
+    frame = pa.Table.from_batches(out).to_pandas()
+    assert sorted(frame[BEAT_COLUMN].dropna().astype(int).tolist()) == [0, 0, 0, 1, 1, 1]  # 3 beats per group
+    data, seen, parts = split_beats(frame, None, "ts", "part")
+    # a null partition (c) counts as input, for no partition; null and out-of-range times count for none
+    assert len(data) == 5 and seen == {"": None} and parts == {("", 0): 5, ("", 1): 9}
+    merged = pa.record_batch({"side": ["left", "left", "right"], "ts": [5, 9, 7], "part": ["0", "1", "0"]})
+    out = list(Heartbeats(1, "side", "ts", "part")([merged]))
+    _, seen, parts = split_beats(pa.Table.from_batches(out).to_pandas(), "side", "ts", "part")
+    assert seen == {"left": 9, "right": 7} and parts == {("left", "0"): 5, ("left", "1"): 9, ("right", "0"): 7}

@@ -120,7 +120,7 @@ def run_spark(spark, op, workdir, restart_at=None, progress=None, steps=STEPS):
 
 
 def dead_letters(store):
-    return Counter((r["reason"], r["key"]) for rows in store.values() for r in rows
+    return Counter((r["reason"], r.get("key")) for rows in store.values() for r in rows
                    if r.get("record_type") == "dead_letter")
 
 

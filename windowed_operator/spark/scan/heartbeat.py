@@ -79,20 +79,19 @@ class Heartbeats:
         assert self.time_column is not None  # (given with a side or a partition column)
         times = batch.column(self.time_column)
         in_range = pc.and_kleene(pc.is_valid(times), pc.less_equal(times, latest_event_time()))  # (event_time_in_range)
-        sides = batch.column(self.side_column) if self.side_column is not None else pa.nulls(batch.num_rows, pa.string())
-        for side in pc.unique(sides).to_pylist():
-            of_side = pc.equal(sides, side) if side is not None else pa.array([True] * batch.num_rows)
+        keys = {"side": batch.column(self.side_column) if self.side_column is not None
+                else pa.array([""] * batch.num_rows, pa.string())}
+        if self.partition_column is not None:
+            keys["part"] = batch.column(self.partition_column)
+        table = pa.table({**keys, "t": pc.if_else(in_range, times, pa.scalar(None, times.type))})
+        for found in table.group_by(list(keys)).aggregate([("t", "max")]).to_pylist():
+            side, largest = found["side"], found["t_max"]
             if self.partition_column is None:
-                largest = pc.max(pc.filter(times, pc.and_kleene(of_side, in_range))).as_py()
                 seen[side] = max_known(seen.get(side), largest)
                 continue
-            parts = batch.column(self.partition_column)
-            side_name = "" if side is None else side
-            seen.setdefault((side_name, None), None)  # (the input had rows, whatever their partitions)
-            for part in pc.unique(pc.filter(parts, pc.and_kleene(of_side, pc.is_valid(parts)))).to_pylist():
-                mask = pc.and_kleene(pc.and_kleene(of_side, pc.equal(parts, part)), in_range)
-                largest = pc.max(pc.filter(times, mask)).as_py()
-                seen[(side_name, part)] = max_known(seen.get((side_name, part)), largest)
+            seen.setdefault((side, None), None)  # (the input had rows, whatever their partitions)
+            if found["part"] is not None:  # (a null partition: a bad element, no partition's)
+                seen[(side, found["part"])] = max_known(seen.get((side, found["part"])), largest)
 
     def _beats(self, schema: pa.Schema, seen: dict[Any, Optional[int]]) -> pa.RecordBatch:
         n = self.groups * len(seen)
