@@ -27,8 +27,7 @@ from windowed_operator.pipeline.local_run import run_pipeline_locally
 from windowed_operator.testing import TestStream, TwoInputTestStream
 from windowed_operator.testing import TimestampedValue as TV
 from windowed_operator.time import END_OF_INPUT, MAX_TIMESTAMP, MIN_TIMESTAMP
-from windowed_operator.watermarks import (BoundedDisorderWatermark, PartitionWatermarks, WatermarkTracker,
-                                          check_runs_on_spark)
+from windowed_operator.watermarks import BoundedDisorderWatermark, PartitionWatermarks, WatermarkTracker
 
 from helpers import near_boundaries
 
@@ -322,13 +321,6 @@ def test_a_null_missing_or_unhashable_partition_is_a_bad_element(row, detail):
 def test_bad_options_name_the_field(kwargs, field):
     with pytest.raises(ValidationError, match=field):
         BoundedDisorderWatermark(max_disorder=5, **kwargs)
-
-
-def test_spark_refuses_partitions_until_it_computes_them():
-    check_runs_on_spark(bounded_disorder(5), "op")
-    with pytest.raises(ValueError, match=r"op: watermark=bounded_disorder\(\.\.\., partition='part'\) is not "
-                                         "supported on Spark yet"):
-        check_runs_on_spark(bounded_disorder(5, partition="part"), "op")
 
 
 # -- fingerprint ----------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from accumulations import AllMax, ApproxCountDistinct, Count, Sum
-from windowed_operator import KeyedWindowedOperator, SessionWindows, SlidingWindows, TimeWindows
+from windowed_operator import KeyedWindowedOperator, SessionWindows, SlidingWindows, TimeWindows, bounded_disorder
 from windowed_operator.spark.paths import WHOLE_ROWS, Engine, Facts, Fold, Paths, choose_paths
 
 
@@ -24,6 +24,12 @@ CASES = [
     (_op(TimeWindows(10), AllMax(field="v")), {"rank_type": "bigint"}, Engine.ARRAY, Fold.PRESELECT),
     (_op(TimeWindows(10), ApproxCountDistinct("v")), {"input_type": "string"}, Engine.ARRAY, Fold.PREFOLD),
     (_op(SlidingWindows(10), Sum("v")), {}, Engine.ELEMENT, Fold.NONE),
+    # a per-partition watermark: no scan fold (the heartbeats and the processor read each row's partition)
+    (_op(TimeWindows(10), Sum("v"), watermark=bounded_disorder(5, partition="p")), {}, Engine.PANE_TABLE, Fold.NONE),
+    (_op(SessionWindows(5), Count(), watermark=bounded_disorder(5, partition="p")), {}, Engine.SESSION_TABLE,
+     Fold.NONE),
+    (_op(TimeWindows(10), AllMax(field="v"), watermark=bounded_disorder(5, partition="p")), {"rank_type": "bigint"},
+     Engine.ARRAY, Fold.NONE),
 ]
 
 

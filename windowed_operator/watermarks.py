@@ -115,24 +115,14 @@ def bounded_disorder(max_disorder: int, idle_timeout: Optional[int] = None,
     input partition (Kafka's ``partition``, or one the user derives): the watermark is then the
     minimum over the partitions of their own, so a lagging partition is not dropped as late, and
     ``idle_timeout`` also leaves a partition quiet that long out of the minimum
-    (``PartitionWatermarks``; the local runner and ``run --local`` only, for now: Spark refuses it)."""
+    (``PartitionWatermarks``; on Spark the operator computes it from heartbeats carrying each
+    partition's largest event time to every key group, see ``spark.scan.heartbeat``)."""
     return BoundedDisorderWatermark(max_disorder=max_disorder, idle_timeout=idle_timeout, partition=partition)
 
 
 def partition_of(policy: Any) -> Optional[str]:
     """The field naming each element's partition under ``policy`` (None: one watermark for the input)."""
     return getattr(policy, "partition", None)
-
-
-def check_runs_on_spark(policy: Any, label: str, error: type[Exception] = ValueError) -> None:
-    """Refuse, with ``error``, a watermark policy the Spark runner cannot compute yet: a per-partition
-    one would silently be the input's global watermark there (its rows dropped as late exactly as
-    without ``partition=``)."""
-    field = partition_of(policy)
-    if field is not None:
-        raise error(f"{label}: watermark=bounded_disorder(..., partition={field!r}) is not supported on Spark yet "
-                    "(per-partition watermarks run in the local runner and run --local only): remove partition= "
-                    "to run on Spark with one watermark for the input")
 
 
 class PartitionWatermarks:

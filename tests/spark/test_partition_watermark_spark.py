@@ -1,32 +1,237 @@
-"""Until the Spark runner carries per-partition maxima to every key group (issue 60's Spark half),
-``apply()`` refuses ``bounded_disorder(partition=...)``: run as one global watermark, the lagging
-partition's rows would be dropped as late without a word."""
+"""Per-partition watermarks on Spark (``bounded_disorder(delay, idle_timeout, partition=...)``) equal the
+local runner on the same batches under a controlled clock: heartbeats carry each partition's largest
+event time to every key group, which keeps the tracker in its meta record across a restart.
+
+One keyed run goes through a lagging partition (its rows land on time, where one watermark for the
+input drops them), a null partition (a dead letter), a restart, an idle partition left out of the
+minimum and its return (it holds the watermark back again without moving it back); a merge keeps
+each input's partitions.  Each query costs 10-20 s: the cases share queries."""
+import json
+import os
+from collections import Counter
+
 import pytest
 
 from accumulations import Cogroup, Count
 from windowed_operator import KeyedWindowedMergeOperator, KeyedWindowedOperator, TimeWindows, bounded_disorder
+from windowed_operator.merge_operator import InputOptions
+from windowed_operator.panes import DropReason
+from windowed_operator.spark import FileClock
 from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.progress import batch_progress
+
+from .harness import BASE, _collector, _wait_for, _wait_for_file, local_panes, spark_panes
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = "user string, part int, ts bigint"
+SCHEMA = "user string, amount bigint, ts bigint, part int"
+RIGHT_SCHEMA = "user string, page string, ts bigint, part int"
+T = 1_000_000  # processing time of the first batch
+DELAY, IDLE = 1_000, 20_000
 
 
-def stream(spark, tmp_path, name="in"):
-    (tmp_path / name).mkdir()
-    return spark.readStream.schema(SCHEMA).json(str(tmp_path / name))
+def row(user, ts, part):
+    return {"user": user, "amount": 1, "ts": BASE + ts, "part": part}
 
 
-def test_apply_refuses_a_per_partition_watermark_and_takes_the_global_one(spark, tmp_path):
-    partitioned = bounded_disorder(1_000, partition="part")
-    op = KeyedWindowedOperator(TimeWindows(10_000), Count(), key="user", timestamp="ts", watermark=partitioned,
-                               name="counts")
-    df = stream(spark, tmp_path)
-    with pytest.raises(SparkOperatorError, match=r"^operator 'counts': watermark=bounded_disorder\(\.\.\., partition='part'\) "
-                                                 r"is not supported on Spark yet"):
-        op.apply(df)
-    merge = KeyedWindowedMergeOperator(TimeWindows(10_000), Cogroup(), key="user", timestamp="ts",
-                                       watermark=partitioned, name="both")
-    with pytest.raises(SparkOperatorError, match="'both': .*not supported on Spark yet"):
-        merge.apply(df, stream(spark, tmp_path, "right"))
-    assert op.model_copy(update={"watermark": bounded_disorder(1_000)}).apply(df).isStreaming
+STEPS = [  # (processing time, rows; None: a batch without data)
+    (T, [row("a", 1_000, 0), row("b", 500, 1)]),
+    (T + 1_000, [row("a", 30_000, 0), row("b", 2_000, 1)]),  # partition 1 lags 28 s behind partition 0
+    (T + 2_000, [row("a", 31_000, 0), row("b", 5_000, 1),  # behind one watermark (29 s): on time here
+                 row("c", 5_000, None)]),  # a null partition: a dead letter
+    # -- the query restarts here (RESTART) --
+    (T + 3_000, [row("a", 32_000, 0), row("b", 12_000, 1)]),  # [0, 10 s) closes at 11 s
+    (T + 10_000, [row("a", 40_000, 0)]),  # partition 1 quiet for 7 s: still holds the watermark at 11 s
+    (T + 24_000, [row("a", 45_000, 0)]),  # quiet for 21 s: idle, partition 0's 39 s rules
+    (T + 25_000, [row("b", 14_000, 1), row("b", 46_500, 1)]),  # back: 14 s is behind (dropped), 45.5 s holds
+    (T + 26_000, [row("a", 60_000, 0)]),  # partition 0 at 59 s; partition 1 holds it at 45.5 s
+    (T + 27_000, None),
+]
+RESTART = 3
+
+
+def counting(watermark):
+    return KeyedWindowedOperator(TimeWindows(10_000), Count(), key="user", timestamp="ts", watermark=watermark,
+                                 on_bad_element="dead_letter", name="counts")
+
+
+PARTITIONED = bounded_disorder(DELAY, idle_timeout=IDLE, partition="part")
+
+
+def run_local(op, steps=STEPS):
+    runner = op.local_runner(processing_time=steps[0][0])
+    for now, *rows in steps:
+        runner.advance_processing_time(now - runner.processing_time)
+        if len(rows) == 1 and rows[0]:
+            runner.add_elements(*rows[0])
+        elif len(rows) == 2 and rows[0] is not None:
+            runner.add_elements_from_both(rows[0], rows[1])
+    return runner
+
+
+def write_file(path, rows, index):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.utime(path, (1_600_000_000 + index, 1_600_000_000 + index))
+
+
+def drive(start, clock, steps, write, first_file=0, progress=None):
+    """Each step: the clock set to its time, its files written and read, then two whole batches at
+    that time; the query stopped at the end (``start()``: the query; ``progress``: a list that gets
+    its batches' progress)."""
+    query = start()
+    try:
+        files = first_file
+        for step in steps:
+            clock.set(step[0])
+            if write(files, step):
+                _wait_for_file(query, files)
+                files += 1
+            done = query.lastProgress["batchId"] if query.lastProgress else -1
+            _wait_for(lambda done=done: query.lastProgress is not None and query.lastProgress["batchId"] >= done + 2)
+            if progress is not None:
+                progress.extend(json.loads(p.json) for p in query.recentProgress)
+    finally:
+        query.stop()
+    return files
+
+
+def run_spark(spark, op, workdir, restart_at=None, progress=None, steps=STEPS):
+    source, store = workdir / "in", {}
+    source.mkdir(parents=True)
+    clock = FileClock(str(workdir / "clock"))
+    clock.set(steps[0][0])
+
+    def start():
+        df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        return (op.apply(df, clock=clock).writeStream.foreachBatch(_collector(store))
+                .option("checkpointLocation", str(workdir / "checkpoint"))
+                .trigger(processingTime="100 milliseconds").start())
+
+    def write(index, step):
+        if step[1]:
+            write_file(source / f"batch-{index:05d}.json", step[1], index)
+        return bool(step[1])
+
+    cut = restart_at if restart_at is not None else len(steps)
+    files = drive(start, clock, steps[:cut], write, progress=progress)
+    if cut < len(steps):
+        drive(start, clock, steps[cut:], write, files, progress)
+    return store
+
+
+def dead_letters(store):
+    return Counter((r["reason"], r.get("key")) for rows in store.values() for r in rows
+                   if r.get("record_type") == "dead_letter")
+
+
+def test_a_lagging_partition_lands_on_time_through_a_restart_idleness_and_its_return(spark, tmp_path):
+    op = counting(PARTITIONED)
+    runner = run_local(op)
+    plain = run_local(counting(bounded_disorder(DELAY, idle_timeout=IDLE)))
+    # one watermark for the input drops the lagging partition's rows; per partition only the one that
+    # came back behind the watermark it had left is late
+    assert plain.dropped_counts["expired"] == 4 and runner.dropped_counts["expired"] == 1
+    assert sum(p.value for p in runner.outputs if p.key == "b") == 4  # (46.5 s waits in its window)
+    assert [(d.reason, d.key) for d in runner.dead_letters] == [(DropReason.INVALID_PARTITION, "c")]
+    assert runner.watermark == BASE + 45_500
+    assert runner.tracker.partitions is not None
+    assert runner.tracker.partitions.holding_back(runner.processing_time) == (1, 13_500)
+
+    progress: list = []
+    store = run_spark(spark, op, tmp_path / "partitioned", restart_at=RESTART, progress=progress)
+    assert spark_panes(store) == local_panes(runner)
+    assert dead_letters(store) == Counter({("invalid_partition", "c"): 1})
+    # the progress shows the operator's watermark and the partition holding it back, with its lag
+    held = {(b.operator_watermark_ms - BASE, b.held_back_by, b.held_back_lag_ms)
+            for b in map(batch_progress, progress) if b.operator_watermark_ms is not None}
+    assert {(4_000, "1", 26_000), (11_000, "1", 20_000), (45_500, "1", 13_500)} <= held
+    assert (39_000, "0", 0) in held  # partition 1 idle: partition 0 alone holds it
+
+
+def test_without_partition_spark_drops_the_lagging_rows_as_the_local_runner_does(spark, tmp_path):
+    plain = counting(bounded_disorder(DELAY, idle_timeout=IDLE))
+    runner = run_local(plain)
+    store = run_spark(spark, plain, tmp_path / "plain")
+    assert spark_panes(store) == local_panes(runner)
+    assert sum(p[3] for p in spark_panes(store) if p[0] == "b") == 3  # 5 s, 12 s, 14 s dropped as late
+
+
+def test_a_non_keyed_operator_computes_the_same_watermark(spark, tmp_path):
+    from windowed_operator import WindowedOperator
+
+    op = WindowedOperator(TimeWindows(10_000), Count(), timestamp="ts", watermark=PARTITIONED,
+                          on_bad_element="dead_letter", name="all")
+    runner = run_local(op, STEPS[:4])
+    assert runner.dropped_counts["expired"] == 0 and runner.watermark == BASE + 11_000
+    store = run_spark(spark, op, tmp_path, steps=STEPS[:4])
+    assert spark_panes(store) == local_panes(runner)
+    assert dead_letters(store) == Counter({("invalid_partition", None): 1})
+
+
+# -- a merge whose inputs each have partitions ------------------------------------------------------------
+def side_row(user, ts, part, field="amount", value=1):
+    return {"user": user, field: value, "ts": BASE + ts, "part": part}
+
+
+MERGE_STEPS = [  # (processing time, left rows, right rows)
+    (T, [side_row("a", 1_000, 0), side_row("a", 1_500, 1)], [side_row("a", 2_000, 0, "page", "p")]),
+    (T + 1_000, [side_row("a", 30_000, 0), side_row("a", 2_500, 1)],  # the left's partition 1 lags
+     [side_row("a", 31_000, 0, "page", "q"), side_row("b", 3_000, 1, "page", "r")]),  # and the right's
+    (T + 2_000, [side_row("a", 6_000, 1)], [side_row("b", 7_000, 1, "page", "s")]),  # on time: 1.5 s
+    (T + 3_000, [side_row("a", 25_000, 1)], [side_row("b", 24_000, 1, "page", "t")]),  # both pass 20 s
+    (T + 4_000, [], []),
+]
+
+
+def merge_operator():
+    return KeyedWindowedMergeOperator(TimeWindows(10_000), Cogroup(), key="user", timestamp="ts",
+                                      watermark=bounded_disorder(DELAY, partition="part"),
+                                      left=InputOptions(value="amount"), right=InputOptions(value="page"))
+
+
+def run_spark_merge(spark, op, workdir):
+    store, clock = {}, FileClock(str(workdir / "clock"))
+    clock.set(MERGE_STEPS[0][0])
+    for side in ("left", "right"):
+        (workdir / side).mkdir(parents=True)
+
+    def start():
+        left = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "left"))
+        right = spark.readStream.schema(RIGHT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "right"))
+        return (op.apply(left, right, clock=clock).writeStream.foreachBatch(_collector(store))
+                .option("checkpointLocation", str(workdir / "checkpoint"))
+                .trigger(processingTime="100 milliseconds").start())
+
+    def write(index, step):
+        if not step[1] and not step[2]:
+            return False
+        for side, rows in (("left", step[1]), ("right", step[2])):
+            write_file(workdir / side / f"batch-{index:05d}.json", rows, index)
+        return True
+
+    drive(start, clock, MERGE_STEPS, write)
+    return store
+
+
+def test_a_merge_keeps_each_inputs_partitions_on_spark_as_locally(spark, tmp_path):
+    from .test_merge_spark import local_rows, spark_rows
+
+    op = merge_operator()
+    runner = run_local(op, MERGE_STEPS)
+    assert runner.dropped_counts["expired"] == 0
+    assert {(p.key, p.window_start - BASE, p.timing.value) for p in runner.outputs} == {
+        ("a", 0, "ON_TIME"), ("b", 0, "ON_TIME")}
+    assert runner.watermark == BASE + 23_000  # left: min(29 s, 24 s); right: min(30 s, 23 s)
+    assert spark_rows(run_spark_merge(spark, op, tmp_path)) == local_rows(runner)
+
+
+def test_a_missing_partition_column_and_a_partitioned_chain_are_refused(spark, tmp_path):
+    (tmp_path / "in").mkdir()
+    df = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "in"))
+    with pytest.raises(SparkOperatorError, match=r"^operator 'counts': watermark=bounded_disorder\(\.\.\., "
+                                                 r"partition='part'\) names a column that is not in the DataFrame"):
+        counting(PARTITIONED).apply(df)
+    partitioned_df = spark.readStream.schema(SCHEMA).json(str(tmp_path / "in"))
+    second = KeyedWindowedOperator(TimeWindows(60_000), Count(), name="per minute")
+    with pytest.raises(SparkOperatorError, match="whose watermark is per partition"):
+        counting(PARTITIONED).then(second).apply(partitioned_df)

@@ -35,6 +35,22 @@ def test_a_chains_panes_out_are_its_output_operators_and_its_drops_every_stages(
     assert batch_progress(progress, {"other query": "windowed_operator sessions"}).panes == 393
 
 
+def test_a_per_partition_watermark_shows_the_operators_watermark_and_the_partition_holding_it_back():
+    """Spark's watermark runs ahead of a per-partition one: the line shows the operator's, and the
+    partition that holds it back with its lag (a batch where no group ran reports Spark's)."""
+    progress = {"name": "q", "batchId": 7, "numInputRows": 4, "durationMs": {"triggerExecution": 500},
+                "eventTime": {"watermark": "2026-01-01T00:04:19.435Z"},
+                "observedMetrics": {"windowed_operator counts": {
+                    "late_rows_dropped": 0, "bad_rows": 0, "panes": 2, "watermark_ms": 1_767_225_600_000,
+                    "held_back_by": "1", "held_back_lag_ms": 13_500}}}
+    batch = batch_progress(progress)
+    assert (batch.operator_watermark_ms, batch.held_back_by, batch.held_back_lag_ms) == (1_767_225_600_000, "1", 13_500)
+    assert batch_line(batch, Totals()).endswith(
+        "watermark 2026-01-01 00:00:00.000 held back by partition 1 (13.5 s behind) (0.5 s)")
+    progress["observedMetrics"]["windowed_operator counts"].update(watermark_ms=None, held_back_by=None)
+    assert batch_line(batch_progress(progress), Totals()).endswith("watermark 2026-01-01 00:04:19.435 (0.5 s)")
+
+
 @pytest.mark.parametrize("ms, text", [(None, "none yet"), (0, "none yet"), (1, "1970-01-01 00:00:00.001"),
                                       (1_767_225_859_435, "2026-01-01 00:04:19.435"),
                                       (END_OF_INPUT - 10_000, "end of input"), (END_OF_INPUT, "end of input")])

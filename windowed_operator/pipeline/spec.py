@@ -277,8 +277,7 @@ class WatermarkSpec(Spec):
                                         "which the watermark advances with processing time")
     partition: Optional[str] = Field(
         default=None, min_length=1, description="with bounded_disorder: the column naming each row's input partition; "
-                                                "the watermark is the minimum over partitions not idle (local runs "
-                                                "only for now: Spark refuses it)")
+                                                "the watermark is the minimum over partitions not idle")
 
     @model_validator(mode="after")
     def _one(self) -> "WatermarkSpec":

@@ -21,8 +21,8 @@ element        otherwise (and every merge or chained stage the array path does n
 =============  ==========================================================================  ==================
 
 A scan fold needs ``preaggregate=`` too, and what every fold before the shuffle needs
-(``folds_before_shuffle``); the handoff (``handoff.choose_handoff``) is chosen when the stage is
-wired, as it depends on the fold.
+(``folds_before_shuffle``; none folds under a per-partition watermark: ``_scan_stage_may_fold``);
+the handoff (``handoff.choose_handoff``) is chosen when the stage is wired, as it depends on the fold.
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from ..engine.columnar_triggers import row_trigger
 from ..engine.columnar_windows import ColumnarWindows
 from ..operator import WindowingOptions
 from ..panes import TimestampCombiner
+from ..watermarks import partition_of
 from ..windows.session_windows import SessionWindows
 from .handoff import Handoff
 from .scan.preaggregate import preaggregable
@@ -217,8 +218,11 @@ def folds_before_shuffle(op: WindowingOptions, *, counts_carried: bool = False) 
 
 def _scan_stage_may_fold(op: WindowingOptions) -> bool:
     """No element kept aside (no late-data or dead-letter output: a bad row raises the processor's
-    error in the scan stage) and no skew check (the scan stage has no batch time)."""
-    return not op.late_data_output and op.on_bad_element == "raise" and op.max_future_skew is None
+    error in the scan stage), no skew check (the scan stage has no batch time) and no per-partition
+    watermark (the heartbeats read each row's partition after the fold, and a row with a null
+    partition is the processor's bad element)."""
+    return (not op.late_data_output and op.on_bad_element == "raise" and op.max_future_skew is None
+            and partition_of(op.watermark) is None)
 
 
 def _preaggregates(facts: Facts, value_column: Optional[str], value_type: Optional[str]) -> bool:

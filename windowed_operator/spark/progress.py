@@ -39,6 +39,12 @@ class BatchProgress:
     #: Spark's event-time watermark of the batch (epoch ms), None before it has one.
     watermark_ms: Optional[int]
     duration_ms: int
+    #: Under a per-partition watermark (``bounded_disorder(partition=...)``): the operator's own
+    #: watermark of the batch (Spark's runs ahead of it), the partition holding it back (after its
+    #: input's name in a merge) and its lag behind the most advanced partition, in ms.
+    operator_watermark_ms: Optional[int] = None
+    held_back_by: Optional[str] = None
+    held_back_lag_ms: Optional[int] = None
 
     @property
     def input_ended(self) -> bool:
@@ -77,11 +83,24 @@ def batch_progress(progress: Any, output_operators: Optional[Mapping[str, str]] 
 
     output = (output_operators or {}).get(query)
     panes = total("panes", [observations[output]]) if output in observations else total("panes")
+    held = _held_back([observations[output]] if output in observations else observed)
     return BatchProgress(query=query, batch_id=int(data["batchId"]),
                          input_rows=int(data.get("numInputRows") or 0), panes=panes,
                          late_rows_dropped=total("late_rows_dropped"), bad_rows=total("bad_rows"),
                          watermark_ms=_watermark_ms((data.get("eventTime") or {}).get("watermark")),
-                         duration_ms=int((data.get("durationMs") or {}).get("triggerExecution") or 0))
+                         duration_ms=int((data.get("durationMs") or {}).get("triggerExecution") or 0), **held)
+
+
+def _held_back(observed: list) -> dict[str, Any]:
+    """The per-partition watermark's figures of the first operator that reports them (``operator_watermark_ms``,
+    ``held_back_by``, ``held_back_lag_ms``; none in a batch where no key group ran)."""
+    for metrics in observed:
+        found = metrics.asDict() if hasattr(metrics, "asDict") else dict(metrics)
+        if found.get("watermark_ms") is not None:
+            lag = found.get("held_back_lag_ms")
+            return {"operator_watermark_ms": int(found["watermark_ms"]), "held_back_by": found.get("held_back_by"),
+                    "held_back_lag_ms": int(lag) if lag is not None else None}
+    return {}
 
 
 def format_watermark(ms: Optional[int]) -> str:
@@ -95,10 +114,17 @@ def format_watermark(ms: Optional[int]) -> str:
 
 
 def batch_line(batch: BatchProgress, totals: Totals) -> str:
+    """One batch's line; under a per-partition watermark the operator's own watermark (Spark's runs
+    ahead of it) and the partition holding it back, with its lag."""
     bad = f", {batch.bad_rows} bad rows" if batch.bad_rows else ""
+    watermark = format_watermark(batch.watermark_ms)
+    if batch.operator_watermark_ms is not None:
+        watermark = format_watermark(batch.operator_watermark_ms)
+        if batch.held_back_by is not None and batch.held_back_lag_ms is not None:
+            watermark += f" held back by partition {batch.held_back_by} ({batch.held_back_lag_ms / 1000:g} s behind)"
     return (f"{batch.query}: batch {batch.batch_id}: {batch.input_rows} rows in, {batch.panes} panes out "
             f"({totals.panes} so far), {batch.late_rows_dropped} late rows dropped{bad}, watermark "
-            f"{format_watermark(batch.watermark_ms)} ({batch.duration_ms / 1000:.1f} s)")
+            f"{watermark} ({batch.duration_ms / 1000:.1f} s)")
 
 
 class ProgressPrinter(StreamingQueryListener):

@@ -54,7 +54,8 @@ ADVICE: dict[str, str] = {
     "state layout": "the new options run on another execution path (the columnar paths serve the default "
                     "trigger and early/late firings with vectorized=True), whose state is laid out differently: "
                     "start a new checkpoint or restore the options that chose the stored layout",
-    "time mode": "timers of the other time domain are stored: start a new checkpoint",
+    "time mode": "timers of the other time domain are stored (processing-time triggers, a fixed-lag or per-partition "
+                 "watermark and idle timeouts run in processing-time mode): start a new checkpoint",
     "accumulation mode": "after discarding panes the accumulators hold only the elements since the last pane, "
                          "and after accumulating panes they hold elements already fired: a restart may switch "
                          "between accumulating and accumulating-and-retracting only (start a new checkpoint)",

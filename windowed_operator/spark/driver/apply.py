@@ -13,7 +13,7 @@ from .chain import apply_fed_operator
 from ..clock import FileClock, SparkBatchClock
 from ..connect_compat import map_in_arrow
 from .feed import feed_of
-from .inputs import (GAP_COLUMN, RawInput, check_state_encoding, choose_time_mode, idle_timeout_of, read_raw_input,
+from .inputs import (GAP_COLUMN, RawInput, check_state_encoding, choose_time_mode, needs_heartbeats, read_raw_input,
                      resolve_key_groups, value_types)
 from .stage import run_processor
 from ..errors import SparkOperatorError
@@ -103,7 +103,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
 def _stage_rows(raw: RawInput, plan: SparkPlan, value_type: Optional[str]) -> tuple[DataFrame, list[str], SparkPlan]:
     """The rows the stateful stage receives: folded in the scan stage (the plan's fold; it has no
     batch time to check ``max_future_skew`` against, which its rules account for), or the columns the
-    processor reads; with heartbeats where an idle timeout needs them."""
+    processor reads; with heartbeats where an idle timeout or a per-partition watermark needs them."""
     projected, columns = raw.projected, raw.columns
     projected_schema: Optional[StructType] = None  # (known without analysis on the folding paths)
     if plan.folded_in_scan:
@@ -117,11 +117,13 @@ def _stage_rows(raw: RawInput, plan: SparkPlan, value_type: Optional[str]) -> tu
         if read is not None and len(read) < len(columns):
             columns = [name for name in columns if name in read]
             projected = projected.select(*columns)
-    if idle_timeout_of(plan.operator) is not None:
+    if needs_heartbeats(plan.operator):
         if projected_schema is None:
             projected_schema = _plain_schema(projected, raw.declared, raw.shape, raw.ts_col, columns)
-        projected = map_in_arrow(projected, Heartbeats(plan.key_groups if plan.keyed else 1),
-                                 with_beat_column(projected_schema), columns)
+        partition = plan.partition_column  # (its rows' maxima, per partition, to every group)
+        beats = Heartbeats(plan.key_groups if plan.keyed else 1, time_column=raw.ts_col if partition else None,
+                           partition_column=partition)
+        projected = map_in_arrow(projected, beats, with_beat_column(projected_schema), columns)
         columns = [*columns, BEAT_COLUMN]
         plan = dataclasses.replace(plan, heartbeats=True)
     return projected, columns, plan

@@ -35,7 +35,7 @@ from ...elements import BadElementError
 from ...operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
 from ...panes import SIDE_OUTPUT_COLUMNS, panes_from_columns
 from ...engine.vectorized import supports_vectorized
-from ...watermarks import UpstreamWatermark
+from ...watermarks import UpstreamWatermark, partition_of
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
 from ..errors import SparkOperatorError
@@ -166,6 +166,13 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         raise SparkOperatorError(
             f"{op.label()} reads the panes of {feed.operator.label()} and follows its watermark: give it no "
             f"watermark policy (it has {op.watermark.kind}); the upstream's policy decides the chain's watermark")
+    upstream_partition = partition_of(feed.operator.watermark)
+    if upstream_partition is not None:  # (Spark's watermark reaches this stage: it runs ahead of the upstream's)
+        raise SparkOperatorError(
+            f"{op.label()} reads the panes of {feed.operator.label()}, whose watermark is per partition "
+            f"(bounded_disorder(..., partition={upstream_partition!r})): on Spark a later stage follows Spark's own "
+            "watermark, which runs ahead of it, so its panes would be late here; run this stage in its own query "
+            "over the upstream's output, or remove partition= (the local runner runs such chains)")
     frame, group_column, key_type, state_key = _route(op, feed, op.key_type)
     input_type = _input_type(op, feed.frame)
     if input_type is not None and not callable(op.value):

@@ -14,7 +14,7 @@ from pyspark.sql.types import IntegralType, LongType, StructField, StructType, T
 
 from ...operator import OperatorBase, WindowingOptions
 from ...time import event_time_in_range, latest_event_time
-from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, check_runs_on_spark, needs_processing_time
+from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, needs_processing_time, partition_of
 from ...windows.session_windows import element_gap
 from ..errors import SparkOperatorError
 from ..plan import END_OF_INPUT, PHASE_COLUMN
@@ -59,13 +59,16 @@ def event_time_ms(df: DataFrame, column: str, schema: Optional[StructType] = Non
 
 
 def choose_time_mode(op: WindowingOptions, requested: str = "auto") -> str:
-    """ProcessingTime when processing time matters (processing-time triggers, fixed-lag watermark),
-    EventTime otherwise: one mode per query (SPARK_NOTES.md)."""
+    """ProcessingTime when processing time matters (processing-time triggers, fixed-lag watermark,
+    idle timeouts) or the operator computes its watermark from the heartbeats (a per-partition one:
+    Spark's event-time timers follow Spark's watermark, which runs ahead of it), EventTime
+    otherwise: one mode per query (SPARK_NOTES.md)."""
     if requested in ("EventTime", "ProcessingTime"):
         return requested
     if requested != "auto":
         raise SparkOperatorError(f"time_mode {requested!r} is not one of 'auto', 'EventTime', 'ProcessingTime'")
-    return "ProcessingTime" if needs_processing_time(op.trigger, op.watermark, idle_timeout_of(op)) else "EventTime"
+    return "ProcessingTime" if (needs_processing_time(op.trigger, op.watermark, idle_timeout_of(op))
+                                or partition_of(op.watermark) is not None) else "EventTime"
 
 
 def idle_timeout_of(op: WindowingOptions) -> Optional[int]:
@@ -73,6 +76,21 @@ def idle_timeout_of(op: WindowingOptions) -> Optional[int]:
     needs processing time, so the query runs in ProcessingTime mode, where a ``processingTime``
     trigger runs batches without data."""
     return getattr(op.watermark, "idle_timeout", None) or getattr(op, "idle_timeout", None)
+
+
+def check_partition_column(op: WindowingOptions, columns: list[str], where: str = "the DataFrame") -> None:
+    """A per-partition watermark's column (``bounded_disorder(partition=...)``) is one of ``columns``."""
+    partition = partition_of(op.watermark)
+    if partition is not None and partition not in columns:
+        raise SparkOperatorError(f"{op.label()}: watermark=bounded_disorder(..., partition={partition!r}) names a "
+                                 f"column that is not in {where} (columns: {columns})")
+
+
+def needs_heartbeats(op: WindowingOptions) -> bool:
+    """Whether every key group must learn of every batch's input (``scan.heartbeat``): an idle timeout
+    (the stream's or a merge input's), or a per-partition watermark (each partition's largest event
+    time)."""
+    return idle_timeout_of(op) is not None or partition_of(op.watermark) is not None
 
 
 def refuse_derived_panes(df: DataFrame, op: WindowingOptions) -> None:
@@ -148,14 +166,14 @@ def end_of_input_marker(df: DataFrame, column: Optional[str], columns: Optional[
 def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str, schema: Optional[StructType] = None,
                             marker: Optional[Column] = None) -> DataFrame:
     """Apply the operator's watermark policy to one input: Spark's ``withWatermark`` on a helper
-    column for bounded disorder; the input's own watermark for ``upstream``; nothing for a fixed lag
-    (the processor computes it from the batch clock).
+    column for bounded disorder (per partition too: there Spark's only tells the end of input, the
+    processor computes the watermark from the heartbeats); the input's own watermark for
+    ``upstream``; nothing for a fixed lag (the processor computes it from the batch clock).
 
     The helper holds each row's event time, except that an end-of-input marker row holds
     ``END_OF_INPUT`` and a row at or after it holds null: such a row is a bad element (the
     processor rejects it), and it must not move the watermark to the end of time; so does a row more
     than ``max_future_skew`` ahead of the batch's time."""
-    check_runs_on_spark(op.watermark, op.label(), SparkOperatorError)
     if marker is not None and isinstance(op.watermark, FixedLagWatermark):
         raise SparkOperatorError("end_of_input needs an event-time watermark (bounded_disorder or upstream): a "
                                  "fixed-lag watermark follows processing time, which no marker row can move")
@@ -298,6 +316,7 @@ def read_raw_input(op: OperatorBase, df: DataFrame, *, key: Optional[str], times
             f"{op.label()} has no window option: it keeps the windows of an upstream operator's panes, so apply it "
             "to that operator's output (op2.apply(op1.apply(df)), or op1.then(op2).apply(df)); on other rows give "
             "it a window option")
+    check_partition_column(op, columns)
     op, df, columns = with_gap_column(op, df, columns, analyse=declared is None)
     event_ms = event_time_ms(df, ts_col, shape)
     marker = end_of_input_marker(df, end_of_input, columns)

@@ -8,7 +8,10 @@ own watermark node, and Spark's global watermark is their minimum
 back, as the core's ``TwoInputWatermarkTracker`` does in the local runner.  With an idle timeout
 (an input that stops holding the watermark back, or a quiet stream's advance) the processor keeps
 each input's bounded-disorder watermark itself, from heartbeats carrying each input's largest event
-time per batch (``heartbeat``), and Spark's minimum only tells when both inputs have ended.
+time per batch (``heartbeat``), and Spark's minimum only tells when both inputs have ended.  So
+with a per-partition watermark (``bounded_disorder(partition=...)``): each input's partition column
+goes along as ``MERGE_PARTITION_COLUMN`` (a string: the inputs' types may differ), and the
+heartbeats carry each input's partitions' largest event times.
 """
 from __future__ import annotations
 
@@ -27,16 +30,19 @@ from ...watermarks import BoundedDisorderWatermark
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
 from .feed import feed_of
-from .inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_state_encoding, choose_time_mode,
-                            drop_end_of_input, end_of_input_marker, event_time_ms, idle_timeout_of, known_type,
+from .inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_partition_column, check_state_encoding,
+                            choose_time_mode, drop_end_of_input, end_of_input_marker, event_time_ms, known_type,
+                            needs_heartbeats,
                             refuse_derived_panes, require_streaming, resolve_column, resolve_key_groups, resolved_gap,
                             with_operator_watermark)
 from .stage import run_processor
 from ..errors import SparkOperatorError
 from ..scan.heartbeat import Heartbeats, with_beat_column
 from ..paths import object_paths
-from ..plan import MERGE_KEY_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN, SIDED_VALUES, SparkPlan
+from ..plan import (MERGE_KEY_COLUMN, MERGE_PARTITION_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN,
+                    SIDED_VALUES, SparkPlan)
 from ...engine.build import build_core
+from ...watermarks import partition_of
 
 
 def _side_type(op: MergeOperatorBase, side: str, df: DataFrame, end_of_input: Optional[str]) -> Optional[str]:
@@ -94,6 +100,10 @@ def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str]
     columns = [F.lit(side).alias(SIDE_COLUMN), event_ms.alias(MERGE_TIME_COLUMN), payload]
     if gap is not None and not callable(gap):
         columns.append(resolved_gap(op, df, gap, df.columns, f"the {side} DataFrame").alias(GAP_COLUMN))
+    partition = partition_of(op.watermark)
+    if partition is not None:
+        check_partition_column(op, df.columns, f"the {side} DataFrame")
+        columns.append(F.col(partition).cast("string").alias(MERGE_PARTITION_COLUMN))
     if key_col is not None:
         columns.insert(0, F.col(key_col).alias(MERGE_KEY_COLUMN))
     return kept.select(*columns), key_col, ts_col
@@ -149,8 +159,8 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     assert set(PAYLOAD_COLUMNS) == set(SIDES)
     columns = None
     if idle:  # each group learns each input's batches and largest event times (``heartbeat``)
-        union = union.mapInArrow(Heartbeats(plan.key_groups if op.keyed else 1, SIDE_COLUMN, MERGE_TIME_COLUMN),
-                                 with_beat_column(union.schema))
+        beats = Heartbeats(plan.key_groups if op.keyed else 1, SIDE_COLUMN, MERGE_TIME_COLUMN, plan.partition_column)
+        union = union.mapInArrow(beats, with_beat_column(union.schema))
         columns = union.columns
         plan = dataclasses.replace(plan, heartbeats=True)
     return run_processor(union, plan, MERGE_KEY_COLUMN if op.keyed else None, columns)
@@ -171,7 +181,7 @@ def _checked_inputs(op: MergeOperatorBase, left: DataFrame, right: DataFrame, en
     if op.window is None:
         raise SparkOperatorError(f"{op.label()} has no window option: a merge operator takes raw inputs, which "
                                  "carry no windows to keep; give it a window option")
-    idle = op.idle_timeout is not None or idle_timeout_of(op) is not None
+    idle = needs_heartbeats(op)
     if idle and not isinstance(op.watermark, BoundedDisorderWatermark):
         raise SparkOperatorError(
             f"{op.label()}: idle timeouts on Spark need watermark=bounded_disorder(...): the operator then keeps each "

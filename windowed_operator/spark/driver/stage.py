@@ -20,8 +20,8 @@ from ..worker.deferred import DeferredProcessor
 from ..handoff import Handoff, choose_handoff
 from ..scan.heartbeat import BEAT_COLUMN
 from ..scan.packing import PACKED_COLUMN, PackRows
-from ..plan import (BAD_COUNT_COLUMN, COUNT_COLUMNS, EVENT_TIME_COLUMN, GROUP_COLUMN, LATE_COUNT_COLUMN, STAGE_COLUMN,
-                    SparkPlan)
+from ..plan import (BAD_COUNT_COLUMN, EVENT_TIME_COLUMN, GROUP_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN,
+                    LATE_COUNT_COLUMN, STAGE_COLUMN, WATERMARK_COLUMN, SparkPlan)
 from ..settings import warn_removed_confs
 from .feed import Feed, attach_feed, feed_of, pane_rows
 
@@ -40,13 +40,21 @@ def observation_name(op: WindowingOptions) -> str:
 
 def observe_drops(out: DataFrame, plan: SparkPlan, name: str) -> DataFrame:
     """Sum the processor's count rows into observed metrics (``name``), per micro-batch, then drop
-    them: late elements dropped and bad elements show in the query's progress, late-data output or not."""
+    them: late elements dropped and bad elements show in the query's progress, late-data output or not;
+    under a per-partition watermark so do the operator's watermark and the partition holding it back
+    (``watermark_ms``, ``held_back_by``: the partition, after its input's name in a merge,
+    ``held_back_lag_ms``: its lag behind the most advanced partition)."""
     late, bad = F.col(LATE_COUNT_COLUMN), F.col(BAD_COUNT_COLUMN)
+    partitioned = []
+    if plan.partition_column is not None:  # (every group computes the same: one value per batch)
+        partitioned = [F.max(WATERMARK_COLUMN).alias("watermark_ms"), F.max(HELD_BY_COLUMN).alias("held_back_by"),
+                       F.max(HELD_LAG_COLUMN).alias("held_back_lag_ms")]
     observed = out.observe(name,
                            F.coalesce(F.sum(late), F.lit(0)).alias("late_rows_dropped"),
                            F.coalesce(F.sum(bad), F.lit(0)).alias("bad_rows"),
-                           F.count(F.when(late.isNull() & F.col("window_start").isNotNull(), 1)).alias("panes"))
-    return observed.where(late.isNull()).drop(*COUNT_COLUMNS)
+                           F.count(F.when(late.isNull() & F.col("window_start").isNotNull(), 1)).alias("panes"),
+                           *partitioned)
+    return observed.where(late.isNull()).drop(*plan.count_columns)
 
 
 def shown_timestamp(column: str) -> Column:

@@ -9,11 +9,18 @@ the shuffle, each partition that had rows in the batch adds one heartbeat row pe
 Every group then notes the same batches as input, and computes the same watermark as the local
 runner.  The cost: ``key_groups`` rows per partition and batch, and every group is woken in every
 batch with input (a few state calls each).
+
+Under a per-partition watermark (``bounded_disorder(..., partition=<column>)``) a heartbeat also
+carries the partitions: one per key group, input and partition that had rows, holding the
+partition's value in its column and its largest event time in range in the time column, so that
+every group observes the same per-partition maxima (``watermarks.PartitionWatermarks``) whichever
+keys it holds.  A row with a null partition is a bad element (the processor rejects it) and counts
+for no partition.  The cost: ``key_groups`` rows per partition of the input and batch.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Any, Hashable, Iterator, Optional
 
 import pandas as pd
 import pyarrow as pa
@@ -42,15 +49,18 @@ class Heartbeats:
     """The ``mapInArrow`` function: a partition's batches, then, if it had rows, one heartbeat per
     key group; for a merge (``side_column``), one per key group and input that had rows, carrying
     the input's largest event time in range in ``time_column`` (each group keeps each input's
-    bounded-disorder watermark from them: Spark's own is one minimum over both)."""
+    bounded-disorder watermark from them: Spark's own is one minimum over both); with
+    ``partition_column``, one per key group, input and partition, carrying the partition's largest
+    event time in range (``time_column`` is then required)."""
 
     groups: int
     side_column: Optional[str] = None
     time_column: Optional[str] = None
+    partition_column: Optional[str] = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         schema: Optional[pa.Schema] = None  # every batch in it: all columns nullable (a heartbeat is nulls)
-        seen: dict[str, Optional[int]] = {}
+        seen: dict[Any, Optional[int]] = {}  # input, or (input, partition), -> largest event time
         for batch in batches:
             if schema is None:
                 schema = pa.schema([f.with_nullable(True) for f in batch.schema]
@@ -62,22 +72,37 @@ class Heartbeats:
         if seen and schema is not None:
             yield self._beats(schema, seen)
 
-    def _note(self, batch: pa.RecordBatch, seen: dict[str, Optional[int]]) -> None:
-        if self.side_column is None:
+    def _note(self, batch: pa.RecordBatch, seen: dict[Any, Optional[int]]) -> None:
+        if self.side_column is None and self.partition_column is None:
             seen[""] = None
             return
-        sides, times = batch.column(self.side_column), batch.column(self.time_column)
+        assert self.time_column is not None  # (given with a side or a partition column)
+        times = batch.column(self.time_column)
         in_range = pc.and_kleene(pc.is_valid(times), pc.less_equal(times, latest_event_time()))  # (event_time_in_range)
-        for side in pc.unique(sides).to_pylist():
-            largest = pc.max(pc.filter(times, pc.and_kleene(pc.equal(sides, side), in_range))).as_py()
-            seen[side] = max_known(seen.get(side), largest)
+        keys = {"side": batch.column(self.side_column) if self.side_column is not None
+                else pa.array([""] * batch.num_rows, pa.string())}
+        if self.partition_column is not None:
+            keys["part"] = batch.column(self.partition_column)
+        table = pa.table({**keys, "t": pc.if_else(in_range, times, pa.scalar(None, times.type))})
+        for found in table.group_by(list(keys)).aggregate([("t", "max")]).to_pylist():
+            side, largest = found["side"], found["t_max"]
+            if self.partition_column is None:
+                seen[side] = max_known(seen.get(side), largest)
+                continue
+            seen.setdefault((side, None), None)  # (the input had rows, whatever their partitions)
+            if found["part"] is not None:  # (a null partition: a bad element, no partition's)
+                seen[(side, found["part"])] = max_known(seen.get((side, found["part"])), largest)
 
-    def _beats(self, schema: pa.Schema, seen: dict[str, Optional[int]]) -> pa.RecordBatch:
+    def _beats(self, schema: pa.Schema, seen: dict[Any, Optional[int]]) -> pa.RecordBatch:
         n = self.groups * len(seen)
+        sides = [entry[0] if isinstance(entry, tuple) else entry for entry in seen]
+        parts = [entry[1] if isinstance(entry, tuple) else None for entry in seen]
         columns = []
         for field in list(schema)[:-1]:  # (the last is the heartbeat column)
             if field.name == self.side_column:
-                columns.append(pa.array([side for side in seen for _ in range(self.groups)], field.type))
+                columns.append(pa.array([side for side in sides for _ in range(self.groups)], field.type))
+            elif field.name == self.partition_column:
+                columns.append(pa.array([part for part in parts for _ in range(self.groups)], field.type))
             elif field.name == self.time_column:
                 columns.append(pa.array([ts for ts in seen.values() for _ in range(self.groups)], field.type))
             else:
@@ -87,20 +112,48 @@ class Heartbeats:
 
 
 def split_beats(frame: Optional[pd.DataFrame], side_column: Optional[str] = None,
-                time_column: Optional[str] = None) -> tuple[Optional[pd.DataFrame], dict[str, Optional[int]]]:
-    """A group's rows without its heartbeats, and the inputs that had rows in this batch (for a
-    merge, each with its largest event time in range, or None; for one input, ``{"": None}``)."""
+                time_column: Optional[str] = None, partition_column: Optional[str] = None,
+                ) -> tuple[Optional[pd.DataFrame], dict[str, Optional[int]], dict[tuple[str, Hashable], Optional[int]]]:
+    """A group's rows without its heartbeats, the inputs that had rows in this batch (for a merge,
+    each with its largest event time in range, or None; for one input, ``{"": None}``) and, with
+    ``partition_column``, each (input, partition) that had rows with its largest event time in
+    range (None: only bad ones)."""
     if frame is None or BEAT_COLUMN not in frame.columns:
-        return frame, {}
+        return frame, {}, {}
     is_beat = frame[BEAT_COLUMN].notna().to_numpy()
     rows = frame.loc[~is_beat].drop(columns=BEAT_COLUMN).reset_index(drop=True)
     beats = frame.loc[is_beat]
     seen: dict[str, Optional[int]] = {}
-    if side_column is None:
+    parts: dict[tuple[str, Hashable], Optional[int]] = {}
+    if partition_column is not None:
+        assert time_column is not None  # (a partition's beat carries its largest event time)
+        sides = beats[side_column].tolist() if side_column is not None else [""] * len(beats)
+        for side, part, ts in zip(sides, beats[partition_column].tolist(), beats[time_column].tolist()):
+            ts = _known(ts)
+            seen[side] = max_known(seen.get(side), ts) if side_column is not None else None
+            if not _is_null(part):
+                parts[(side, _plain(part))] = max_known(parts.get((side, _plain(part))), ts)
+    elif side_column is None:
         if len(beats):
             seen[""] = None
     else:
         for side, ts in zip(beats[side_column].tolist(), beats[time_column].tolist()):
-            ts = None if ts is None or ts != ts else int(ts)  # (a column with nulls comes as floats)
-            seen[side] = max_known(seen.get(side), ts)
-    return (rows if len(rows) else None), seen
+            seen[side] = max_known(seen.get(side), _known(ts))
+    return (rows if len(rows) else None), seen, parts
+
+
+def _known(ts: Any) -> Optional[int]:
+    """An event time read from a heartbeat (a column with nulls comes as floats, the null as NaN)."""
+    return None if ts is None or ts != ts else int(ts)
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _plain(value: Any) -> Hashable:
+    """A partition value as the element reader reads it from a row: a whole float of an integral
+    column with nulls (pandas) back to an int."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value.item() if hasattr(value, "item") else value

@@ -61,6 +61,8 @@ class GroupRunner:
         self.timers = GroupTimers(self.plan, self.store)
         self.rows = RowReader(self.plan, self.core, processor.reader)
         self.fed = FedReader(self.plan, self.rows)
+        #: Under a per-partition watermark: the call's watermark and what holds it back (``count_row``).
+        self.held: Optional[tuple[int, Optional[tuple[str, Any, int]]]] = None
 
     def run(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
             fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
@@ -75,6 +77,8 @@ class GroupRunner:
         spark_now = self.rows.now = timer_values.getCurrentProcessingTimeInMs()
         processing_time = self.plan.clock.now(spark_now)
         watermark = self.timers.watermark(timer_values, meta, processing_time)
+        if self.plan.partition_column is not None:  # (reported on the call's count row: ``_frame``)
+            self.held = (watermark, self.timers.holding_back(meta, processing_time))
         return spark_now, processing_time, watermark, meta.get("wm", watermark)
 
     def _schedule_group(self, group: GroupState, spark_now: int, watermark: int, *,
@@ -93,12 +97,13 @@ class GroupRunner:
 
     def _frame(self, parts: list[dict[str, Any]], behind: int, late: int, bad: int) -> Iterator[pd.DataFrame]:
         """The call's one output frame (``output_frame``): its phases' rows, then the row of its
-        counts of late and bad rows where it has any; with the event-time output, each pane's time
+        counts of late and bad rows where it has any (and always under a per-partition watermark,
+        with the watermark and the partition holding it back); with the event-time output, each pane's time
         for Spark's watermark (``SparkPlan.event_times``: ``behind`` is the previous batch's
         watermark; the count row's is null)."""
         plan = self.plan
-        if late or bad:
-            parts = [*parts, plan.count_row(late, bad)]
+        if late or bad or plan.partition_column is not None:
+            parts = [*parts, plan.count_row(late, bad, self.held)]
         frame = output_frame(plan.processor_fields(), parts, EVENT_TIME_COLUMN if plan.event_time_output else None,
                              lambda timestamps: plan.event_times(timestamps, behind))
         if frame is not None:

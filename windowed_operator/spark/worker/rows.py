@@ -53,11 +53,12 @@ class RowReader:
         return frame[self.plan.key_column].to_numpy(dtype=object)
 
     def clean(self, frame: pd.DataFrame, sided: Optional[SidedValues] = None) -> np.ndarray:
-        """Rows the array paths take: a key, a time in range and a value (the rest go to the reader;
+        """Rows the array paths take: a key, a time in range, a value and a partition where the
+        watermark is per partition (the rest go to the reader;
         a merge's values are ``sided``).  Times are checked against the batch's own time (``now``), as
         the watermark helper column is."""
         plan = self.plan
-        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column)
+        needed = [c for c in (plan.key_column, plan.time_column, plan.value_column, plan.partition_column)
                   if c not in (None, WHOLE_ROWS, SIDED_VALUES)]
         clean = frame[needed].notna().all(axis=1).to_numpy()
         if sided is not None:

@@ -1,12 +1,14 @@
 """A key group's clocks in the worker: its watermark, its heartbeats and its Spark timer.
 
 The watermark a group's batch runs at is Spark's (or a fixed lag behind processing time, or a
-merge's from each input's heartbeats); the group's timer is the earliest due time of its state
+merge's from each input's heartbeats, or a per-partition one from the heartbeats' per-partition
+maxima, kept in the group's meta record as ``PartitionWatermarks`` snapshots: ``"parts"``, or each
+input's under ``"sides"``); the group's timer is the earliest due time of its state
 (event time) or the next batch while it holds work (processing time, where groups poll).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Hashable, Optional
 
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import TimerValues
@@ -15,7 +17,7 @@ from accumulations.merge import SIDES
 
 from ...state.group_state import GroupState
 from ...time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP
-from ...watermarks import FixedLagWatermark, idle_advanced, input_is_idle, two_input_watermark
+from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, PartitionWatermarks, idle_advanced, input_is_idle, two_input_watermark
 from ..plan import MERGE_TIME_COLUMN, SIDE_COLUMN, SparkPlan
 from ..scan.heartbeat import max_known, split_beats
 from .group_store import SparkGroupStore
@@ -41,30 +43,64 @@ class GroupTimers:
         self.plan = plan
         self.store = store
 
-    def split_beats(self, frame: Optional[pd.DataFrame]) -> tuple[Optional[pd.DataFrame], dict]:
+    def split_beats(self, frame: Optional[pd.DataFrame]) -> tuple[Optional[pd.DataFrame], Any]:
+        """The group's rows and what its heartbeats say (``note_input`` reads it)."""
         if not self.plan.heartbeats:
-            return frame, {}
+            return frame, ({}, {})
+        partition_column = self.plan.partition_column
         if self.plan.merge:
-            return split_beats(frame, SIDE_COLUMN, MERGE_TIME_COLUMN)
-        return split_beats(frame)
+            rows, seen, parts = split_beats(frame, SIDE_COLUMN, MERGE_TIME_COLUMN, partition_column)
+        else:
+            rows, seen, parts = split_beats(frame, None, self.plan.time_column if partition_column else None,
+                                            partition_column)
+        return rows, (seen, parts)
 
-    @staticmethod
-    def note_input(meta: dict, beats: dict, processing_time: int) -> None:
+    def note_input(self, meta: dict, beats: Any, processing_time: int) -> None:
         """After this batch's watermark: what came in counts from the next batch, as Spark's own
         watermark takes a batch's event times from the next batch on.  ``meta["input"]``: the last
         batch with any input; ``meta["sides"]``: each input's last batch with input and largest
-        event time (a merge's inputs' watermarks, kept here)."""
-        if not beats:
+        event time (a merge's inputs' watermarks, kept here); under a per-partition watermark, each
+        partition's largest event time and last batch observed in the tracker's snapshot
+        (``meta["parts"]``, or a merge input's ``"parts"``)."""
+        seen, parts = beats
+        if not seen:
             return
         meta["input"] = processing_time
-        if "" in beats:
+        if self.plan.partition_column is not None and not self.plan.merge:
+            self._observe(meta, parts, "", processing_time)
+            return
+        if "" in seen:
             return
         sides = meta.setdefault("sides", {})
-        for side, ts in beats.items():
-            sides[side] = {"input": processing_time, "max": max_known(sides.get(side, {}).get("max"), ts)}
+        for side, ts in seen.items():
+            info = sides.setdefault(side, {})
+            info["input"], info["max"] = processing_time, max_known(info.get("max"), ts)
+            if self.plan.partition_column is not None:
+                self._observe(info, parts, side, processing_time)
+
+    def _observe(self, holder: dict, parts: dict[tuple[str, Hashable], Optional[int]], side: str,
+                 processing_time: int) -> None:
+        """The per-partition maxima of one input (``side``) observed in its tracker, kept in ``holder``."""
+        tracker = self.partitions(holder)
+        for (of_side, partition), ts in parts.items():
+            if of_side == side and ts is not None:
+                tracker.observe(partition, ts, processing_time)
+        holder["parts"] = tracker.snapshot()
+
+    def partitions(self, holder: dict, watermark: int = MIN_TIMESTAMP) -> PartitionWatermarks:
+        """The tracker of one input's partitions kept in ``holder`` (a new one at ``watermark``: a
+        group that never saw a partition, or a checkpoint written without ``partition=``)."""
+        policy = self.plan.operator.watermark
+        assert isinstance(policy, BoundedDisorderWatermark)  # (the only policy with partitions)
+        snapshot = holder.get("parts")
+        if snapshot is None:
+            return PartitionWatermarks(policy.max_disorder, policy.idle_timeout, watermark)
+        return PartitionWatermarks.restore(policy.max_disorder, policy.idle_timeout, snapshot)
 
     def watermark(self, timer_values: TimerValues, meta: dict, processing_time: int) -> int:
         policy = self.plan.operator.watermark
+        if self.plan.partition_column is None:
+            self._forget_partitions(meta)
         if isinstance(policy, FixedLagWatermark):
             candidate = processing_time - policy.lag
         else:
@@ -74,6 +110,8 @@ class GroupTimers:
                 candidate = MAX_TIMESTAMP
             elif self.plan.merge and self.plan.heartbeats:
                 candidate = self._inputs_watermark(meta, policy, processing_time)
+            elif self.plan.partition_column is not None:
+                candidate = self._partitions_watermark(meta, meta, processing_time)
             else:  # (meta "input": the last batch with input, from the heartbeats)
                 candidate = idle_advanced(candidate, meta.get("input"), getattr(policy, "idle_timeout", None),
                                           processing_time)
@@ -88,11 +126,53 @@ class GroupTimers:
         marks, idle = {}, {}
         for side in SIDES:
             info = sides.get(side, {})
+            if self.plan.partition_column is not None:
+                marks[side] = self._partitions_watermark(sides.setdefault(side, info), meta, processing_time)
+                idle[side] = input_is_idle(info.get("input", start), merge_operator(self.plan).idle_timeout,
+                                           processing_time)
+                continue
             event = policy.candidate(MIN_TIMESTAMP, processing_time, info.get("max"))
             marks[side] = idle_advanced(max(MIN_TIMESTAMP, event), info.get("input"), policy.idle_timeout,
                                         processing_time)
             idle[side] = input_is_idle(info.get("input", start), merge_operator(self.plan).idle_timeout, processing_time)
         return two_input_watermark(marks, idle)
+
+    @staticmethod
+    def _forget_partitions(meta: dict) -> None:
+        """A restart that removed ``partition=`` (a safe change: ``fingerprint.SAFE_CHANGES``, "watermark"):
+        the partitions' trackers its checkpoint holds are dropped (the watermark they reached stays, as
+        ``meta["wm"]``)."""
+        meta.pop("parts", None)
+        for info in meta.get("sides", {}).values():
+            info.pop("parts", None)
+
+    def _partitions_watermark(self, holder: dict, meta: dict, processing_time: int) -> int:
+        """One input's per-partition watermark at ``processing_time`` (``PartitionWatermarks.compute``:
+        never back), its tracker kept in ``holder``; a group restored from a checkpoint without one
+        starts it at the group's last watermark."""
+        tracker = self.partitions(holder, meta.get("wm", MIN_TIMESTAMP))
+        watermark = tracker.compute(processing_time, holder.get("input"))
+        holder["parts"] = tracker.snapshot()
+        return watermark
+
+    def holding_back(self, meta: dict, processing_time: int) -> Optional[tuple[str, Hashable, int]]:
+        """The input and partition holding the group's per-partition watermark back, with its lag in
+        ms (``PartitionWatermarks.holding_back``; a merge's: the input whose is furthest behind), or None."""
+        if self.plan.partition_column is None:
+            return None
+        holders = meta.get("sides", {}) if self.plan.merge else {"": meta}
+        found: list[tuple[int, str, Hashable, int]] = []
+        for side, holder in holders.items():
+            if holder.get("parts") is None:
+                continue
+            tracker = self.partitions(holder)
+            held = tracker.holding_back(processing_time)
+            if held is not None:
+                found.append((tracker.marks()[held[0]], side, held[0], held[1]))
+        if not found:
+            return None
+        _, side, partition, lag = min(found, key=lambda item: item[0])
+        return side, partition, lag
 
     def schedule_group(self, group: GroupState, spark_now: int, watermark: int, *,
                         due: Optional[int] = None, has_due: Optional[bool] = None) -> None:

@@ -1,0 +1,98 @@
+"""A key group's per-partition watermark in the worker (``GroupTimers``) without a JVM: the heartbeats'
+per-partition maxima observed after the batch's watermark, the tracker kept in the group's meta
+record as plain data (a restart reads it back through JSON), a restart that removes ``partition=``
+forgetting it and one that adds it starting from the group's watermark."""
+import json
+
+import pandas as pd
+
+from accumulations import Count
+from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
+from windowed_operator.spark.plan import SparkPlan
+from windowed_operator.spark.scan.heartbeat import BEAT_COLUMN
+from windowed_operator.spark.worker.timers import GroupTimers
+from windowed_operator.time import MIN_TIMESTAMP
+
+DELAY, IDLE = 10, 100
+
+
+class SparkClock:
+    """Spark's watermark as a processor sees it: far ahead of every partition's (0: none yet)."""
+
+    def __init__(self, watermark: int = 0) -> None:
+        self.watermark = watermark
+
+    def getCurrentWatermarkInMs(self) -> int:
+        return self.watermark
+
+
+def timers(watermark):
+    op = KeyedWindowedOperator(TimeWindows(100), Count(), key="user", timestamp="ts", watermark=watermark)
+    plan = SparkPlan(operator=op, keyed=True, time_mode="ProcessingTime", value_type="bigint", key_type="string",
+                     side_outputs=False, key_column="user", time_column="ts", heartbeats=True)
+    return GroupTimers(plan, store=None)
+
+
+def batch(*beats):
+    """A group's rows: one data row (a null partition), then a heartbeat per (partition, largest time)."""
+    rows = [{"user": "a", "ts": 1, "part": None, BEAT_COLUMN: None}]
+    rows += [{"user": None, "ts": ts, "part": part, BEAT_COLUMN: 0} for part, ts in beats]
+    return pd.DataFrame(rows)
+
+
+def step(group_timers, meta, now, *beats):
+    """One batch: its watermark (before its own heartbeats count), then its heartbeats noted."""
+    frame, seen = group_timers.split_beats(batch(*beats) if beats else None)
+    watermark = group_timers.watermark(SparkClock(1_000_000), meta, now)
+    group_timers.note_input(meta, seen, now)
+    meta["wm"] = watermark
+    return watermark, frame
+
+
+def test_each_partition_counts_from_the_next_batch_and_survives_a_restart_through_json():
+    partitioned = timers(bounded_disorder(DELAY, idle_timeout=IDLE, partition="part"))
+    meta: dict = {}
+    watermark, rows = step(partitioned, meta, 0, (0, 500), (1, 100))
+    assert watermark == MIN_TIMESTAMP and len(rows) == 1 and BEAT_COLUMN not in rows.columns
+    assert step(partitioned, meta, 10, (0, 600))[0] == 90  # partition 1 holds it back (Spark's is far ahead)
+    assert partitioned.holding_back(meta, 10) == ("", 1, 500)
+    meta = json.loads(json.dumps(meta))  # (the meta record is JSON in the state store)
+    assert step(partitioned, meta, 50, (0, 600))[0] == 90
+    assert step(partitioned, meta, 110)[0] == 590  # partition 1 quiet for 100 ms: idle (0 for 60 ms: not)
+    assert step(partitioned, meta, 111, (1, 120), (2, 300))[0] == 590
+    assert step(partitioned, meta, 112)[0] == 590  # 1 and 2 rejoin behind: the watermark waits, never back
+    assert partitioned.holding_back(meta, 112) == ("", 1, 480)
+
+
+def test_removing_partition_forgets_the_trackers_and_adding_it_starts_from_the_groups_watermark():
+    meta: dict = {}
+    partitioned = timers(bounded_disorder(DELAY, partition="part"))
+    step(partitioned, meta, 0, (0, 500), (1, 100))
+    assert step(partitioned, meta, 1)[0] == 90 and "parts" in meta
+    plain = timers(bounded_disorder(DELAY))
+    assert step(plain, meta, 2)[0] == 1_000_000  # Spark's own, as without partition= from the start
+    assert "parts" not in meta
+    readded = {"wm": 400}  # a checkpoint written without partition=
+    assert step(partitioned, readded, 3, (0, 200))[0] == 400
+    assert step(partitioned, readded, 4)[0] == 400  # partition 0 at 190: the watermark waits at 400
+    assert readded["parts"]["watermark"] == 400
+
+
+def test_heartbeats_carry_each_inputs_partitions_largest_event_time_in_range_to_every_group():
+    import pyarrow as pa
+
+    from windowed_operator.spark.scan.heartbeat import Heartbeats, split_beats
+    from windowed_operator.time import END_OF_INPUT
+
+    rows = pa.record_batch({"user": ["a", "b", "c", "d", "e"], "ts": [5, 9, 7, None, END_OF_INPUT],
+                            "part": [0, 1, None, 1, 0]})
+    out = list(Heartbeats(2, time_column="ts", partition_column="part")([rows]))
+    frame = pa.Table.from_batches(out).to_pandas()
+    assert sorted(frame[BEAT_COLUMN].dropna().astype(int).tolist()) == [0, 0, 0, 1, 1, 1]  # 3 beats per group
+    data, seen, parts = split_beats(frame, None, "ts", "part")
+    # a null partition (c) counts as input, for no partition; null and out-of-range times count for none
+    assert len(data) == 5 and seen == {"": None} and parts == {("", 0): 5, ("", 1): 9}
+    merged = pa.record_batch({"side": ["left", "left", "right"], "ts": [5, 9, 7], "part": ["0", "1", "0"]})
+    out = list(Heartbeats(1, "side", "ts", "part")([merged]))
+    _, seen, parts = split_beats(pa.Table.from_batches(out).to_pandas(), "side", "ts", "part")
+    assert seen == {"left": 9, "right": 7} and parts == {("left", "0"): 5, ("left", "1"): 9, ("right", "0"): 7}
