@@ -34,7 +34,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
 
     ``key_groups``: how many state values the keys are hashed into (default ``DEFAULT_KEY_GROUPS``,
     whatever the session; fixed for the life of a checkpoint: a restart with another number is
-    refused, like any change the stored state cannot follow, see ``windowed_operator.fingerprint``);
+    refused, like any change the stored state cannot follow, see ``windowed_operator.state.fingerprint``);
     ``vectorized=False`` forces the element-by-element path (the array path is used when the
     windows are assigned by timestamp and the accumulation has ``fold_array``);
     ``schema`` (DDL or StructType) declares the input's schema so that apply() never analyses the

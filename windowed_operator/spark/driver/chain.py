@@ -3,7 +3,7 @@
 ``op.apply(df)`` returns its panes and keeps, beside them, the processor's own rows (times in epoch
 ms, pane rows only, each tagged with the step of its batch that made it: ``group_batch.Phase``).
 ``op2.apply(panes)`` (or ``op.then(op2).apply(df)``) groups those rows by ``op2``'s key and runs
-``op2`` on them as the local chain runs it (``windowed_operator.chain.ChainRunner``):
+``op2`` on them as the local chain runs it (``windowed_operator.runners.chain.ChainRunner``):
 
 - each row becomes the pane the local chain hands over (``panes.pane_from_row``: a retraction
   carries the output it undoes, so an invertible downstream folds it out) and goes through the
