@@ -122,7 +122,7 @@ def test_expiry_boundary_for_every_family(family, lateness):
     runner.advance_watermark_to(max_ts + lateness + 1)
     assert runner.states == {}  # purged once max_timestamp + lateness is before the watermark
     runner.add_elements(T(3, ts))
-    assert runner.dropped_counts == {"expired": 1} and [d.element for d in runner.late_data] == [3]
+    assert runner.dropped_counts == {"expired": 1} and [d.element for d in runner.late_data] == [("k", 3)]  # (the element as it arrived)
 
 
 # -- 2. sessions merge per bundle -----------------------------------------------------------------
@@ -162,7 +162,7 @@ def test_an_element_whose_session_is_exactly_a_finished_one_is_dropped_as_closed
     runner = op(SessionWindows(10_000), trigger=AfterCount(2), late_data_output=True).local_runner()
     assert panes(runner.add_elements(T(1, 0), T(2, 0))) == ["[0,10000) [1, 2] EARLY #0 FL"]
     assert runner.add_elements(T(3, 0)) == []  # proto-session [0,10000) is the finished session itself
-    assert runner.dropped_counts == {"closed_window": 1} and [d.element for d in runner.late_data] == [3]
+    assert runner.dropped_counts == {"closed_window": 1} and [d.element for d in runner.late_data] == [("k", 3)]
     assert runner.add_elements(T(4, 1)) == []  # [1,10001) overlaps it but starts a live session
     assert panes(runner.finish()) == ["[1,10001) [4] ON_TIME #0 FL"]
 
@@ -235,10 +235,10 @@ def test_the_order_property_catches_a_per_element_merge(monkeypatch):
     """Merging element by element (the old rule) makes the issue's case depend on bundle order."""
     bundle_merge = WindowedCore._add_to_sessions
 
-    def per_element(self, key, state, elements, watermark, processing_time, emission):
+    def per_element(self, key, state, elements, watermark, processing_time, emission, origin_of):
         touched = {}
         for element in elements:
-            touched.update(bundle_merge(self, key, state, [element], watermark, processing_time, emission))
+            touched.update(bundle_merge(self, key, state, [element], watermark, processing_time, emission, origin_of))
         return touched
 
     trigger = TriggerOption.of(AfterEach(AfterCount(1), AfterCount(2))).accumulating_fired_panes()

@@ -54,7 +54,7 @@ def test_03_elements_beyond_allowed_lateness_are_dropped_and_counted():
     runner.advance_watermark_to(15)  # window [0,10) expires once 9 + 5 < watermark
     assert runner.add_elements(T(2, 3)) == []
     assert runner.dropped_counts == {"expired": 1}
-    assert [(d.key, d.element, d.timestamp) for d in runner.late_data] == [("k", 2, 3)]
+    assert [(d.key, d.element, d.timestamp) for d in runner.late_data] == [("k", ("k", 2), 3)]
 
 
 # 4 ---------------------------------------------------------------------------------------------

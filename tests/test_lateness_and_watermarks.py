@@ -29,7 +29,7 @@ def test_element_is_accepted_until_the_watermark_passes_max_timestamp_plus_laten
         assert runner.dropped_counts == {}
     else:
         assert out == [] and runner.dropped_counts == {"expired": 1}
-        assert runner.late_data[0].element == 7 and runner.late_data[0].watermark == watermark
+        assert runner.late_data[0].element == ("k", 7) and runner.late_data[0].watermark == watermark
 
 
 def test_state_is_purged_exactly_at_expiry():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Callable, Hashable, Optional, Union
 
 import numpy as np
@@ -82,9 +83,19 @@ def _in_range(element: Any, ts: int, now: Optional[int], max_future_skew: Option
 
 
 def element_json(element: Any, integral_columns: tuple[str, ...] = ()) -> str:
-    """A dropped element as valid JSON: nulls (None, NaN) as null, integers of integral columns as
-    integers (not the floats pandas made of a column with a null), anything else by ``str``."""
+    """A dropped element as valid JSON, the same on every runner and path: nulls (None, NaN, NaT)
+    as null, instants (datetimes, Spark timestamps) as epoch ms, as the event-time column is, integers
+    of integral columns as integers (not the floats pandas made of a column with a null), a pane (a
+    chained stage's element) as its output row, anything else by ``str``."""
     def clean(value: Any, integral: bool = False) -> Any:
+        if isinstance(value, PaneRecord):
+            row = value.as_dict()
+            row["pane_index"], row["timing"] = row.pop("index"), value.timing.value
+            return clean(row)
+        if isinstance(value, datetime):
+            return None if value != value else to_millis(value)  # (pandas' NaT is a datetime unequal to itself)
+        if isinstance(value, np.datetime64):
+            return None if np.isnat(value) else int(value.astype("datetime64[ms]").astype(np.int64))
         if isinstance(value, dict):
             return {k: clean(v, k in integral_columns) for k, v in value.items()}
         if isinstance(value, (list, tuple)):

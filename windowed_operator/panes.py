@@ -48,6 +48,8 @@ OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_
                   "is_retraction", "timestamp"]
 #: Extra columns when the operator has a late-data or dead-letter output.
 SIDE_OUTPUT_COLUMNS = ["record_type", "reason", "element", "element_timestamp"]
+#: One more on a merge's (and on a chain's that starts with one): the input a side row came on.
+INPUT_COLUMN = "input"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +110,11 @@ class WindowOverflowError(ArithmeticError):
 
 @dataclass(frozen=True, slots=True)
 class DroppedElement:
-    """An element that was counted as dropped, sent to the late-data or dead-letter output."""
+    """An element that was counted as dropped, sent to the late-data or dead-letter output.
+
+    ``element`` is the element as it arrived (a one-input operator's row, a merge input's row),
+    not the value read from it; ``input`` names a merge's input it came on (``'left'`` or
+    ``'right'``; None for a one-input operator's)."""
 
     reason: DropReason
     element: Any
@@ -116,6 +122,24 @@ class DroppedElement:
     timestamp: Optional[int] = None
     watermark: Optional[int] = None
     detail: str = ""
+    input: Optional[str] = None
+
+
+@dataclass(frozen=True, slots=True)
+class InputRow:
+    """A merge's element as it arrived, which the core reports when it drops one (its ``origins``):
+    the input it came on and its row; ``of_input`` makes it the dropped element's ``input``."""
+
+    input: str
+    row: Any
+
+
+def of_input(dropped: DroppedElement) -> DroppedElement:
+    """``dropped`` with a merge's ``InputRow`` taken apart into its row and its input."""
+    origin = dropped.element
+    if isinstance(origin, InputRow):
+        return dataclasses.replace(dropped, element=origin.row, input=origin.input)
+    return dropped
 
 
 # -- panes rebuilt from rows: what a chained stage reads (the local chain and the Spark runner alike) --

@@ -328,3 +328,20 @@ def _check_fold_against_the_plain_path(spark, tmp_path, op, batches, fold, min_d
     stream = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "plan"))
     assert f"MapInArrow {fold}" in op.apply(stream)._jdf.queryExecution().logical().toString()
     assert f"MapInArrow {fold}" not in op.apply(stream, preaggregate=False)._jdf.queryExecution().logical().toString()
+
+
+def test_a_late_element_is_the_input_row_on_the_element_and_the_array_path_as_locally(spark, tmp_path):
+    """With ``value=``, a late element is still the row that arrived (its time in epoch ms), not the
+    value read from it: on the array path, on the element path and in the local runner alike."""
+    import json
+
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum(), key="user", timestamp="ts", value="amount",
+                               allowed_lateness=0, watermark=bounded_disorder(DELAY), late_data_output=True)
+    batches = [[{"user": "a", "amount": 1, "ts": BASE + 1_000}], [{"user": "a", "amount": 2, "ts": BASE + 30_000}],
+               [{"user": "a", "amount": 3, "ts": BASE + 2_000}]]
+    row = {"user": "a", "amount": 3, "ts": BASE + 2_000}
+    assert [d.element for d in run_local_like_spark(op, batches, DELAY).late_data] == [row]
+    for vectorized in (True, False):
+        rows = [r for b in run_spark(spark, op, batches, tmp_path / str(vectorized), vectorized=vectorized).values()
+                for r in b if r["record_type"] == "late"]
+        assert [{k: v for k, v in json.loads(r["element"]).items() if k != END_COLUMN} for r in rows] == [row]

@@ -8,6 +8,7 @@ from accumulations.merge import Cogroup, InnerJoin, LeftOuterJoin
 from triggers import TriggerOption
 from windowed_operator import (KeyedWindowedMergeOperator, SessionWindows, TimeWindows, UpstreamWatermark,
                                bounded_disorder)
+from windowed_operator.elements import element_json
 from windowed_operator.merge_operator import InputOptions
 from windowed_operator.spark.errors import SparkOperatorError
 
@@ -157,11 +158,14 @@ def test_a_join_on_the_array_path_reports_late_rows_and_dead_letters_as_the_loca
     panes = Counter((r["key"], r["ws"], r["we"], normalize(r["value"]), r["timing"], r["pane_index"], r["is_first"],
                      r["is_last"], r["is_retraction"], r["ts_ms"]) for r in rows if r["record_type"] == "pane")
     assert panes == local_rows(runner)
-    late = Counter(tuple(json.loads(r["element"])) for r in rows if r["record_type"] == "late")
-    assert late == Counter(tuple(d.element) for d in runner.late_data)
-    assert sum(late.values()) >= 3, "the data has late rows"
-    dead = sorted(r["reason"] for r in rows if r["record_type"] == "dead_letter")
-    assert dead == sorted(d.reason.value for d in runner.dead_letters) == ["invalid_value", "invalid_value"]
+    canonical = lambda text: json.dumps(json.loads(text), sort_keys=True)  # noqa: E731
+    # a late element is its input's row (times in epoch ms), its input named, as the local runner's
+    late = Counter((r["input"], canonical(r["element"])) for r in rows if r["record_type"] == "late")
+    assert late == Counter((d.input, canonical(element_json(d.element))) for d in runner.late_data)
+    assert sum(late.values()) >= 3 and {side for side, _ in late} == {"left", "right"}, "the data has late rows"
+    dead = sorted((r["input"], r["reason"]) for r in rows if r["record_type"] == "dead_letter")
+    assert dead == sorted((d.input, d.reason.value) for d in runner.dead_letters) == [
+        ("left", "invalid_value"), ("right", "invalid_value")]
     # a dead letter is the input's row, as the local runner keeps it (not the union's internal columns)
     assert sorted(json.dumps(json.loads(r["element"]), sort_keys=True) for r in rows
                   if r["record_type"] == "dead_letter") == sorted(

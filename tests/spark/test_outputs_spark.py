@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from pyspark.sql import types as T
 
-from accumulations import InnerJoin, Sum
+from accumulations import Count, InnerJoin, Sum
 from triggers import TriggerOption
 from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator, TimeWindows, WindowedOperator,
                                bounded_disorder)
@@ -130,6 +130,13 @@ def test_merges_and_chains_split_and_bad_input_is_named(spark, tmp_path):
     merged = apply_outputs(merge, left, right)
     assert merged.panes.columns == OUTPUT_COLUMNS and merged.side is not None
     assert not any(f.nullable for f in merged.panes.schema.fields if f.name in NON_NULL)
+    assert merged.side.columns == ["key", *SIDE_OUTPUT_COLUMNS, "input"]  # (the input a side row came on)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        merge_chain = merge.then(WindowedOperator(TimeWindows(10_000), Count(), late_data_output=True))
+    merged_chain = apply_outputs(merge_chain, left, right)
+    assert merged_chain.side is not None
+    assert merged_chain.side.columns == [*SIDE_OUTPUT_COLUMNS, "input", "stage"]  # (later stages hand it on)
     chained = apply_outputs(chain, left, end_of_input=END_COLUMN)
     assert chained.panes.columns == OUTPUT_COLUMNS[1:]
     assert chained.side is not None and chained.side.columns == [*SIDE_OUTPUT_COLUMNS, "stage"]

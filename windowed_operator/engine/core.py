@@ -76,15 +76,18 @@ class WindowedCore:
         return WindowState(acc=self.accumulation.default_accumulated_value())
 
     # -- elements -----------------------------------------------------------------------------
-    def process_elements(self, key: Optional[Hashable], state: KeyState, elements: Iterable[CoreElement],
-                         watermark: int, processing_time: int) -> Emission:
-        """Add a bundle, then ask each window it touched, once, whether to fire."""
+    def process_elements(self, key: Optional[Hashable], state: KeyState, elements: Sequence[CoreElement],
+                         watermark: int, processing_time: int, origins: Optional[Sequence[Any]] = None) -> Emission:
+        """Add a bundle, then ask each window it touched, once, whether to fire.  ``origins``: what
+        each element was before it was read (the input's row), which a dropped element reports (its
+        value read, without them)."""
         emission = Emission()
+        origin_of = (lambda i, value: origins[i]) if origins is not None else (lambda i, value: value)
         if self.kind == "merging":
-            touched = self._add_to_sessions(key, state, list(elements), watermark, processing_time, emission)
+            touched = self._add_to_sessions(key, state, elements, watermark, processing_time, emission, origin_of)
         else:
             touched = {}
-            for ts, value, inherited in elements:
+            for i, (ts, value, inherited) in enumerate(elements):
                 if self.kind == "per_record":
                     reason = self._add_per_record(state, ts, value, watermark, processing_time, touched)
                 else:
@@ -95,7 +98,7 @@ class WindowedCore:
                         windows = self.window_option.assign(ts)
                     reason = self._add_to_windows(state, windows, ts, value, watermark, processing_time, touched)
                 if reason is not None:
-                    emission.dropped.append(DroppedElement(reason, value, key, ts, watermark))
+                    emission.dropped.append(DroppedElement(reason, origin_of(i, value), key, ts, watermark))
         self.fire_ready(key, state, touched, watermark, processing_time, emission)
         if self.kind == "merging":
             for window, merged in touched.items():
@@ -170,38 +173,40 @@ class WindowedCore:
             touched[window] = None
         return None
 
-    def _add_to_sessions(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
-                         watermark: int, processing_time: int, emission: Emission) -> dict:
+    def _add_to_sessions(self, key: Optional[Hashable], state: KeyState, elements: Sequence[CoreElement],
+                         watermark: int, processing_time: int, emission: Emission,
+                         origin_of: Callable[[int, Any], Any]) -> dict:
         """Beam's bundle-level merge (ReduceFnRunner.processElements): drop elements whose
         proto-session has expired; merge the bundle's proto-sessions with the key's active sessions
         all at once (a session whose trigger finished is no longer active and merges with nothing);
         then add each element to its merged session.  Returns the sessions to consider firing, each
         mapped to whether it is a merge's result."""
         assert isinstance(self.window_option, MergingWindowOption)
-        live: list[tuple[int, Any, Window]] = []
-        for ts, value, read_window in elements:
+        live: list[tuple[int, Any, Window, int]] = []
+        for i, (ts, value, read_window) in enumerate(elements):
             # (the reader's proto-session when the gap is the element's; ``assign`` otherwise)
             proto = read_window if read_window is not None else self.window_option.assign(ts)[0]
             if self.is_expired(proto, watermark):
-                emission.dropped.append(DroppedElement(DropReason.EXPIRED, value, key, ts, watermark))
+                emission.dropped.append(DroppedElement(DropReason.EXPIRED, origin_of(i, value), key, ts, watermark))
             else:
-                live.append((ts, value, proto))
+                live.append((ts, value, proto, i))
         active = [w for w, ws in state.windows.items() if not ws.closed]
         merged_into: dict[Window, Window] = {}
         merges: set[Window] = set()
-        for members, result in self.window_option.merge_windows([*active, *(p for _, _, p in live)]):
+        for members, result in self.window_option.merge_windows([*active, *(p for _, _, p, _ in live)]):
             for window in members:
                 merged_into[window] = result
             if self._merge_sessions(key, state, members, result, watermark, processing_time, emission):
                 merges.add(result)
         touched: dict[Window, bool] = {}
-        for ts, value, proto in live:
+        for ts, value, proto, i in live:
             window = merged_into.get(proto, proto)
             ws = state.windows.get(window)
             if ws is None:
                 ws = state.windows[window] = self._new_window_state()
             elif ws.closed:
-                emission.dropped.append(DroppedElement(DropReason.CLOSED_WINDOW, value, key, ts, watermark))
+                emission.dropped.append(DroppedElement(DropReason.CLOSED_WINDOW, origin_of(i, value), key, ts,
+                                                       watermark))
                 continue
             self._accumulate_into(window, ws, ts, value, watermark, processing_time)
             touched[window] = window in merges
@@ -421,10 +426,12 @@ class WindowedCore:
         return due is not None and bool(time_rules.is_timer_due(due, processing_time))
 
     def process_batch(self, key: Optional[Hashable], state: KeyState, elements: list[CoreElement],
-                      watermark: int, processing_time: int) -> Emission:
-        """One key's share of a micro-batch (or of one local-runner bundle)."""
+                      watermark: int, processing_time: int, origins: Optional[Sequence[Any]] = None) -> Emission:
+        """One key's share of a micro-batch (or of one local-runner bundle); ``origins``: as
+        ``process_elements``'s."""
         return self.run_batch(key, state, watermark, processing_time, bool(elements),
-                              lambda: self.process_elements(key, state, elements, watermark, processing_time))
+                              lambda: self.process_elements(key, state, elements, watermark, processing_time,
+                                                            origins))
 
     def run_batch(self, key: Optional[Hashable], state: KeyState, watermark: int, processing_time: int,
                   has_elements: bool, add_elements: Callable[[], Emission]) -> Emission:

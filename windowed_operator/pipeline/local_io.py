@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..ddl import parse_columns
 from ..elements import element_json
-from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord
+from ..panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord
 from ..time import shown_time
 
 _INTEGRAL = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}
@@ -137,36 +137,44 @@ def _time(ms: Optional[int]) -> Optional[dt.datetime]:
     return None if shown is None else dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=shown)
 
 
-def _row(keyed: bool, pane: tuple, side: Optional[tuple]) -> dict:
-    """Values in ``OUTPUT_COLUMNS`` order (and ``SIDE_OUTPUT_COLUMNS``'), as a row with those names."""
+def _row(keyed: bool, pane: tuple, side: Optional[tuple], merge: bool = False) -> dict:
+    """Values in ``OUTPUT_COLUMNS`` order (and ``SIDE_OUTPUT_COLUMNS``', then a merge's input), as a
+    row with those names."""
     row = dict(zip(OUTPUT_COLUMNS, pane))
     if not keyed:
         del row["key"]
     if side is not None:
         row.update(zip(SIDE_OUTPUT_COLUMNS, side))
+        if merge:
+            row[INPUT_COLUMN] = side[-1]
     return row
 
 
-def pane_row(pane: PaneRecord, keyed: bool, side_outputs: bool) -> dict:
-    """A pane as the Spark runner's output row (same columns, same names)."""
+def pane_row(pane: PaneRecord, keyed: bool, side_outputs: bool, merge: bool = False) -> dict:
+    """A pane as the Spark runner's output row (same columns, same names; ``merge``: a merge's, whose
+    side outputs add ``input``)."""
     return _row(keyed, (pane.key, _time(pane.window_start), _time(pane.window_end), pane.value, pane.timing.value,
                         pane.index, pane.is_first, pane.is_last, pane.is_retraction, _time(pane.timestamp)),
-                ("pane", None, None, None) if side_outputs else None)
+                ("pane", None, None, None, None) if side_outputs else None, merge)
 
 
 def _side_values(dropped: DroppedElement, record_type: str) -> tuple:
-    return record_type, dropped.reason.value, element_json(dropped.element), _time(dropped.timestamp)
+    """The side columns' values, then the input the element came on (a merge's)."""
+    return (record_type, dropped.reason.value, element_json(dropped.element), _time(dropped.timestamp),
+            dropped.input)
 
 
-def dropped_row(dropped: DroppedElement, record_type: str, keyed: bool) -> dict:
+def dropped_row(dropped: DroppedElement, record_type: str, keyed: bool, merge: bool = False) -> dict:
     """A late-data or dead-letter record as the Spark runner's output row: no pane columns."""
-    return _row(keyed, (dropped.key, *[None] * (len(OUTPUT_COLUMNS) - 1)), _side_values(dropped, record_type))
+    return _row(keyed, (dropped.key, *[None] * (len(OUTPUT_COLUMNS) - 1)), _side_values(dropped, record_type), merge)
 
 
-def side_row(dropped: DroppedElement, record_type: str, keyed: bool) -> dict:
+def side_row(dropped: DroppedElement, record_type: str, keyed: bool, merge: bool = False) -> dict:
     """A late-data or dead-letter record as a row of the Spark side output (``spark.outputs``): the
-    key (keyed operators) and the side columns only."""
-    return {**({"key": dropped.key} if keyed else {}), **dict(zip(SIDE_OUTPUT_COLUMNS, _side_values(dropped, record_type)))}
+    key (keyed operators) and the side columns only (a merge's: and ``input``)."""
+    values = _side_values(dropped, record_type)
+    return {**({"key": dropped.key} if keyed else {}), **dict(zip(SIDE_OUTPUT_COLUMNS, values)),
+            **({INPUT_COLUMN: values[-1]} if merge else {})}
 
 
 def _cell(value: Any, truncate: bool) -> str:

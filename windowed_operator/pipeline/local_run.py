@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
+from ..merge_operator import MergeOperatorBase
 from ..panes import DropReason, DroppedElement, PaneRecord, as_consumed
 from ..runners.totals import Totals
 from ..watermarks import BoundedDisorderWatermark
@@ -81,12 +82,14 @@ under the query id ``LOCAL_QUERY_ID``); then a totals line per operator."""
         run.totals.setdefault(name, Totals()).add(len(panes))  # drops: counted from the runner at the end
         late = late if op.late_data_output else []
         dead = dead if op.on_bad_element == "dead_letter" else []
+        merge = isinstance(op, MergeOperatorBase)
         rows_of = {  # (what each sink's ``output`` receives, as on Spark: ``windowed_operator.spark.outputs``)
-            "all": [pane_row(p, op.keyed, side_outputs) for p in panes] +
-                   [dropped_row(d, "late", op.keyed) for d in late] +
-                   [dropped_row(d, "dead_letter", op.keyed) for d in dead],
+            "all": [pane_row(p, op.keyed, side_outputs, merge) for p in panes] +
+                   [dropped_row(d, "late", op.keyed, merge) for d in late] +
+                   [dropped_row(d, "dead_letter", op.keyed, merge) for d in dead],
             "panes": [pane_row(p, op.keyed, False) for p in panes],
-            "side": [side_row(d, "late", op.keyed) for d in late] + [side_row(d, "dead_letter", op.keyed) for d in dead]}
+            "side": [side_row(d, "late", op.keyed, merge) for d in late] +
+                    [side_row(d, "dead_letter", op.keyed, merge) for d in dead]}
         for i, sink in enumerate(pipeline.sinks):
             if sink.input != name:
                 continue

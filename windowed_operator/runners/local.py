@@ -4,11 +4,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional
 
-from ..elements import BadElementError
+from ..elements import BadElementError, TimestampedValue
 from ..engine.build import build_core
 from ..engine.core import CoreElement, Emission, WindowedCore
 from ..engine.key_state import KeyState
-from ..panes import DroppedElement, PaneRecord
+from ..panes import DroppedElement, InputRow, PaneRecord, of_input
 from ..testing import _elements, replay
 from ..time import MAX_TIMESTAMP, to_duration_millis, to_millis
 from ..watermarks import WatermarkTracker, partition_of
@@ -53,28 +53,31 @@ class LocalRunner:
         leaves the runner exactly as it was.  ``partition``: the input partition every element of
         the bundle came from (``bounded_disorder(partition=...)``), instead of the partition field."""
         return self._add_bundle([(_elements(elements), self.reader, self._observe, self.tracker.note_input,
-                                  partition)])
+                                  partition, None)])
 
     def _observe(self, ts: int, partition: Optional[Hashable]) -> None:
         self.tracker.observe_event_time(ts, partition, self.processing_time)
 
     def _add_bundle(self, parts: list[tuple[tuple, Any, Callable[[int, Optional[Hashable]], None],
-                                            Callable[[int], None], Optional[Hashable]]]) -> list[PaneRecord]:
-        """One bundle made of ``(elements, reader, observe, note_input, partition)`` parts (a merge's
-        bundle has one per input): ``observe`` takes each element's event time and partition,
+                                            Callable[[int], None], Optional[Hashable], Optional[str]]],
+                    ) -> list[PaneRecord]:
+        """One bundle made of ``(elements, reader, observe, note_input, partition, input)`` parts (a
+        merge's bundle has one per input): ``observe`` takes each element's event time and partition,
         ``note_input`` the processing time at which the input was not quiet
         (``watermarks.idle_advanced``), ``partition`` names the partition of the part's elements (None:
-        each element's partition field, under a partitioned watermark)."""
+        each element's partition field, under a partitioned watermark), ``input`` the merge's input
+        they came on (None: a one-input operator's)."""
         if any(part[4] is not None for part in parts) and partition_of(self.operator.watermark) is None:
             raise ValueError(f"{self.operator.label()}: the bundle names its partition, but the operator's watermark "
                              "is not per partition: give it watermark=bounded_disorder(..., partition='<field>')")
         self.steps += 1
         watermark = self.tracker.current
         batches: dict[Optional[Hashable], list[CoreElement]] = {}
+        origins: dict[Optional[Hashable], list[Any]] = {}
         observers: dict[Optional[Hashable], list[tuple[Callable[[int, Optional[Hashable]], None], int,
                                                        Optional[Hashable]]]] = {}
         bad: list[DroppedElement] = []
-        for elements, reader, observe, note_input, partition in parts:
+        for elements, reader, observe, note_input, partition, side in parts:
             if elements:
                 note_input(self.processing_time)
             for element in elements:
@@ -83,9 +86,13 @@ class LocalRunner:
                 except BadElementError as exc:
                     if self.operator.on_bad_element == "raise":
                         raise
-                    bad.append(DroppedElement(exc.reason, element, key=exc.key, detail=exc.detail, watermark=watermark))
+                    bad.append(DroppedElement(exc.reason, element, key=exc.key, detail=exc.detail, watermark=watermark,
+                                              input=side))
                     continue
                 batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
+                # (what a late element reports: the element as it arrived, its time apart as on Spark)
+                origin = element.value if isinstance(element, TimestampedValue) else element
+                origins.setdefault(read.key, []).append(origin if side is None else InputRow(side, origin))
                 observers.setdefault(read.key, []).append((observe, read.timestamp, read.partition))
         for dropped in bad:
             self.dropped_counts[dropped.reason.value] += 1
@@ -95,7 +102,8 @@ class LocalRunner:
             for observe, ts, partition in observers[key]:
                 observe(ts, partition)
             state = self.states.setdefault(key, KeyState())
-            self._collect(self.core.process_batch(key, state, batch, watermark, self.processing_time), emitted)
+            self._collect(self.core.process_batch(key, state, batch, watermark, self.processing_time, origins[key]),
+                          emitted)
             self._forget_if_empty(key)
         emitted.extend(self._advance_watermark())
         return emitted
@@ -149,7 +157,7 @@ class LocalRunner:
         for dropped in emission.dropped:
             self.dropped_counts[dropped.reason.value] += 1
             if self.operator.late_data_output:
-                self.late_data.append(dropped)
+                self.late_data.append(of_input(dropped))
 
     def _forget_if_empty(self, key: Optional[Hashable]) -> None:
         if self.states[key].is_empty():

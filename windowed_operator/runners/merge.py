@@ -56,7 +56,7 @@ class MergeRunner(LocalRunner):
         def note_input(processing_time: int) -> None:
             tracker.note_input(side, processing_time)
 
-        return elements, self.readers[self._check(side)], observe, note_input, partition
+        return elements, self.readers[self._check(side)], observe, note_input, partition, side
 
     def advance_watermark_to(self, side: str, watermark: Any) -> list[PaneRecord]:  # type: ignore[override]
         self.tracker.observe_upstream(self._check(side), to_millis(watermark), self.processing_time)

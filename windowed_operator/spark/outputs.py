@@ -35,7 +35,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import DataStreamWriter
 
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
-from .plan import EVENT_TIME_COLUMN, STAGE_COLUMN
+from .plan import EVENT_TIME_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN
 
 #: What a sink of ``Outputs.write`` is: ``sink(batch_df, batch_id)`` (a ``TableSink`` is one).
 BatchSink = Callable[[DataFrame, int], Any]
@@ -126,7 +126,7 @@ class Layout:
     def side(self, df: DataFrame) -> DataFrame:
         names = self.schema.fieldNames()
         columns = [F.col("key")] if "key" in names else []
-        for name in [*SIDE_OUTPUT_COLUMNS, STAGE_COLUMN]:
+        for name in SIDE_ROW_COLUMNS:
             if name in names:
                 columns.append(_non_null(name, self._type(name)) if name in _SIDE_ALWAYS_SET else F.col(name))
         return df.where(F.col("record_type") != "pane").select(*columns)

@@ -10,7 +10,8 @@ import pandas as pd
 from ..elements import BadElementError, ReadElement, element_json
 from ..engine.core import Emission
 from ..operator import WindowingOptions
-from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord, pane_from_row  # noqa: F401 (re-exported)
+from ..panes import (INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord,  # noqa: F401
+                     of_input, pane_from_row)  # (OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, pane_from_row: re-exported)
 from ..state.group_batch import Phase
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
 from ..watermarks import BoundedDisorderWatermark, partition_of
@@ -52,6 +53,11 @@ PHASE_COLUMN = "__wo_phase"
 SIDE_COLUMN = "__wo_side"
 #: A chain's output column naming the stage (0: the first) whose late data or dead letter a row is.
 STAGE_COLUMN = "stage"
+#: Every column a side row may have besides the key: what a stage reading panes leaves out.
+SIDE_ROW_COLUMNS = (*SIDE_OUTPUT_COLUMNS, INPUT_COLUMN, STAGE_COLUMN)
+#: The side columns' processor types (times in epoch ms, as every time the processor outputs).
+_SIDE_TYPES = {"record_type": "string", "reason": "string", "element": "string", "element_timestamp": "bigint",
+               INPUT_COLUMN: "string", STAGE_COLUMN: "int"}
 MERGE_KEY_COLUMN = "__wo_key"
 MERGE_TIME_COLUMN = "__wo_ts"
 #: A merge's rows: each input's partition column, as a string (``bounded_disorder(partition=...)``;
@@ -140,6 +146,9 @@ class SparkPlan:
     #: A chained stage's place in its chain (the first: 0): its side rows, and those of the stages
     #: before it that it hands on, say which stage kept them in ``STAGE_COLUMN``.  None: one operator.
     stage: Optional[int] = None
+    #: Side rows name the merge input they came on (``INPUT_COLUMN``): a merge's with side outputs,
+    #: and those of the later stages of a chain starting with one, which hand its side rows on.
+    input_column: bool = False
     #: The operator whose panes are the input (a chained stage: ``spark.chain``), or None for raw rows.
     upstream: Optional[WindowingOptions] = None
     #: A chained stage's end-of-input watermark: its upstream's (see ``end_of_input_watermark``).
@@ -211,11 +220,7 @@ class SparkPlan:
         fields += [("window_start", "bigint"), ("window_end", "bigint"), ("value", self.value_type),
                    ("timing", "string"), ("pane_index", "int"), ("is_first", "boolean"), ("is_last", "boolean"),
                    ("is_retraction", "boolean"), ("timestamp", "bigint")]
-        if self.side_outputs:
-            fields += [("record_type", "string"), ("reason", "string"), ("element", "string"),
-                       ("element_timestamp", "bigint")]
-        if self.stage_column:
-            fields.append((STAGE_COLUMN, "int"))
+        fields += [(name, _SIDE_TYPES[name]) for name in self.side_columns]
         fields += [(PHASE_COLUMN, "int")] + [(name, "bigint") for name in COUNT_COLUMNS]
         if self.partition_column is not None:
             fields += [(WATERMARK_COLUMN, "bigint"), (HELD_BY_COLUMN, "string"), (HELD_LAG_COLUMN, "bigint")]
@@ -225,6 +230,14 @@ class SparkPlan:
     def stage_column(self) -> bool:
         """Whether the output tags side rows with the stage that kept them (a chained stage's)."""
         return self.side_outputs and self.stage is not None
+
+    @property
+    def side_columns(self) -> list[str]:
+        """The output's side-row columns besides the key, in order (none without side outputs)."""
+        if not self.side_outputs:
+            return []
+        return [*SIDE_OUTPUT_COLUMNS, *([INPUT_COLUMN] if self.input_column else []),
+                *([STAGE_COLUMN] if self.stage_column else [])]
 
     def processor_schema(self) -> str:
         return ", ".join(f"{name} {type_name}" for name, type_name in self.processor_fields())
@@ -272,11 +285,7 @@ class SparkPlan:
 
     def rows(self, emission: Emission, dead_letters: list[DroppedElement], phase: int) -> dict[str, list[Any]]:
         """Column lists for one pandas DataFrame of output rows, made by the step ``phase``."""
-        names = list(OUTPUT_COLUMNS if self.keyed else OUTPUT_COLUMNS[1:])
-        if self.side_outputs:
-            names += SIDE_OUTPUT_COLUMNS
-        if self.stage_column:
-            names.append(STAGE_COLUMN)
+        names = list(OUTPUT_COLUMNS if self.keyed else OUTPUT_COLUMNS[1:]) + self.side_columns
         columns: dict[str, list[Any]] = {name: [] for name in names}
         for pane in emission.outputs:
             self._add_pane(columns, pane)
@@ -303,10 +312,8 @@ class SparkPlan:
                         "is_retraction": panes.is_retraction, "timestamp": ends - 1})
         if self.side_outputs:
             columns = {name: values.tolist() for name, values in columns.items()}
-            for name in SIDE_OUTPUT_COLUMNS:
+            for name in self.side_columns:
                 columns[name] = ["pane" if name == "record_type" else None] * len(ends)
-            if self.stage_column:
-                columns[STAGE_COLUMN] = [None] * len(ends)
             for item in dropped:
                 self._add_dropped(columns, item)
         columns[PHASE_COLUMN] = np.full(len(columns["value"]), phase, dtype=np.int32)
@@ -326,11 +333,8 @@ class SparkPlan:
         columns["is_last"].append(pane.is_last)
         columns["is_retraction"].append(pane.is_retraction)
         columns["timestamp"].append(pane.timestamp)
-        if self.side_outputs:
-            for name in SIDE_OUTPUT_COLUMNS:
-                columns[name].append("pane" if name == "record_type" else None)
-            if self.stage_column:
-                columns[STAGE_COLUMN].append(None)
+        for name in self.side_columns:
+            columns[name].append("pane" if name == "record_type" else None)
 
     def forwarded_rows(self, rows: pd.DataFrame) -> dict[str, list[Any]]:
         """Side rows of the stages before this one, handed on as they came (each with its stage;
@@ -339,7 +343,7 @@ class SparkPlan:
         columns: dict[str, list[Any]] = {name: [None] * n for name, _ in self.processor_fields()
                                          if name != EVENT_TIME_COLUMN}
         columns["timestamp"] = [None] * n  # (the event-time output reads it)
-        for name in (*SIDE_OUTPUT_COLUMNS, STAGE_COLUMN):
+        for name in self.side_columns:
             columns[name] = [None if value is None or value != value else value for value in rows[name].tolist()]
         columns["element_timestamp"] = [None if t is None else int(t) for t in columns["element_timestamp"]]
         columns[STAGE_COLUMN] = [int(stage) for stage in columns[STAGE_COLUMN]]
@@ -349,6 +353,7 @@ class SparkPlan:
         return columns
 
     def _add_dropped(self, columns: dict[str, list[Any]], dropped: DroppedElement) -> None:
+        dropped = of_input(dropped)
         for name in columns:
             columns[name].append(None)
         if self.keyed:
@@ -358,5 +363,7 @@ class SparkPlan:
         columns["reason"][-1] = dropped.reason.value
         columns["element"][-1] = element_json(dropped.element, self.integral_columns)
         columns["element_timestamp"][-1] = dropped.timestamp
+        if self.input_column:
+            columns[INPUT_COLUMN][-1] = dropped.input
         if self.stage_column:
             columns[STAGE_COLUMN][-1] = self.stage

@@ -33,13 +33,13 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 from ...chain import check_consumable
 from ...elements import BadElementError
 from ...operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
-from ...panes import SIDE_OUTPUT_COLUMNS, panes_from_columns
+from ...panes import panes_from_columns
 from ...engine.vectorized import supports_vectorized
 from ...watermarks import UpstreamWatermark, partition_of
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
 from ..errors import SparkOperatorError
-from ..plan import PANE_COLUMN_OF, ROUTE_COLUMN, PHASE_COLUMN, STAGE_COLUMN, SparkPlan
+from ..plan import PANE_COLUMN_OF, PHASE_COLUMN, ROUTE_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, SparkPlan
 from .feed import Feed, attach_feed, feed_of, handing_on
 from .inputs import check_state_encoding, choose_time_mode, resolve_key_groups
 from .stage import observation_name, run_processor
@@ -69,7 +69,7 @@ class RouteKeys:
             is_pane = frame["record_type"] == "pane" if STAGE_COLUMN in frame.columns else slice(None)
             panes_frame = frame[is_pane]  # (side rows are handed on, keyed by none)
             panes = panes_from_columns({c: panes_frame[c].to_numpy() for c in panes_frame.columns
-                                        if c not in (*SIDE_OUTPUT_COLUMNS, STAGE_COLUMN)}, self.upstream)
+                                        if c not in SIDE_ROW_COLUMNS}, self.upstream)
             keys[is_pane] = pd.Series([self._key(pane) for pane in panes], dtype=object, index=panes_frame.index)
             yield frame.assign(**{ROUTE_COLUMN: keys})
 
@@ -129,7 +129,7 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
     # the reader folds the whole pane (as locally)
     if value is None and isinstance(op, KeyedWindowedOperator) and op.key is not None:
         return StructType([f for f in frame.schema.fields
-                           if f.name not in (PHASE_COLUMN, STAGE_COLUMN, *SIDE_OUTPUT_COLUMNS)]).simpleString()
+                           if f.name not in (PHASE_COLUMN, *SIDE_ROW_COLUMNS)]).simpleString()
     column = PANE_COLUMN_OF.get(value or "value")
     if column is None or column not in frame.columns:
         raise SparkOperatorError(f"{op.label()}: value {value!r} is not an attribute of the panes it reads; use a "
@@ -199,6 +199,7 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         operator=op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
         key_type=key_type, stage=feed.stage + 1 if feed.in_chain else None,
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter" or feed.side_rows,
+        input_column=feed.side_rows and feed.input_column,
         clock=clock or SparkBatchClock(), key_column=group_column, time_column="timestamp",
         key_groups=groups, state_key=state_key, drop_counter=drop_counter,
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ...operator import WindowingOptions
-from ...panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
+from ...panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
 from ..plan import EVENT_TIME_COLUMN, PHASE_COLUMN, STAGE_COLUMN, SparkPlan
 
 _FEED = "_windowed_operator_feed"
@@ -45,6 +45,8 @@ class Feed:
     in_chain: bool = False
     #: ``frame`` also holds side rows (``pane_rows``), which the next stage hands on (``handing_on``).
     side_rows: bool = False
+    #: Those side rows name the merge input they came on (``SparkPlan.input_column``).
+    input_column: bool = False
     #: The pane rows with the side rows, where the operator has side outputs (``pane_rows``).
     with_side_rows: Optional[DataFrame] = None
 
@@ -81,7 +83,8 @@ def pane_rows(out: DataFrame, plan: SparkPlan, event_time: bool = False, side_ro
     columns = [c for c in OUTPUT_COLUMNS if plan.keyed or c != "key"]
     if plan.side_outputs and side_rows:
         stage = F.col(STAGE_COLUMN) if plan.stage_column else F.lit(0).cast("int").alias(STAGE_COLUMN)
-        return out.select(*columns, *SIDE_OUTPUT_COLUMNS, stage, PHASE_COLUMN)
+        return out.select(*columns, *SIDE_OUTPUT_COLUMNS, *([INPUT_COLUMN] if plan.input_column else []), stage,
+                          PHASE_COLUMN)
     if plan.side_outputs:
         out = out.where(F.col("record_type") == "pane")
     return out.select(*columns, PHASE_COLUMN, *([EVENT_TIME_COLUMN] if event_time else []))

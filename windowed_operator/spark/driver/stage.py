@@ -21,7 +21,7 @@ from ..handoff import Handoff, choose_handoff
 from ..scan.heartbeat import BEAT_COLUMN
 from ..scan.packing import PACKED_COLUMN, PackRows
 from ..plan import (BAD_COUNT_COLUMN, EVENT_TIME_COLUMN, GROUP_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN,
-                    LATE_COUNT_COLUMN, STAGE_COLUMN, WATERMARK_COLUMN, SparkPlan)
+                    LATE_COUNT_COLUMN, WATERMARK_COLUMN, SparkPlan)
 from ..settings import warn_removed_confs
 from .feed import Feed, attach_feed, feed_of, pane_rows
 
@@ -97,7 +97,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     feed = Feed(frame=frame, operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark,
                 observation=observation, event_time_frame=event_time_frame, time_mode=plan.time_mode,
                 windows=plan.operator.window if plan.operator.window is not None else inherited_windows,
-                stage=plan.stage or 0,
+                stage=plan.stage or 0, input_column=plan.input_column,
                 with_side_rows=pane_rows(out, plan, side_rows=True) if plan.side_outputs else None)
     return attach_feed(out.select(*_shown_columns(plan)), feed)
 
@@ -145,10 +145,7 @@ def _shown_columns(plan: SparkPlan) -> list[Column]:
     shown += [shown_timestamp("window_start"), shown_timestamp("window_end"), F.col("value"), F.col("timing"),
               F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
               shown_timestamp("timestamp")]
-    if plan.side_outputs:
-        shown += [F.col("record_type"), F.col("reason"), F.col("element"), shown_timestamp("element_timestamp")]
-    if plan.stage_column:
-        shown.append(F.col(STAGE_COLUMN))
+    shown += [shown_timestamp(name) if name == "element_timestamp" else F.col(name) for name in plan.side_columns]
     if plan.event_time_output:
         shown.append(F.col(EVENT_TIME_COLUMN))
     return shown

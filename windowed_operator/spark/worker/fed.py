@@ -21,7 +21,7 @@ from ...engine.vectorized import process_batch_arrays
 from ...panes import DroppedElement, RetractedValue, panes_from_columns
 from ...state.group_batch import GroupBatch, Phase
 from ...time import MIN_TIMESTAMP
-from ..plan import PHASE_COLUMN, SIDE_OUTPUT_COLUMNS, STAGE_COLUMN, SparkPlan
+from ..plan import PHASE_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, SparkPlan
 from .rows import RowReader
 
 
@@ -40,7 +40,7 @@ class FedReader:
             return frame, None
         side = frame["record_type"].to_numpy() != "pane"
         forwarded = frame[side] if side.any() else None
-        return frame[~side].drop(columns=[*SIDE_OUTPUT_COLUMNS, STAGE_COLUMN]), forwarded
+        return frame[~side].drop(columns=[c for c in SIDE_ROW_COLUMNS if c in frame.columns]), forwarded
 
     def upstream_work(self, frame: pd.DataFrame, meta: dict, watermark: int, processing_time: int,
                        batch: GroupBatch, bad: list[DroppedElement]) -> None:

@@ -20,7 +20,7 @@ from ...engine.key_state import KeyState
 from ...engine.range_ops import factorize, lexsort_ints
 from ...engine.vectorized import process_batch_arrays
 from ...merge_operator import MergeOperatorBase
-from ...panes import DroppedElement
+from ...panes import DroppedElement, InputRow
 from ...state.window_log import ArrayElements
 from ...time import MIN_TIMESTAMP, event_time_in_range, latest_event_time
 from ..paths import WHOLE_ROWS, Fold
@@ -85,7 +85,8 @@ class RowReader:
         if self.plan.operator.on_bad_element == "raise":
             raise error
         key = record.get(self.plan.key_column) if self.plan.key_column else None
-        bad.append(DroppedElement(error.reason, record, key, None, watermark, error.detail))
+        bad.append(DroppedElement(error.reason, error.element if self.plan.merge else record, key, None, watermark,
+                                  error.detail, record.get(SIDE_COLUMN) if self.plan.merge else None))
 
     def vectorized_work(self, frame: pd.DataFrame, watermark: int, processing_time: int,
                          work: list) -> pd.DataFrame:
@@ -145,9 +146,15 @@ class RowReader:
 
     def element_at(self, frame: pd.DataFrame, values: Any) -> Any:
         """Element i of the array path's rows as the element path reports a dropped one: a merge's
-        ``(side, value)``, another operator's row."""
+        input and its row (``InputRow``), another operator's row."""
         if isinstance(values, SidedValues):
-            return lambda i: (LEFT if values.left[i] else RIGHT, values.values[i])
+            payloads = {side: frame[column].to_numpy() for side, column in PAYLOAD_COLUMNS.items()}
+
+            def input_row(i: int) -> InputRow:
+                side = LEFT if values.left[i] else RIGHT
+                return InputRow(side, payloads[side][i])
+
+            return input_row
 
         def row(i: int) -> dict:
             record = frame.iloc[i].to_dict()
@@ -183,7 +190,8 @@ class RowReader:
 
     def record_work(self, frame: pd.DataFrame, watermark: int, processing_time: int, work: list,
                      bad: list[DroppedElement]) -> None:
-        batches: dict[Optional[Hashable], list[CoreElement]] = {}
+        batches: dict[Optional[Hashable], list[tuple[CoreElement, Any]]] = {}
+        merge = self.plan.merge
         for record in self.records(frame):
             record.pop(GROUP_COLUMN, None)
             record.pop(ROUTE_COLUMN, None)  # (a fed stage's phase column is popped by _upstream_work)
@@ -194,14 +202,18 @@ class RowReader:
                 if self.plan.operator.on_bad_element == "raise":
                     raise
                 key = record.get(self.plan.key_column) if self.plan.key_column else None
-                element = exc.element if self.plan.merge else record  # (a merge's: the input's row, not the union's)
-                bad.append(DroppedElement(exc.reason, element, key, None, watermark, exc.detail))
+                element = exc.element if merge else record  # (a merge's: the input's row, not the union's)
+                bad.append(DroppedElement(exc.reason, element, key, None, watermark, exc.detail,
+                                          record[SIDE_COLUMN] if merge else None))
                 continue
-            batches.setdefault(read.key, []).append((read.timestamp, read.value, read.window))
-        for key, elements in batches.items():
-            elements.sort(key=lambda e: e[0])  # rows arrive in arrival order; sort so batches are deterministic
+            # (what a dropped element reports: the row as it arrived, a merge's with its input)
+            origin = InputRow(record[SIDE_COLUMN], record[PAYLOAD_COLUMNS[record[SIDE_COLUMN]]]) if merge else record
+            batches.setdefault(read.key, []).append(((read.timestamp, read.value, read.window), origin))
+        for key, pairs in batches.items():
+            pairs.sort(key=lambda e: e[0][0])  # rows arrive in arrival order; sort so batches are deterministic
 
-            def run(k: Any, state: KeyState, elements: list = elements) -> Emission:
-                return self.core.process_batch(k, state, elements, watermark, processing_time)
+            def run(k: Any, state: KeyState, pairs: list = pairs) -> Emission:
+                return self.core.process_batch(k, state, [e for e, _ in pairs], watermark, processing_time,
+                                               [o for _, o in pairs])
 
             work.append((key, run))
