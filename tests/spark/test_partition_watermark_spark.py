@@ -12,10 +12,12 @@ from collections import Counter
 
 import pytest
 
-from accumulations import Cogroup, Count
-from windowed_operator import KeyedWindowedMergeOperator, KeyedWindowedOperator, TimeWindows, bounded_disorder
+from accumulations import Cogroup, Count, Sum
+from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator, TimeWindows, WindowedOperator,
+                               bounded_disorder)
 from windowed_operator.merge_operator import InputOptions
 from windowed_operator.panes import DropReason
+from windowed_operator.runners.chain import ChainRunner
 from windowed_operator.spark import FileClock
 from windowed_operator.spark.errors import SparkOperatorError
 from windowed_operator.spark.progress import batch_progress
@@ -225,7 +227,7 @@ def test_a_merge_keeps_each_inputs_partitions_on_spark_as_locally(spark, tmp_pat
     assert spark_rows(run_spark_merge(spark, op, tmp_path)) == local_rows(runner)
 
 
-def test_a_missing_partition_column_and_a_partitioned_chain_are_refused(spark, tmp_path):
+def test_a_missing_partition_column_is_refused(spark, tmp_path):
     (tmp_path / "in").mkdir()
     df = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "in"))
     with pytest.raises(SparkOperatorError, match=r"^operator 'counts': watermark=bounded_disorder\(\.\.\., "
@@ -233,5 +235,61 @@ def test_a_missing_partition_column_and_a_partitioned_chain_are_refused(spark, t
         counting(PARTITIONED).apply(df)
     partitioned_df = spark.readStream.schema(SCHEMA).json(str(tmp_path / "in"))
     second = KeyedWindowedOperator(TimeWindows(60_000), Count(), name="per minute")
-    with pytest.raises(SparkOperatorError, match="whose watermark is per partition"):
-        counting(PARTITIONED).then(second).apply(partitioned_df)
+    with pytest.raises(SparkOperatorError, match="time_mode 'EventTime' cannot be given to a stage after a "
+                                                 "per-partition watermark"):
+        counting(PARTITIONED).then(second).apply(partitioned_df, time_mode="EventTime")
+
+
+# -- chains whose first stage has partitions: later stages follow its watermark, handed on as rows ------
+def chain_runner(*operators, processing_time=T):
+    return ChainRunner([op.local_runner(processing_time=processing_time) for op in operators])
+
+
+def run_local_chain(chain, steps=STEPS):
+    runner = chain_runner(*chain.operators, processing_time=steps[0][0])
+    for now, *rows in steps:
+        runner.advance_processing_time(now - runner.processing_time)
+        if len(rows) == 1 and rows[0]:
+            runner.add_elements(*rows[0])
+        elif len(rows) == 2 and rows[0] is not None:
+            runner.add_elements_from_both(rows[0], rows[1])
+    return runner
+
+
+def three_stages():
+    """Counts per user and 10 s (partitioned), summed per user over 30 s windows, totalled."""
+    return counting(PARTITIONED).then(KeyedWindowedOperator(TimeWindows(30_000), Sum(), name="per user")).then(
+        WindowedOperator(None, Sum(), name="total"))
+
+
+def test_a_chain_after_a_partitioned_stage_follows_its_watermark_through_a_restart(spark, tmp_path):
+    chain = three_stages()
+    runner = run_local_chain(chain)
+    counts, per_user, total = runner.runners
+    assert counts.dropped_counts["expired"] == 1  # (only the row that came back behind the watermark)
+    assert not per_user.dropped_counts and not total.dropped_counts
+    assert sum(p.value for p in total.outputs) == 8  # (the windows closed by 45.5 s)
+    plain = run_local_chain(counting(bounded_disorder(DELAY, idle_timeout=IDLE)).then(
+        KeyedWindowedOperator(TimeWindows(30_000), Sum())).then(WindowedOperator(None, Sum())))
+    assert sum(p.value for p in plain.outputs) == 6  # (one watermark for the input: the lagging rows dropped)
+    assert per_user.watermark == total.watermark == counts.watermark == BASE + 45_500
+
+    progress: list = []
+    store = run_spark(spark, chain, tmp_path, restart_at=RESTART, progress=progress)
+    assert spark_panes(store) == local_panes(runner)
+    side_rows = Counter((r["record_type"], r["reason"], r["stage"]) for rows in store.values() for r in rows
+                        if r.get("record_type") != "pane")
+    assert side_rows == Counter({("dead_letter", "invalid_partition", 0): 1})  # (the total has no key)
+    # the output stage reports the watermark it ran at: the first stage's
+    marks = {b.operator_watermark_ms - BASE for b in map(batch_progress, progress)
+             if b.operator_watermark_ms is not None and b.operator_watermark_ms > BASE}
+    assert {11_000, 39_000, 45_500} <= marks
+
+
+def test_a_chain_after_a_partitioned_merge_follows_its_watermark(spark, tmp_path):
+    chain = merge_operator().then(KeyedWindowedOperator(None, Count(), name="per key"))
+    runner = run_local_chain(chain, MERGE_STEPS)
+    assert {(p.key, p.window_start - BASE) for p in runner.outputs} == {("a", 0), ("b", 0)}
+    assert not runner.runners[1].dropped_counts
+    store = run_spark_merge(spark, chain, tmp_path)
+    assert spark_panes(store) == local_panes(runner)
