@@ -293,3 +293,24 @@ def test_a_chain_after_a_partitioned_merge_follows_its_watermark(spark, tmp_path
     assert not runner.runners[1].dropped_counts
     store = run_spark_merge(spark, chain, tmp_path)
     assert spark_panes(store) == local_panes(runner)
+
+
+def test_a_pipeline_file_chaining_a_partitioned_operator_plans_the_same_chain(spark, tmp_path):
+    """Pipelines apply each operator to its input's frame: the operator after the partitioned one
+    follows its watermark rows, as ``then()`` does (the chain's panes are the test above's)."""
+    from windowed_operator.pipeline import parse_pipeline
+    from windowed_operator.spark.driver.feed import feed_of
+    from windowed_operator.spark.pipeline_run import build_frames
+
+    from test_partition_watermark import lagging_pipeline
+
+    text = lagging_pipeline("{bounded_disorder: 10s, partition: part, idle_timeout: 5m}").replace(
+        "sinks:\n  - {input: counts, memory: {query_name: counts}}",
+        "  - {name: total, input: counts, accumulation: {sum: {}}}\nsinks:\n  - {input: total, memory: {query_name: total}}")
+    pipeline = parse_pipeline(text)
+    assert [spec.name for spec in pipeline.operators] == ["counts", "total"]
+    frames = build_frames(spark, pipeline, tmp_path)
+    counts, total = feed_of(frames["counts"]), feed_of(frames["total"])
+    assert counts is not None and total is not None
+    assert counts.handing_on_watermark is not None and not counts.watermark_rows  # (planned again for the next)
+    assert total.watermark_rows and total.time_mode == "ProcessingTime"

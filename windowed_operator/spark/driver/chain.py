@@ -16,7 +16,13 @@ ms, pane rows only, each tagged with the step of its batch that made it: ``group
   does it);
 - Spark's watermark reaches every stateful operator of the query unchanged (measured: a second
   transformWithState sees the first's input watermark in each batch), so the downstream's watermark
-  is the upstream's, as in the local chain; a downstream with its own watermark policy is refused.
+  is the upstream's, as in the local chain; a downstream with its own watermark policy is refused;
+- except after a per-partition watermark (``bounded_disorder(..., partition=...)``, a merge's too),
+  which Spark's own runs ahead of: the upstream is planned again to hand its watermark on as rows
+  (``following_watermark``), which reach every key group of the stage as heartbeats
+  (``scan.heartbeat.WatermarkBeats``); the stage runs in processing-time mode, takes the batch's
+  panes, then advances to that watermark (``SparkPlan.upstream_watermark_rows``), and hands it on in
+  turn to the stage after it.
 
 Where the key changes, Spark shuffles the panes by the new key: a key column of the panes is
 grouped directly; a callable key is computed from each pane in a Python pass over the panes (its
