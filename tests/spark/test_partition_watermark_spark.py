@@ -262,9 +262,13 @@ def three_stages():
         WindowedOperator(None, Sum(), name="total"))
 
 
+#: ... then a quiet input: idle for 34 s, the watermark moves on with processing time, with no row to carry it.
+CHAIN_STEPS = [*STEPS, (T + 60_000, None)]
+
+
 def test_a_chain_after_a_partitioned_stage_follows_its_watermark_through_a_restart(spark, tmp_path):
     chain = three_stages()
-    runner = run_local_chain(chain)
+    runner = run_local_chain(chain, STEPS)
     counts, per_user, total = runner.runners
     assert counts.dropped_counts["expired"] == 1  # (only the row that came back behind the watermark)
     assert not per_user.dropped_counts and not total.dropped_counts
@@ -273,9 +277,11 @@ def test_a_chain_after_a_partitioned_stage_follows_its_watermark_through_a_resta
         KeyedWindowedOperator(TimeWindows(30_000), Sum())).then(WindowedOperator(None, Sum())))
     assert sum(p.value for p in plain.outputs) == 6  # (one watermark for the input: the lagging rows dropped)
     assert per_user.watermark == total.watermark == counts.watermark == BASE + 45_500
+    runner = run_local_chain(chain, CHAIN_STEPS)
+    assert sum(p.value for p in runner.outputs) == 12 and runner.runners[2].watermark == BASE + 73_000
 
     progress: list = []
-    store = run_spark(spark, chain, tmp_path, restart_at=RESTART, progress=progress)
+    store = run_spark(spark, chain, tmp_path, restart_at=RESTART, progress=progress, steps=CHAIN_STEPS)
     assert spark_panes(store) == local_panes(runner)
     side_rows = Counter((r["record_type"], r["reason"], r["stage"]) for rows in store.values() for r in rows
                         if r.get("record_type") != "pane")
@@ -283,7 +289,7 @@ def test_a_chain_after_a_partitioned_stage_follows_its_watermark_through_a_resta
     # the output stage reports the watermark it ran at: the first stage's
     marks = {b.operator_watermark_ms - BASE for b in map(batch_progress, progress)
              if b.operator_watermark_ms is not None and b.operator_watermark_ms > BASE}
-    assert {11_000, 39_000, 45_500} <= marks
+    assert {11_000, 39_000, 45_500, 73_000} <= marks
 
 
 def test_a_chain_after_a_partitioned_merge_follows_its_watermark(spark, tmp_path):

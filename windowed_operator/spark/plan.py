@@ -193,6 +193,13 @@ class SparkPlan:
         per-partition watermark, and where a stage hands its watermark on or follows its upstream's rows."""
         return self.partition_column is not None or self.hands_on_watermark or self.upstream_watermark_rows
 
+    @property
+    def runs_behind_sparks_watermark(self) -> bool:
+        """Whether the stage's watermark can be behind Spark's (a per-partition one: Spark's is over all
+        partitions; or a later stage following one): a next stage of its chain must then follow it,
+        handed on as rows (``hands_on_watermark``), not Spark's, under which its panes would be late."""
+        return self.partition_column is not None or self.upstream_watermark_rows
+
     def columns_read(self, gap_column: Optional[str]) -> Optional[tuple[str, ...]]:
         """The only input columns the processor reads, where it reads only some: the columnar engine
         reads the key, the event time, the value column, a session gap column (``gap_column``) and a

@@ -110,7 +110,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                 stage=plan.stage or 0, input_column=plan.input_column,
                 with_side_rows=pane_rows(out, plan, side_rows=True) if plan.side_outputs else None,
                 watermark_rows=plan.hands_on_watermark,
-                handing_on_watermark=(handing_on_watermark if plan.partition_column is not None
+                handing_on_watermark=(handing_on_watermark if plan.runs_behind_sparks_watermark
                                       and not plan.hands_on_watermark else None))
     return attach_feed(without_counts(out, plan).select(*_shown_columns(plan)), feed)
 
