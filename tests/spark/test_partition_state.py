@@ -42,7 +42,7 @@ def batch(*beats):
 
 def step(group_timers, meta, now, *beats):
     """One batch: its watermark (before its own heartbeats count), then its heartbeats noted."""
-    frame, seen = group_timers.split_beats(batch(*beats) if beats else None)
+    frame, seen = group_timers.split_beats(batch(*beats) if beats else None, meta)
     watermark = group_timers.watermark(SparkClock(1_000_000), meta, now)
     group_timers.note_input(meta, seen, now)
     meta["wm"] = watermark
@@ -96,3 +96,47 @@ def test_heartbeats_carry_each_inputs_partitions_largest_event_time_in_range_to_
     out = list(Heartbeats(1, "side", "ts", "part")([merged]))
     _, seen, parts = split_beats(pa.Table.from_batches(out).to_pandas(), "side", "ts", "part")
     assert seen == {"left": 9, "right": 7} and parts == {("left", "0"): 5, ("left", "1"): 9, ("right", "0"): 7}
+
+
+def test_a_later_stage_takes_the_upstreams_watermark_rows_in_their_batch_never_back_through_json():
+    """A chained stage after a per-partition watermark: the upstream's watermark rows (its count rows)
+    become one heartbeat per key group carrying the largest, which the group takes in the same batch
+    (after its panes, as the local chain advances a stage after taking its upstream's panes), never
+    moving back, kept in the meta record; Spark's own watermark, far ahead, is not read."""
+    import pyarrow as pa
+
+    from windowed_operator.spark.plan import WATERMARK_COLUMN
+    from windowed_operator.spark.scan.heartbeat import WatermarkBeats
+
+    upstream = KeyedWindowedOperator(TimeWindows(100), Count(), key="user", timestamp="ts",
+                                     watermark=bounded_disorder(DELAY, partition="part"))
+    later = KeyedWindowedOperator(None, Count())
+    plan = SparkPlan(operator=later, keyed=True, time_mode="ProcessingTime", value_type="bigint", key_type="string",
+                     side_outputs=False, key_column="key", upstream=upstream, heartbeats=True,
+                     upstream_watermark_rows=True, hands_on_watermark=True)
+    assert plan.reports_watermark and plan.wakes_every_batch and plan.partition_column is None
+    group_timers = GroupTimers(plan, store=None)
+    beats = WatermarkBeats(3, WATERMARK_COLUMN)
+
+    def rows_of(*batches):  # the upstream's pane rows and watermark rows, through the beats
+        out = list(beats([pa.record_batch({"key": keys, "value": values, WATERMARK_COLUMN: marks},
+                                          schema=pa.schema([("key", pa.string()), ("value", pa.int64()),
+                                                            (WATERMARK_COLUMN, pa.int64())]))
+                          for keys, values, marks in batches]))
+        return pa.Table.from_batches(out).to_pandas() if out else None
+
+    frame = rows_of((["a", None], [1, None], [None, 40]), ([None, "b"], [None, 2], [90, None]))
+    assert sorted(frame[BEAT_COLUMN].dropna().astype(int).tolist()) == [0, 1, 2]  # one beat per group: the largest
+    assert frame.loc[frame[BEAT_COLUMN].notna(), WATERMARK_COLUMN].tolist() == [90, 90, 90]
+    meta: dict = {}
+    rows, _ = group_timers.split_beats(frame[frame[BEAT_COLUMN].isin([1]) | frame[BEAT_COLUMN].isna()], meta)
+    assert rows["key"].tolist() == ["a", "b"] and list(rows.columns) == ["key", "value"]
+    assert group_timers.watermark(SparkClock(1_000_000), meta, 0) == 90  # (in this batch; Spark's ignored)
+    meta["wm"] = 90
+    meta = json.loads(json.dumps(meta))  # (a restart reads the meta record back)
+    rows, _ = group_timers.split_beats(rows_of(([None], [None], [60])), meta)
+    assert rows is None and group_timers.watermark(SparkClock(1_000_000), meta, 1) == 90  # never back
+    rows, _ = group_timers.split_beats(None, meta)  # (a batch without the upstream's rows: it stays)
+    assert group_timers.watermark(SparkClock(1_000_000), meta, 2) == 90
+    group_timers.split_beats(rows_of(([None], [None], [150])), meta)
+    assert group_timers.watermark(SparkClock(1_000_000), meta, 3) == 150

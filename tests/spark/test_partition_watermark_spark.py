@@ -12,10 +12,12 @@ from collections import Counter
 
 import pytest
 
-from accumulations import Cogroup, Count
-from windowed_operator import KeyedWindowedMergeOperator, KeyedWindowedOperator, TimeWindows, bounded_disorder
+from accumulations import Cogroup, Count, Sum
+from windowed_operator import (KeyedWindowedMergeOperator, KeyedWindowedOperator, TimeWindows, WindowedOperator,
+                               bounded_disorder)
 from windowed_operator.merge_operator import InputOptions
 from windowed_operator.panes import DropReason
+from windowed_operator.runners.chain import ChainRunner
 from windowed_operator.spark import FileClock
 from windowed_operator.spark.errors import SparkOperatorError
 from windowed_operator.spark.progress import batch_progress
@@ -225,7 +227,7 @@ def test_a_merge_keeps_each_inputs_partitions_on_spark_as_locally(spark, tmp_pat
     assert spark_rows(run_spark_merge(spark, op, tmp_path)) == local_rows(runner)
 
 
-def test_a_missing_partition_column_and_a_partitioned_chain_are_refused(spark, tmp_path):
+def test_a_missing_partition_column_is_refused(spark, tmp_path):
     (tmp_path / "in").mkdir()
     df = spark.readStream.schema("user string, amount bigint, ts bigint").json(str(tmp_path / "in"))
     with pytest.raises(SparkOperatorError, match=r"^operator 'counts': watermark=bounded_disorder\(\.\.\., "
@@ -233,5 +235,88 @@ def test_a_missing_partition_column_and_a_partitioned_chain_are_refused(spark, t
         counting(PARTITIONED).apply(df)
     partitioned_df = spark.readStream.schema(SCHEMA).json(str(tmp_path / "in"))
     second = KeyedWindowedOperator(TimeWindows(60_000), Count(), name="per minute")
-    with pytest.raises(SparkOperatorError, match="whose watermark is per partition"):
-        counting(PARTITIONED).then(second).apply(partitioned_df)
+    with pytest.raises(SparkOperatorError, match="time_mode 'EventTime' cannot be given to a stage after a "
+                                                 "per-partition watermark"):
+        counting(PARTITIONED).then(second).apply(partitioned_df, time_mode="EventTime")
+
+
+# -- chains whose first stage has partitions: later stages follow its watermark, handed on as rows ------
+def chain_runner(*operators, processing_time=T):
+    return ChainRunner([op.local_runner(processing_time=processing_time) for op in operators])
+
+
+def run_local_chain(chain, steps=STEPS):
+    runner = chain_runner(*chain.operators, processing_time=steps[0][0])
+    for now, *rows in steps:
+        runner.advance_processing_time(now - runner.processing_time)
+        if len(rows) == 1 and rows[0]:
+            runner.add_elements(*rows[0])
+        elif len(rows) == 2 and rows[0] is not None:
+            runner.add_elements_from_both(rows[0], rows[1])
+    return runner
+
+
+def three_stages():
+    """Counts per user and 10 s (partitioned), summed per user over 30 s windows, totalled."""
+    return counting(PARTITIONED).then(KeyedWindowedOperator(TimeWindows(30_000), Sum(), name="per user")).then(
+        WindowedOperator(None, Sum(), name="total"))
+
+
+#: ... then a quiet input: idle for 34 s, the watermark moves on with processing time, with no row to carry it.
+CHAIN_STEPS = [*STEPS, (T + 60_000, None)]
+
+
+def test_a_chain_after_a_partitioned_stage_follows_its_watermark_through_a_restart(spark, tmp_path):
+    chain = three_stages()
+    runner = run_local_chain(chain, STEPS)
+    counts, per_user, total = runner.runners
+    assert counts.dropped_counts["expired"] == 1  # (only the row that came back behind the watermark)
+    assert not per_user.dropped_counts and not total.dropped_counts
+    assert sum(p.value for p in total.outputs) == 8  # (the windows closed by 45.5 s)
+    plain = run_local_chain(counting(bounded_disorder(DELAY, idle_timeout=IDLE)).then(
+        KeyedWindowedOperator(TimeWindows(30_000), Sum())).then(WindowedOperator(None, Sum())))
+    assert sum(p.value for p in plain.outputs) == 6  # (one watermark for the input: the lagging rows dropped)
+    assert per_user.watermark == total.watermark == counts.watermark == BASE + 45_500
+    runner = run_local_chain(chain, CHAIN_STEPS)
+    assert sum(p.value for p in runner.outputs) == 12 and runner.runners[2].watermark == BASE + 73_000
+
+    progress: list = []
+    store = run_spark(spark, chain, tmp_path, restart_at=RESTART, progress=progress, steps=CHAIN_STEPS)
+    assert spark_panes(store) == local_panes(runner)
+    side_rows = Counter((r["record_type"], r["reason"], r["stage"]) for rows in store.values() for r in rows
+                        if r.get("record_type") != "pane")
+    assert side_rows == Counter({("dead_letter", "invalid_partition", 0): 1})  # (the total has no key)
+    # the output stage reports the watermark it ran at: the first stage's
+    marks = {b.operator_watermark_ms - BASE for b in map(batch_progress, progress)
+             if b.operator_watermark_ms is not None and b.operator_watermark_ms > BASE}
+    assert {11_000, 39_000, 45_500, 73_000} <= marks
+
+
+def test_a_chain_after_a_partitioned_merge_follows_its_watermark(spark, tmp_path):
+    chain = merge_operator().then(KeyedWindowedOperator(None, Count(), name="per key"))
+    runner = run_local_chain(chain, MERGE_STEPS)
+    assert {(p.key, p.window_start - BASE) for p in runner.outputs} == {("a", 0), ("b", 0)}
+    assert not runner.runners[1].dropped_counts
+    store = run_spark_merge(spark, chain, tmp_path)
+    assert spark_panes(store) == local_panes(runner)
+
+
+def test_a_pipeline_file_chaining_a_partitioned_operator_plans_the_same_chain(spark, tmp_path):
+    """Pipelines apply each operator to its input's frame: the operator after the partitioned one
+    follows its watermark rows, as ``then()`` does (the chain's panes are the test above's)."""
+    from windowed_operator.pipeline import parse_pipeline
+    from windowed_operator.spark.driver.feed import feed_of
+    from windowed_operator.spark.pipeline_run import build_frames
+
+    from test_partition_watermark import lagging_pipeline
+
+    text = lagging_pipeline("{bounded_disorder: 10s, partition: part, idle_timeout: 5m}").replace(
+        "sinks:\n  - {input: counts, memory: {query_name: counts}}",
+        "  - {name: total, input: counts, accumulation: {sum: {}}}\nsinks:\n  - {input: total, memory: {query_name: total}}")
+    pipeline = parse_pipeline(text)
+    assert [spec.name for spec in pipeline.operators] == ["counts", "total"]
+    frames = build_frames(spark, pipeline, tmp_path)
+    counts, total = feed_of(frames["counts"]), feed_of(frames["total"])
+    assert counts is not None and total is not None
+    assert counts.handing_on_watermark is not None and not counts.watermark_rows  # (planned again for the next)
+    assert total.watermark_rows and total.time_mode == "ProcessingTime"

@@ -47,6 +47,13 @@ def test_a_per_partition_watermark_shows_the_operators_watermark_and_the_partiti
     assert (batch.operator_watermark_ms, batch.held_back_by, batch.held_back_lag_ms) == (1_767_225_600_000, "1", 13_500)
     assert batch_line(batch, Totals()).endswith(
         "watermark 2026-01-01 00:00:00.000 held back by partition 1 (13.5 s behind) (0.5 s)")
+    # a chain's output stage reports the watermark it follows; the first stage, the partition holding it back
+    progress["observedMetrics"]["windowed_operator total"] = {
+        "late_rows_dropped": 0, "bad_rows": 0, "panes": 1, "watermark_ms": 1_767_225_600_000, "held_back_by": None,
+        "held_back_lag_ms": None}
+    chained = batch_progress(progress, {"q": "windowed_operator total"})
+    assert (chained.panes, chained.held_back_by, chained.held_back_lag_ms) == (1, "1", 13_500)
+    del progress["observedMetrics"]["windowed_operator total"]
     progress["observedMetrics"]["windowed_operator counts"].update(watermark_ms=None, held_back_by=None)
     assert batch_line(batch_progress(progress), Totals()).endswith("watermark 2026-01-01 00:04:19.435 (0.5 s)")
 

@@ -32,7 +32,8 @@ COUNT_COLUMNS = [LATE_COUNT_COLUMN, BAD_COUNT_COLUMN]
 #: Under a per-partition watermark the count rows also carry, from every call, the watermark the
 #: group ran at and the partition holding it back with its lag (``GroupTimers.holding_back``;
 #: ``driver.stage.observe_drops`` observes them as ``watermark_ms``, ``held_back_by``,
-#: ``held_back_lag_ms``).
+#: ``held_back_lag_ms``).  So do those of a stage that hands its watermark on to the next stage of a
+#: chain (``SparkPlan.hands_on_watermark``: its pane rows keep them as watermark rows).
 WATERMARK_COLUMN = "__wo_watermark"
 HELD_BY_COLUMN = "__wo_held_by"
 HELD_LAG_COLUMN = "__wo_held_lag"
@@ -160,6 +161,16 @@ class SparkPlan:
     integral_columns: tuple[str, ...] = ()
     #: Rows carry heartbeats (``heartbeat``): each group learns of every batch with input (idle timeouts).
     heartbeats: bool = False
+    #: The stage's watermark is its upstream's, read from the upstream's watermark rows, which reach
+    #: every key group as heartbeats (``scan.heartbeat.WatermarkBeats``) and take effect in the batch
+    #: they come in, after its panes (a chained stage after a per-partition watermark: Spark's own
+    #: runs ahead of that one).
+    upstream_watermark_rows: bool = False
+    #: Every call reports the group's watermark on its count row, the group wakes every batch, and
+    #: the pane rows a next stage reads keep those count rows (``feed.pane_rows``): the next stage
+    #: advances to exactly this stage's watermark (a per-partition watermark's stage, or a stage
+    #: after one, followed by another stage of the chain).
+    hands_on_watermark: bool = False
 
     @property
     def folded_in_scan(self) -> bool:
@@ -175,6 +186,19 @@ class SparkPlan:
         if field_name is None or self.upstream is not None:
             return None
         return MERGE_PARTITION_COLUMN if self.merge else field_name
+
+    @property
+    def reports_watermark(self) -> bool:
+        """Whether the count rows carry the group's watermark (``PARTITION_COUNT_COLUMNS``): under a
+        per-partition watermark, and where a stage hands its watermark on or follows its upstream's rows."""
+        return self.partition_column is not None or self.hands_on_watermark or self.upstream_watermark_rows
+
+    @property
+    def runs_behind_sparks_watermark(self) -> bool:
+        """Whether the stage's watermark can be behind Spark's (a per-partition one: Spark's is over all
+        partitions; or a later stage following one): a next stage of its chain must then follow it,
+        handed on as rows (``hands_on_watermark``), not Spark's, under which its panes would be late."""
+        return self.partition_column is not None or self.upstream_watermark_rows
 
     def columns_read(self, gap_column: Optional[str]) -> Optional[tuple[str, ...]]:
         """The only input columns the processor reads, where it reads only some: the columnar engine
@@ -222,7 +246,7 @@ class SparkPlan:
                    ("is_retraction", "boolean"), ("timestamp", "bigint")]
         fields += [(name, _SIDE_TYPES[name]) for name in self.side_columns]
         fields += [(PHASE_COLUMN, "int")] + [(name, "bigint") for name in COUNT_COLUMNS]
-        if self.partition_column is not None:
+        if self.reports_watermark:
             fields += [(WATERMARK_COLUMN, "bigint"), (HELD_BY_COLUMN, "string"), (HELD_LAG_COLUMN, "bigint")]
         return fields + [(EVENT_TIME_COLUMN, "timestamp")] if self.event_time_output else fields
 
@@ -246,8 +270,10 @@ class SparkPlan:
     def wakes_every_batch(self) -> bool:
         """Whether the key groups wake at every advance of the watermark, so that each knows the
         previous batch's watermark exactly: a chained stage takes its upstream's released panes there,
-        and the event-time output compares its panes with it."""
-        return self.upstream is not None or self.event_time_output
+        and the event-time output compares its panes with it; and a stage handing its watermark on
+        reports it from every group in every batch (``hands_on_watermark``), so that the next stage
+        advances with it as the local chain does, quiet batches included."""
+        return self.upstream is not None or self.event_time_output or self.hands_on_watermark
 
     def event_times(self, timestamps: Any, behind: int) -> pd.Series:
         """The event-time column: a pane's timestamp as its last microsecond (as Spark's
@@ -265,7 +291,7 @@ class SparkPlan:
     @property
     def count_columns(self) -> list[str]:
         """The columns of the count rows (null on every other row)."""
-        return COUNT_COLUMNS + (PARTITION_COUNT_COLUMNS if self.partition_column is not None else [])
+        return COUNT_COLUMNS + (PARTITION_COUNT_COLUMNS if self.reports_watermark else [])
 
     def count_row(self, late: int, bad: int, held: Optional[tuple[int, Optional[tuple[str, Any, int]]]] = None,
                   ) -> dict[str, list[Any]]:

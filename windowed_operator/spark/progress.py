@@ -83,7 +83,7 @@ def batch_progress(progress: Any, output_operators: Optional[Mapping[str, str]] 
 
     output = (output_operators or {}).get(query)
     panes = total("panes", [observations[output]]) if output in observations else total("panes")
-    held = _held_back([observations[output]] if output in observations else observed)
+    held = _held_back([observations[output]] if output in observations else observed, observed)
     return BatchProgress(query=query, batch_id=int(data["batchId"]),
                          input_rows=int(data.get("numInputRows") or 0), panes=panes,
                          late_rows_dropped=total("late_rows_dropped"), bad_rows=total("bad_rows"),
@@ -91,12 +91,21 @@ def batch_progress(progress: Any, output_operators: Optional[Mapping[str, str]] 
                          duration_ms=int((data.get("durationMs") or {}).get("triggerExecution") or 0), **held)
 
 
-def _held_back(observed: list) -> dict[str, Any]:
+def _held_back(observed: list, every: list) -> dict[str, Any]:
     """The per-partition watermark's figures of the first operator that reports them (``operator_watermark_ms``,
-    ``held_back_by``, ``held_back_lag_ms``; none in a batch where no key group ran)."""
-    for metrics in observed:
-        found = metrics.asDict() if hasattr(metrics, "asDict") else dict(metrics)
+    ``held_back_by``, ``held_back_lag_ms``; none in a batch where no key group ran).  A later stage of a
+    chain reports the watermark it follows, its first stage's: the partition holding it back is that
+    stage's (the first among ``every`` operator of the query that names one)."""
+    def as_dict(metrics: Any) -> dict:
+        return metrics.asDict() if hasattr(metrics, "asDict") else dict(metrics)
+
+    for found in map(as_dict, observed):
         if found.get("watermark_ms") is not None:
+            if found.get("held_back_by") is None:
+                found = {**found, **next((dict(held_back_by=other["held_back_by"],
+                                               held_back_lag_ms=other.get("held_back_lag_ms"))
+                                          for other in map(as_dict, every) if other.get("held_back_by") is not None),
+                                         {})}
             lag = found.get("held_back_lag_ms")
             return {"operator_watermark_ms": int(found["watermark_ms"]), "held_back_by": found.get("held_back_by"),
                     "held_back_lag_ms": int(lag) if lag is not None else None}

@@ -16,7 +16,13 @@ ms, pane rows only, each tagged with the step of its batch that made it: ``group
   does it);
 - Spark's watermark reaches every stateful operator of the query unchanged (measured: a second
   transformWithState sees the first's input watermark in each batch), so the downstream's watermark
-  is the upstream's, as in the local chain; a downstream with its own watermark policy is refused.
+  is the upstream's, as in the local chain; a downstream with its own watermark policy is refused;
+- except after a per-partition watermark (``bounded_disorder(..., partition=...)``, a merge's too),
+  which Spark's own runs ahead of: the upstream is planned again to hand its watermark on as rows
+  (``following_watermark``), which reach every key group of the stage as heartbeats
+  (``scan.heartbeat.WatermarkBeats``); the stage runs in processing-time mode, takes the batch's
+  panes, then advances to that watermark (``SparkPlan.upstream_watermark_rows``), and hands it on in
+  turn to the stage after it.
 
 Where the key changes, Spark shuffles the panes by the new key: a key column of the panes is
 grouped directly; a callable key is computed from each pane in a Python pass over the panes (its
@@ -24,6 +30,7 @@ Spark type given by the operator's ``key_type``).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
@@ -35,11 +42,14 @@ from ...elements import BadElementError
 from ...operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
 from ...panes import panes_from_columns
 from ...engine.vectorized import supports_vectorized
-from ...watermarks import UpstreamWatermark, partition_of
+from ...watermarks import UpstreamWatermark
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
 from ..errors import SparkOperatorError
-from ..plan import PANE_COLUMN_OF, PHASE_COLUMN, ROUTE_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, SparkPlan
+from ..connect_compat import map_in_arrow
+from ..plan import (PANE_COLUMN_OF, PHASE_COLUMN, ROUTE_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, WATERMARK_COLUMN,
+                    SparkPlan)
+from ..scan.heartbeat import BEAT_COLUMN, WatermarkBeats, with_beat_column
 from .feed import Feed, attach_feed, feed_of, handing_on
 from .inputs import check_state_encoding, choose_time_mode, resolve_key_groups
 from .stage import observation_name, run_processor
@@ -66,10 +76,14 @@ class RouteKeys:
     def __call__(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for frame in frames:
             keys = pd.Series(None, dtype=object, index=frame.index)
-            is_pane = frame["record_type"] == "pane" if STAGE_COLUMN in frame.columns else slice(None)
+            is_pane = (frame["record_type"] == "pane" if STAGE_COLUMN in frame.columns
+                       else pd.Series(True, index=frame.index))
+            if BEAT_COLUMN in frame.columns:  # (heartbeats carrying the upstream's watermark: keyed by none)
+                is_pane &= frame[BEAT_COLUMN].isna()
             panes_frame = frame[is_pane]  # (side rows are handed on, keyed by none)
             panes = panes_from_columns({c: panes_frame[c].to_numpy() for c in panes_frame.columns
-                                        if c not in SIDE_ROW_COLUMNS}, self.upstream)
+                                        if c not in (*SIDE_ROW_COLUMNS, BEAT_COLUMN, WATERMARK_COLUMN)},
+                                       self.upstream)
             keys[is_pane] = pd.Series([self._key(pane) for pane in panes], dtype=object, index=panes_frame.index)
             yield frame.assign(**{ROUTE_COLUMN: keys})
 
@@ -129,7 +143,7 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
     # the reader folds the whole pane (as locally)
     if value is None and isinstance(op, KeyedWindowedOperator) and op.key is not None:
         return StructType([f for f in frame.schema.fields
-                           if f.name not in (PHASE_COLUMN, *SIDE_ROW_COLUMNS)]).simpleString()
+                           if f.name not in (PHASE_COLUMN, WATERMARK_COLUMN, *SIDE_ROW_COLUMNS)]).simpleString()
     column = PANE_COLUMN_OF.get(value or "value")
     if column is None or column not in frame.columns:
         raise SparkOperatorError(f"{op.label()}: value {value!r} is not an attribute of the panes it reads; use a "
@@ -166,14 +180,10 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         raise SparkOperatorError(
             f"{op.label()} reads the panes of {feed.operator.label()} and follows its watermark: give it no "
             f"watermark policy (it has {op.watermark.kind}); the upstream's policy decides the chain's watermark")
-    upstream_partition = partition_of(feed.operator.watermark)
-    if upstream_partition is not None:  # (Spark's watermark reaches this stage: it runs ahead of the upstream's)
-        raise SparkOperatorError(
-            f"{op.label()} reads the panes of {feed.operator.label()}, whose watermark is per partition "
-            f"(bounded_disorder(..., partition={upstream_partition!r})): on Spark a later stage follows Spark's own "
-            "watermark, which runs ahead of it, so its panes would be late here; run this stage in its own query "
-            "over the upstream's output, or remove partition= (the local runner runs such chains)")
-    frame, group_column, key_type, state_key = _route(op, feed, op.key_type)
+    feed = following_watermark(feed)
+    mode = choose_time_mode(op, time_mode, watermark_rows=feed.watermark_rows)  # (checked on either plan)
+    groups = resolve_key_groups(key_groups)
+    frame, group_column, key_type, state_key = _route(op, _with_watermark_beats(op, feed, groups), op.key_type)
     input_type = _input_type(op, feed.frame)
     if input_type is not None and not callable(op.value):
         refusal = op.accumulation.input_type_refusal(input_type)
@@ -186,7 +196,6 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         what = f"over {input_type}" if input_type is not None else "of a callable's values"
         raise SparkOperatorError(f"{op.label()}: cannot map the output of {type(op.accumulation).__name__} {what} "
                                  "to a Spark type; give the operator value_type='<DDL type>'")
-    mode, groups = choose_time_mode(op, time_mode), resolve_key_groups(key_groups)  # (checked on either plan)
     if (native and not feed.side_rows  # (a native aggregation would not hand the side rows on)
             and conf_flag(feed.frame, NATIVE_STAGES_CONF, default=False)  # (off by default: ``native_stage``)
             and native_refusal(op, feed, ansi=_ansi(feed)) is None):
@@ -205,8 +214,34 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
         event_time_output=spark_event_time,
-        paths=object_paths(vectorized and supports_vectorized(build_core(op))))
+        paths=object_paths(vectorized and supports_vectorized(build_core(op))),
+        heartbeats=feed.watermark_rows, upstream_watermark_rows=feed.watermark_rows,
+        hands_on_watermark=feed.watermark_rows)
     return run_processor(frame, plan, group_column, inherited_windows=feed.windows)
+
+
+def following_watermark(feed: Feed) -> Feed:
+    """``feed``, or, where the next stage must follow its operator's watermark rather than Spark's
+    (a per-partition watermark: Spark's, the largest event time over all partitions less the delay,
+    runs ahead of it, so its panes would come late), the operator planned again to hand its
+    watermark on as rows (``SparkPlan.hands_on_watermark``), as ``feed`` reads it (``handing_on``)."""
+    if feed.handing_on_watermark is None:
+        return feed
+    again = feed.handing_on_watermark()
+    frame = again.with_side_rows if feed.side_rows else again.frame
+    assert frame is not None  # (side rows where ``feed`` had them: the same plan)
+    return dataclasses.replace(feed, frame=frame, with_side_rows=again.with_side_rows, watermark_rows=True,
+                               handing_on_watermark=None, time_mode=again.time_mode)
+
+
+def _with_watermark_beats(op: OperatorBase, feed: Feed, groups: int) -> Feed:
+    """``feed`` whose watermark rows (``Feed.watermark_rows``) are replaced by one heartbeat per key
+    group of ``op`` (``groups``) carrying the upstream's watermark (``scan.heartbeat.WatermarkBeats``)."""
+    if not feed.watermark_rows:
+        return feed
+    frame = feed.frame
+    beats = WatermarkBeats(groups if op.keyed else 1, WATERMARK_COLUMN)
+    return dataclasses.replace(feed, frame=map_in_arrow(frame, beats, with_beat_column(frame.schema), frame.columns))
 
 
 def _ansi(feed: Feed) -> bool:

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from ...operator import WindowingOptions
 from ...panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
-from ..plan import EVENT_TIME_COLUMN, PHASE_COLUMN, STAGE_COLUMN, SparkPlan
+from ..plan import EVENT_TIME_COLUMN, LATE_COUNT_COLUMN, PHASE_COLUMN, STAGE_COLUMN, WATERMARK_COLUMN, SparkPlan
 
 _FEED = "_windowed_operator_feed"
 
@@ -49,6 +49,12 @@ class Feed:
     input_column: bool = False
     #: The pane rows with the side rows, where the operator has side outputs (``pane_rows``).
     with_side_rows: Optional[DataFrame] = None
+    #: ``frame`` also holds the operator's watermark rows (``SparkPlan.hands_on_watermark``): the
+    #: next stage advances to exactly this watermark (``scan.heartbeat.WatermarkBeats``).
+    watermark_rows: bool = False
+    #: The operator planned again to hand its watermark on (its ``Feed``), where the next stage must
+    #: follow it instead of Spark's own (a per-partition watermark, which Spark's runs ahead of).
+    handing_on_watermark: Optional[Callable[[], "Feed"]] = None
 
 
 def handing_on(out: DataFrame) -> DataFrame:
@@ -75,16 +81,24 @@ def feed_of(df: Any) -> Optional[Feed]:
 
 
 def pane_rows(out: DataFrame, plan: SparkPlan, event_time: bool = False, side_rows: bool = False) -> DataFrame:
-    """The processor's pane rows (no late-data or dead-letter rows), as the next stage reads them
-    (``event_time``: with the event-time column, which ``plan`` must output).  ``side_rows`` (where
-    ``plan`` has side outputs): its late data and dead letters too, its own and those it handed on,
-    each tagged with its stage (``STAGE_COLUMN``), for a next stage of its chain to hand on to the
-    chain's output, as the local chain keeps every stage's."""
+    """The processor's pane rows (no late-data or dead-letter rows, no count rows: ``out`` is the
+    processor's output), as the next stage reads them (``event_time``: with the event-time column,
+    which ``plan`` must output).  ``side_rows`` (where ``plan`` has side outputs): its late data and
+    dead letters too, its own and those it handed on, each tagged with its stage (``STAGE_COLUMN``),
+    for a next stage of its chain to hand on to the chain's output, as the local chain keeps every
+    stage's.  With ``plan.hands_on_watermark`` the count rows stay too, as watermark rows: every
+    column null but ``WATERMARK_COLUMN``, the watermark the group ran at (null on the other rows)."""
     columns = [c for c in OUTPUT_COLUMNS if plan.keyed or c != "key"]
+    kept = F.col(LATE_COUNT_COLUMN).isNull()
+    if plan.side_outputs and not side_rows:
+        kept = kept & (F.col("record_type") == "pane")
+    marks = []
+    if plan.hands_on_watermark:
+        kept = kept | F.col(WATERMARK_COLUMN).isNotNull()
+        marks = [F.col(WATERMARK_COLUMN)]
+    out = out.where(kept)
     if plan.side_outputs and side_rows:
         stage = F.col(STAGE_COLUMN) if plan.stage_column else F.lit(0).cast("int").alias(STAGE_COLUMN)
         return out.select(*columns, *SIDE_OUTPUT_COLUMNS, *([INPUT_COLUMN] if plan.input_column else []), stage,
-                          PHASE_COLUMN)
-    if plan.side_outputs:
-        out = out.where(F.col("record_type") == "pane")
-    return out.select(*columns, PHASE_COLUMN, *([EVENT_TIME_COLUMN] if event_time else []))
+                          PHASE_COLUMN, *marks)
+    return out.select(*columns, PHASE_COLUMN, *([EVENT_TIME_COLUMN] if event_time else []), *marks)

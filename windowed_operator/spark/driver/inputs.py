@@ -58,17 +58,23 @@ def event_time_ms(df: DataFrame, column: str, schema: Optional[StructType] = Non
         "(an integral type)")
 
 
-def choose_time_mode(op: WindowingOptions, requested: str = "auto") -> str:
+def choose_time_mode(op: WindowingOptions, requested: str = "auto", watermark_rows: bool = False) -> str:
     """ProcessingTime when processing time matters (processing-time triggers, fixed-lag watermark,
     idle timeouts) or the operator computes its watermark from the heartbeats (a per-partition one:
-    Spark's event-time timers follow Spark's watermark, which runs ahead of it), EventTime
-    otherwise: one mode per query (SPARK_NOTES.md)."""
-    if requested in ("EventTime", "ProcessingTime"):
-        return requested
-    if requested != "auto":
+    Spark's event-time timers follow Spark's watermark, which runs ahead of it) or takes it from its
+    upstream's watermark rows (``watermark_rows``: a chained stage after a per-partition watermark),
+    EventTime otherwise: one mode per query (SPARK_NOTES.md)."""
+    if requested not in ("auto", "EventTime", "ProcessingTime"):
         raise SparkOperatorError(f"time_mode {requested!r} is not one of 'auto', 'EventTime', 'ProcessingTime'")
+    if watermark_rows and requested == "EventTime":
+        raise SparkOperatorError(
+            f"{op.label()}: time_mode 'EventTime' cannot be given to a stage after a per-partition watermark "
+            "(bounded_disorder(..., partition=...)): it follows its upstream's watermark, which reaches it as rows, "
+            "in processing-time mode; give time_mode='auto' or 'ProcessingTime'")
+    if requested != "auto":
+        return requested
     return "ProcessingTime" if (needs_processing_time(op.trigger, op.watermark, idle_timeout_of(op))
-                                or partition_of(op.watermark) is not None) else "EventTime"
+                                or partition_of(op.watermark) is not None or watermark_rows) else "EventTime"
 
 
 def idle_timeout_of(op: WindowingOptions) -> Optional[int]:

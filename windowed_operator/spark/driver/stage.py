@@ -39,14 +39,14 @@ def observation_name(op: WindowingOptions) -> str:
 
 
 def observe_drops(out: DataFrame, plan: SparkPlan, name: str) -> DataFrame:
-    """Sum the processor's count rows into observed metrics (``name``), per micro-batch, then drop
-    them: late elements dropped and bad elements show in the query's progress, late-data output or not;
+    """Sum the processor's count rows into observed metrics (``name``), per micro-batch (the rows
+    stay: ``without_counts`` drops them from the output, ``feed.pane_rows`` from the pane rows): late elements dropped and bad elements show in the query's progress, late-data output or not;
     under a per-partition watermark so do the operator's watermark and the partition holding it back
     (``watermark_ms``, ``held_back_by``: the partition, after its input's name in a merge,
     ``held_back_lag_ms``: its lag behind the most advanced partition)."""
     late, bad = F.col(LATE_COUNT_COLUMN), F.col(BAD_COUNT_COLUMN)
     partitioned = []
-    if plan.partition_column is not None:  # (every group computes the same: one value per batch)
+    if plan.reports_watermark:  # (every group computes the same: one value per batch)
         partitioned = [F.max(WATERMARK_COLUMN).alias("watermark_ms"), F.max(HELD_BY_COLUMN).alias("held_back_by"),
                        F.max(HELD_LAG_COLUMN).alias("held_back_lag_ms")]
     observed = out.observe(name,
@@ -54,7 +54,12 @@ def observe_drops(out: DataFrame, plan: SparkPlan, name: str) -> DataFrame:
                            F.coalesce(F.sum(bad), F.lit(0)).alias("bad_rows"),
                            F.count(F.when(late.isNull() & F.col("window_start").isNotNull(), 1)).alias("panes"),
                            *partitioned)
-    return observed.where(late.isNull()).drop(*plan.count_columns)
+    return observed
+
+
+def without_counts(out: DataFrame, plan: SparkPlan) -> DataFrame:
+    """The processor's rows without its count rows and their columns."""
+    return out.where(F.col(LATE_COUNT_COLUMN).isNull()).drop(*plan.count_columns)
 
 
 def shown_timestamp(column: str) -> Column:
@@ -84,7 +89,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
         projected, columns = _packed(projected, key_col, columns)
     out = _transformed(projected, plan, columns)
     observation = observation or observation_name(plan.operator)
-    out = observe_drops(out, plan, observation)
+    out = observe_drops(out, plan, observation)  # (the pane rows and the output below: one stateful stage)
     frame = pane_rows(out, plan)
 
     def event_time_frame() -> DataFrame:  # the pane rows with their event time (the stage planned again)
@@ -94,12 +99,20 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                               source_columns, observation=observation, inherited_windows=inherited_windows)
         return feed_of(again).event_time_frame()  # type: ignore[union-attr,misc]
 
+    def handing_on_watermark() -> Feed:  # the stage planned again, handing its watermark on
+        again = run_processor(source, dataclasses.replace(source_plan, hands_on_watermark=True), key_col,
+                              source_columns, observation=observation, inherited_windows=inherited_windows)
+        return feed_of(again)  # type: ignore[return-value]
+
     feed = Feed(frame=frame, operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark,
                 observation=observation, event_time_frame=event_time_frame, time_mode=plan.time_mode,
                 windows=plan.operator.window if plan.operator.window is not None else inherited_windows,
                 stage=plan.stage or 0, input_column=plan.input_column,
-                with_side_rows=pane_rows(out, plan, side_rows=True) if plan.side_outputs else None)
-    return attach_feed(out.select(*_shown_columns(plan)), feed)
+                with_side_rows=pane_rows(out, plan, side_rows=True) if plan.side_outputs else None,
+                watermark_rows=plan.hands_on_watermark,
+                handing_on_watermark=(handing_on_watermark if plan.runs_behind_sparks_watermark
+                                      and not plan.hands_on_watermark else None))
+    return attach_feed(without_counts(out, plan).select(*_shown_columns(plan)), feed)
 
 
 def _grouped(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],

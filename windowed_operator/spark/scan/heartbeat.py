@@ -16,6 +16,12 @@ partition's value in its column and its largest event time in range in the time 
 every group observes the same per-partition maxima (``watermarks.PartitionWatermarks``) whichever
 keys it holds.  A row with a null partition is a bad element (the processor rejects it) and counts
 for no partition.  The cost: ``key_groups`` rows per partition of the input and batch.
+
+A chained stage after a per-partition watermark takes its upstream's watermark the same way
+(``WatermarkBeats``): the upstream's watermark rows (every call of every group reports its
+watermark: ``SparkPlan.hands_on_watermark``) are replaced, per partition of the upstream's output,
+by one heartbeat per key group of the stage carrying the largest of them, so that every group of
+the stage advances to exactly the upstream's watermark, whichever keys it holds.
 """
 from __future__ import annotations
 
@@ -109,6 +115,50 @@ class Heartbeats:
                 columns.append(pa.nulls(n, field.type))
         groups = pa.array([g for _ in seen for g in range(self.groups)], pa.int32())
         return pa.RecordBatch.from_arrays([*columns, groups], schema=schema)
+
+
+@dataclass(frozen=True)
+class WatermarkBeats:
+    """The ``mapInArrow`` function over an upstream stage's pane rows (``feed.pane_rows``): the rows
+    pass unchanged, but those carrying the upstream's watermark in ``column`` (its count rows), which
+    are replaced by one heartbeat per key group (``groups``) holding their largest watermark."""
+
+    groups: int
+    column: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        schema: Optional[pa.Schema] = None
+        largest: Optional[int] = None
+        for batch in batches:
+            if schema is None:
+                schema = pa.schema([f.with_nullable(True) for f in batch.schema]
+                                   + [pa.field(BEAT_COLUMN, pa.int32(), True)])
+            if not batch.num_rows:
+                continue
+            marks = batch.column(self.column)
+            is_mark = pc.is_valid(marks)
+            if pc.any(is_mark).as_py():
+                largest = max_known(largest, pc.max(marks).as_py())
+                batch = batch.filter(pc.invert(is_mark))
+            if batch.num_rows:
+                yield pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, pa.int32())],
+                                                 schema=schema)
+        if largest is not None and schema is not None:
+            columns = [pa.array([largest] * self.groups, field.type) if field.name == self.column
+                       else pa.nulls(self.groups, field.type) for field in list(schema)[:-1]]
+            yield pa.RecordBatch.from_arrays([*columns, pa.array(range(self.groups), pa.int32())], schema=schema)
+
+
+def split_watermark_beats(frame: Optional[pd.DataFrame], column: str) -> tuple[Optional[pd.DataFrame], Optional[int]]:
+    """A group's rows without the heartbeats ``WatermarkBeats`` made (and without their columns), and
+    the largest upstream watermark they carry (None: none came)."""
+    if frame is None or BEAT_COLUMN not in frame.columns:
+        return frame, None
+    is_beat = frame[BEAT_COLUMN].notna().to_numpy()
+    marks = [_known(mark) for mark in frame.loc[is_beat, column].tolist()]
+    rows = frame.loc[~is_beat].drop(columns=[BEAT_COLUMN, column]).reset_index(drop=True)
+    largest = max((mark for mark in marks if mark is not None), default=None)
+    return (rows if len(rows) else None), largest
 
 
 def split_beats(frame: Optional[pd.DataFrame], side_column: Optional[str] = None,

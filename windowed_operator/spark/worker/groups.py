@@ -77,7 +77,7 @@ class GroupRunner:
         spark_now = self.rows.now = timer_values.getCurrentProcessingTimeInMs()
         processing_time = self.plan.clock.now(spark_now)
         watermark = self.timers.watermark(timer_values, meta, processing_time)
-        if self.plan.partition_column is not None:  # (reported on the call's count row: ``_frame``)
+        if self.plan.reports_watermark:  # (reported on the call's count row: ``_frame``)
             self.held = (watermark, self.timers.holding_back(meta, processing_time))
         return spark_now, processing_time, watermark, meta.get("wm", watermark)
 
@@ -98,11 +98,12 @@ class GroupRunner:
     def _frame(self, parts: list[dict[str, Any]], behind: int, late: int, bad: int) -> Iterator[pd.DataFrame]:
         """The call's one output frame (``output_frame``): its phases' rows, then the row of its
         counts of late and bad rows where it has any (and always under a per-partition watermark,
-        with the watermark and the partition holding it back); with the event-time output, each pane's time
+        with the watermark and the partition holding it back, or where the group's watermark is handed
+        on or read from the upstream's rows: ``SparkPlan.reports_watermark``); with the event-time output, each pane's time
         for Spark's watermark (``SparkPlan.event_times``: ``behind`` is the previous batch's
         watermark; the count row's is null)."""
         plan = self.plan
-        if late or bad or plan.partition_column is not None:
+        if late or bad or plan.reports_watermark:
             parts = [*parts, plan.count_row(late, bad, self.held)]
         frame = output_frame(plan.processor_fields(), parts, EVENT_TIME_COLUMN if plan.event_time_output else None,
                              lambda timestamps: plan.event_times(timestamps, behind))
@@ -117,8 +118,8 @@ class ObjectGroups(GroupRunner):
             fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
         group = self._group(self.codec)
         self.rows.unseen_drops = 0  # dropped rows a pre-selected row stood for (see ``RowReader.vectorized_work``)
-        frame, beats = self.timers.split_beats(frame)
         meta = group.meta
+        frame, beats = self.timers.split_beats(frame, meta)
         spark_now, processing_time, watermark, behind = self._begin(meta, timer_values, fired_timer)
         bad: list[DroppedElement] = []
         batch = GroupBatch()
@@ -188,8 +189,8 @@ class TableGroups(GroupRunner):
         plan = self.plan
         assert self.columnar is not None
         group = self._group(self.records.codec)
-        frame, beats = self.timers.split_beats(frame)
         meta = group.meta
+        frame, beats = self.timers.split_beats(frame, meta)
         spark_now, processing_time, watermark, behind = self._begin(meta, timer_values, fired_timer)
         released, timed, panes = Panes(), Panes(), Panes()
         dropped: list = []

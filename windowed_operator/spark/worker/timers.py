@@ -3,7 +3,8 @@
 The watermark a group's batch runs at is Spark's (or a fixed lag behind processing time, or a
 merge's from each input's heartbeats, or a per-partition one from the heartbeats' per-partition
 maxima, kept in the group's meta record as ``PartitionWatermarks`` snapshots: ``"parts"``, or each
-input's under ``"sides"``); the group's timer is the earliest due time of its state
+input's under ``"sides"``, or, in a chained stage after a per-partition watermark, the upstream's
+from its watermark rows: ``"up"``); the group's timer is the earliest due time of its state
 (event time) or the next batch while it holds work (processing time, where groups poll).
 """
 from __future__ import annotations
@@ -18,8 +19,8 @@ from accumulations.merge import SIDES
 from ...state.group_state import GroupState
 from ...time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP
 from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, PartitionWatermarks, idle_advanced, input_is_idle, two_input_watermark
-from ..plan import MERGE_TIME_COLUMN, SIDE_COLUMN, SparkPlan
-from ..scan.heartbeat import max_known, split_beats
+from ..plan import MERGE_TIME_COLUMN, SIDE_COLUMN, WATERMARK_COLUMN, SparkPlan
+from ..scan.heartbeat import max_known, split_beats, split_watermark_beats
 from .group_store import SparkGroupStore
 from .rows import merge_operator
 
@@ -43,8 +44,17 @@ class GroupTimers:
         self.plan = plan
         self.store = store
 
-    def split_beats(self, frame: Optional[pd.DataFrame]) -> tuple[Optional[pd.DataFrame], Any]:
-        """The group's rows and what its heartbeats say (``note_input`` reads it)."""
+    def split_beats(self, frame: Optional[pd.DataFrame], meta: dict) -> tuple[Optional[pd.DataFrame], Any]:
+        """The group's rows and what its heartbeats say (``note_input`` reads it).  A stage reading its
+        upstream's watermark rows (``SparkPlan.upstream_watermark_rows``) keeps the largest upstream
+        watermark they carried in ``meta["up"]`` (never back), which ``watermark`` takes in this batch:
+        the local chain advances a later stage to its upstream's watermark after the panes that
+        came with it (``runners.chain.ChainRunner``)."""
+        if self.plan.upstream_watermark_rows:
+            frame, upstream = split_watermark_beats(frame, WATERMARK_COLUMN)
+            if upstream is not None:
+                meta["up"] = max(meta.get("up", MIN_TIMESTAMP), upstream)
+            return frame, ({}, {})
         if not self.plan.heartbeats:
             return frame, ({}, {})
         partition_column = self.plan.partition_column
@@ -101,6 +111,8 @@ class GroupTimers:
         policy = self.plan.operator.watermark
         if self.plan.partition_column is None:
             self._forget_partitions(meta)
+        if self.plan.upstream_watermark_rows:  # (the upstream's, from its rows: ``split_beats``)
+            return max(meta.get("wm", MIN_TIMESTAMP), meta.get("up", MIN_TIMESTAMP))
         if isinstance(policy, FixedLagWatermark):
             candidate = processing_time - policy.lag
         else:
