@@ -4,15 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-import numpy as np
-import pandas as pd
 
-from ..elements import BadElementError, ReadElement, element_json
-from ..engine.core import Emission
+from ..elements import BadElementError, ReadElement
 from ..operator import WindowingOptions
-from ..panes import (INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord,  # noqa: F401
-                     of_input, pane_from_row)  # (OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, pane_from_row: re-exported)
-from ..state.group_batch import Phase
+from ..panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, pane_from_row
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
 from ..watermarks import BoundedDisorderWatermark, partition_of
 from .clock import FileClock, SparkBatchClock
@@ -275,121 +270,7 @@ class SparkPlan:
         advances with it as the local chain does, quiet batches included."""
         return self.upstream is not None or self.event_time_output or self.hands_on_watermark
 
-    def event_times(self, timestamps: Any, behind: int) -> pd.Series:
-        """The event-time column: a pane's timestamp as its last microsecond (as Spark's
-        ``window_time`` is a window's), so a pane stamped at the previous batch's watermark ``behind``
-        is not behind it by Spark's rule (a row at or before the watermark is late); null where Spark
-        would refuse the row (stamped before ``behind``: a window's LATE panes after the batch that
-        fired it on time, and their retractions), beyond the end of event time here (``END_OF_INPUT``:
-        the global window's panes) or for rows that are no pane (late data, dead letters, counts)."""
-        stamps = pd.to_numeric(pd.Series(timestamps, dtype=object), errors="coerce").to_numpy(dtype=float)
-        kept = ~np.isnan(stamps)
-        kept[kept] = (stamps[kept] >= behind) & (stamps[kept] < END_OF_INPUT)
-        micros = np.where(kept, stamps, 0).astype(np.int64) * 1000 + 999
-        return pd.Series(pd.to_datetime(micros, unit="us", utc=True)).where(kept)
-
     @property
     def count_columns(self) -> list[str]:
         """The columns of the count rows (null on every other row)."""
         return COUNT_COLUMNS + (PARTITION_COUNT_COLUMNS if self.reports_watermark else [])
-
-    def count_row(self, late: int, bad: int, held: Optional[tuple[int, Optional[tuple[str, Any, int]]]] = None,
-                  ) -> dict[str, list[Any]]:
-        """The one row that reports a call's drops: every output column null but the counts; with
-        ``held`` (a per-partition watermark), the call's watermark and the input, partition and lag
-        holding it back (``GroupTimers.holding_back``; None: none does)."""
-        row: dict[str, list[Any]] = {name: [None] for name, _ in self.processor_fields()}
-        row[LATE_COUNT_COLUMN], row[BAD_COUNT_COLUMN] = [late], [bad]
-        if held is not None:
-            watermark, slowest = held
-            row[WATERMARK_COLUMN] = [watermark]
-            if slowest is not None:
-                side, partition, lag = slowest
-                row[HELD_BY_COLUMN] = [f"{side} {partition}" if side else str(partition)]
-                row[HELD_LAG_COLUMN] = [lag]
-        return row
-
-    def rows(self, emission: Emission, dead_letters: list[DroppedElement], phase: int) -> dict[str, list[Any]]:
-        """Column lists for one pandas DataFrame of output rows, made by the step ``phase``."""
-        names = list(OUTPUT_COLUMNS if self.keyed else OUTPUT_COLUMNS[1:]) + self.side_columns
-        columns: dict[str, list[Any]] = {name: [] for name in names}
-        for pane in emission.outputs:
-            self._add_pane(columns, pane)
-        if self.side_outputs:
-            late = emission.dropped if self.operator.late_data_output else []
-            for dropped in [*late, *dead_letters]:
-                self._add_dropped(columns, dropped)
-        columns[PHASE_COLUMN] = [phase] * len(columns["value"])
-        for name in self.count_columns:
-            columns[name] = [None] * len(columns["value"])
-        return columns
-
-    def columnar_rows(self, panes: Any, dropped: list[DroppedElement], phase: int) -> dict[str, Any]:
-        """Columns from the columnar paths' panes: numpy arrays, or lists when side-output rows (with
-        nulls) are appended.  Panes are stamped with the end of the window (the only combiner these
-        paths take), retractions with that of the pane they retract."""
-        ends = panes.ends
-        columns: dict[str, Any] = {}
-        if self.keyed:
-            columns["key"] = panes.keys
-        columns.update({"window_start": panes.starts, "window_end": ends, "value": panes.values,
-                        "timing": panes.timing, "pane_index": panes.pane_index.astype(np.int32),
-                        "is_first": panes.is_first, "is_last": panes.is_last.astype(bool),
-                        "is_retraction": panes.is_retraction, "timestamp": ends - 1})
-        if self.side_outputs:
-            columns = {name: values.tolist() for name, values in columns.items()}
-            for name in self.side_columns:
-                columns[name] = ["pane" if name == "record_type" else None] * len(ends)
-            for item in dropped:
-                self._add_dropped(columns, item)
-        columns[PHASE_COLUMN] = np.full(len(columns["value"]), phase, dtype=np.int32)
-        for name in self.count_columns:
-            columns[name] = np.full(len(columns["value"]), None, dtype=object)
-        return columns
-
-    def _add_pane(self, columns: dict[str, list[Any]], pane: PaneRecord) -> None:
-        if self.keyed:
-            columns["key"].append(pane.key)
-        columns["window_start"].append(pane.window_start)
-        columns["window_end"].append(pane.window_end)
-        columns["value"].append(pane.value)
-        columns["timing"].append(pane.timing.value)
-        columns["pane_index"].append(pane.index)
-        columns["is_first"].append(pane.is_first)
-        columns["is_last"].append(pane.is_last)
-        columns["is_retraction"].append(pane.is_retraction)
-        columns["timestamp"].append(pane.timestamp)
-        for name in self.side_columns:
-            columns[name].append("pane" if name == "record_type" else None)
-
-    def forwarded_rows(self, rows: pd.DataFrame) -> dict[str, list[Any]]:
-        """Side rows of the stages before this one, handed on as they came (each with its stage;
-        the key where this stage keys by the upstream's key, whose type it shares)."""
-        n = len(rows)
-        columns: dict[str, list[Any]] = {name: [None] * n for name, _ in self.processor_fields()
-                                         if name != EVENT_TIME_COLUMN}
-        columns["timestamp"] = [None] * n  # (the event-time output reads it)
-        for name in self.side_columns:
-            columns[name] = [None if value is None or value != value else value for value in rows[name].tolist()]
-        columns["element_timestamp"] = [None if t is None else int(t) for t in columns["element_timestamp"]]
-        columns[STAGE_COLUMN] = [int(stage) for stage in columns[STAGE_COLUMN]]
-        if self.keyed and self.key_column == "key":
-            columns["key"] = [None if k is None or k != k else k for k in rows["key"].tolist()]
-        columns[PHASE_COLUMN] = [int(Phase.ELEMENTS)] * n
-        return columns
-
-    def _add_dropped(self, columns: dict[str, list[Any]], dropped: DroppedElement) -> None:
-        dropped = of_input(dropped)
-        for name in columns:
-            columns[name].append(None)
-        if self.keyed:
-            columns["key"][-1] = dropped.key
-        kind = "late" if dropped.reason.value in ("expired", "closed_window") else "dead_letter"
-        columns["record_type"][-1] = kind
-        columns["reason"][-1] = dropped.reason.value
-        columns["element"][-1] = element_json(dropped.element, self.integral_columns)
-        columns["element_timestamp"][-1] = dropped.timestamp
-        if self.input_column:
-            columns[INPUT_COLUMN][-1] = dropped.input
-        if self.stage_column:
-            columns[STAGE_COLUMN][-1] = self.stage

@@ -12,7 +12,7 @@ Whether the two plans give the same panes rests on the upstream's panes reaching
 aggregation exactly as they reach the Python stage, which holds under the conditions
 ``native_refusal`` checks:
 
-- every pane of the upstream carries an event time Spark accepts (``SparkPlan.event_times``): no
+- every pane of the upstream carries an event time Spark accepts (``worker.output_rows.event_times``): no
   allowed lateness upstream (so no LATE pane behind the watermark that fired the window), windows
   that end (tumbling, hopping, cumulative: not the global window, whose panes have none, nor
   merging sessions, whose retracted windows would become groups of their own), panes stamped at the

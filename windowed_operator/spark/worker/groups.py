@@ -35,6 +35,7 @@ from ..scan.preaggregate import COUNT_COLUMN, PANE_COLUMN
 from ..scan.prechain import FIRST_COLUMN, LAST_COLUMN, TIMES_COLUMN, VALUES_COLUMN, chain_elements
 from .fed import FedReader
 from .output_frame import output_frame
+from .output_rows import columnar_rows, count_row, emission_rows, event_times, forwarded_rows
 from .rows import RowReader
 from .timers import GroupTimers
 
@@ -100,13 +101,13 @@ class GroupRunner:
         counts of late and bad rows where it has any (and always under a per-partition watermark,
         with the watermark and the partition holding it back, or where the group's watermark is handed
         on or read from the upstream's rows: ``SparkPlan.reports_watermark``); with the event-time output, each pane's time
-        for Spark's watermark (``SparkPlan.event_times``: ``behind`` is the previous batch's
+        for Spark's watermark (``output_rows.event_times``: ``behind`` is the previous batch's
         watermark; the count row's is null)."""
         plan = self.plan
         if late or bad or plan.reports_watermark:
-            parts = [*parts, plan.count_row(late, bad, self.held)]
+            parts = [*parts, count_row(plan, late, bad, self.held)]
         frame = output_frame(plan.processor_fields(), parts, EVENT_TIME_COLUMN if plan.event_time_output else None,
-                             lambda timestamps: plan.event_times(timestamps, behind))
+                             lambda timestamps: event_times(plan, timestamps, behind))
         if frame is not None:
             yield frame
 
@@ -154,9 +155,9 @@ class ObjectGroups(GroupRunner):
         for phase, emission in zip(Phase, phased.by_phase):
             rejected = bad if phase is Phase.ELEMENTS and self.plan.side_outputs else []
             if emission.outputs or rejected or (late and emission.dropped):
-                parts.append(self.plan.rows(emission, rejected, phase))
+                parts.append(emission_rows(self.plan, emission, rejected, phase))
         if forwarded is not None:
-            parts.append(self.plan.forwarded_rows(forwarded))
+            parts.append(forwarded_rows(self.plan, forwarded))
         yield from self._frame(parts, behind, n_dropped, len(bad))
 
     def _window_log_steps(self, group: GroupState, batch: GroupBatch, watermark: int, processing_time: int,
@@ -234,7 +235,7 @@ class TableGroups(GroupRunner):
     def _rows_of(self, made: tuple[Panes, Panes, Panes], side: list) -> list[dict[str, Any]]:
         """The output rows of each step's panes (``side``: the elements step's late and bad rows)."""
         plan = self.plan
-        return [plan.columnar_rows(panes, rows, phase)
+        return [columnar_rows(plan, panes, rows, phase)
                 for phase, panes, rows in zip(Phase, made, ([], [], side))
                 if len(panes) or (plan.side_outputs and rows)]
 
