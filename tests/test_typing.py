@@ -28,6 +28,9 @@ join = WindowedMergeOperator(TimeWindows(10), InnerJoin(), idle_timeout=5, trigg
 KeyedWindowedOperator(TimeWindows(10), Sum("amount"), kee="user")  # E: misspelled
 KeyedWindowedOperator(TimeWindows(10), Sum("amount"), allowed_lateness=[1])  # E: wrong type
 WindowedMergeOperator(TimeWindows(10), InnerJoin(), idle_timout=5)  # E: misspelled
+from windowed_operator.spark import stop_at_end_of_input
+reveal_type(stop_at_end_of_input)
+stop_at_end_of_input(None, timeoutt=5)  # E: misspelled (the Spark runner's names are its functions, typed)
 '''
 
 #: Only the library is analysed: its heavy dependencies are skipped (a few seconds in all).
@@ -49,8 +52,9 @@ def test_a_type_checker_sees_the_operators_parameters(tmp_path):
         capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, "MYPYPATH": str(ROOT)})
     out = result.stdout
     revealed = re.findall(r'snippet\.py:(\d+): note: Revealed type is "(.*)"', out)
-    assert len(revealed) == 2, out
-    operator_class, instance = revealed[0][1], revealed[1][1]
+    assert len(revealed) == 3, out
+    operator_class, instance, stop = revealed[0][1], revealed[1][1], revealed[2][1]
+    assert stop.startswith("def (query: ") and "timeout: " in stop, stop
     assert operator_class.startswith("def (window: ") and "key: " in operator_class, operator_class
     assert operator_class.endswith("-> windowed_operator.operator.KeyedWindowedOperator"), operator_class
     assert instance == "windowed_operator.operator.KeyedWindowedOperator"
@@ -60,3 +64,4 @@ def test_a_type_checker_sees_the_operators_parameters(tmp_path):
     assert error_lines == expected, out
     assert 'Unexpected keyword argument "kee"' in out
     assert 'did you mean "idle_timeout"' in out
+    assert 'did you mean "timeout"' in out

@@ -112,3 +112,16 @@ def test_run_ends_a_processing_time_pipeline_after_its_last_panes(spark, tmp_pat
     local = pipeline.build_operators()["spend"].run_local(TestStream().add_elements(ROWS))
     assert Counter((r["key"], r["ws"], r["value"]) for r in sunk) == \
         Counter((p.key, p.window_start, p.value) for p in local if p.is_last)
+
+
+def test_the_spark_log_goes_to_a_directory_made_for_it(tmp_path):
+    """``local_session(spark_log=...)`` into a directory that does not exist yet: made, not a bare
+    FileNotFoundError (no JVM starts here: the redirection alone)."""
+    import os
+
+    from windowed_operator.spark.session import jvm_stderr_to
+
+    path = tmp_path / "logs" / "today" / "spark.log"
+    with jvm_stderr_to(str(path)):
+        os.write(2, b"to the log\n")
+    assert path.read_text() == "to the log\n"

@@ -120,11 +120,12 @@ def jvm_stderr_to(path: Optional[str]) -> Iterator[None]:
     bars and the Python workers' messages (which the JVM relays to its stderr) go to the file for
     the life of the JVM, while this process's own stderr returns to the terminal afterwards.  The
     JVM's stdout stays the terminal: a console sink's rows are output, not noise.  No effect once
-    a JVM is running."""
+    a JVM is running.  The file's directory is made if missing."""
     if path is None:
         yield
         return
     sys.stderr.flush()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     saved = os.dup(2)
     try:
@@ -146,7 +147,7 @@ def local_session(master: str = "local[2]", app_name: str = "windowed-operator",
     :mod:`.shipping`).  On a local master, ``shuffle_partitions`` and :data:`LOCAL_DEFAULTS` apply
     (``extra_conf`` wins); on a cluster only what the operator needs is set.  ``spark_log`` sends
     the JVM's stderr (Spark's log, progress bars, the Python workers' messages) to that file instead
-    of the terminal, if this call starts the JVM."""
+    of the terminal, if this call starts the JVM (its directory is made if missing)."""
     missing = [f for f in py_files if "://" not in f and not os.path.exists(f)]
     if missing:
         raise FileNotFoundError(f"py files not found: {', '.join(missing)}")
