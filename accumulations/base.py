@@ -7,7 +7,7 @@ partial results; ``get_retraction`` says what a downstream consumer must add to 
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, ClassVar, Generic, Optional, TypeVar
+from typing import Any, ClassVar, Generic, Optional, TypeVar
 
 from .config import Config
 
@@ -193,8 +193,6 @@ class FieldAccumulation(Accumulation[Any, A, O]):
         except AttributeError:
             raise KeyError(f"{type(self).__name__}: input {value!r} has no field {self.field!r}") from None
 
-
-Fn = Callable[..., Any]
 
 INTEGRAL_TYPES = {"tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long"}
 FRACTIONAL_TYPES = {"float", "double"}

@@ -92,11 +92,6 @@ def to_duration_millis(value: Any) -> int:
     raise TypeError(f"cannot use {type(value).__name__} {value!r} as a duration (int ms or timedelta expected)")
 
 
-def saturating_add(a: int, b: int) -> int:
-    """a + b clamped to the representable range, so 'end of time + lateness' stays the end of time."""
-    return max(MIN_TIMESTAMP, min(MAX_TIMESTAMP, a + b))
-
-
 #: The end of event time here (9e12 ms, 2255-03-14; larger values overflow the nanosecond
 #: timestamps pandas uses): an element at or after it is a bad element (``event_time_in_range``),
 #: and on Spark the end-of-input marker row (``apply(end_of_input=<column>)``) moves the watermark

@@ -1,7 +1,7 @@
 """Per-key operator state: plain data, so a runner can pickle it into one value per key.
 
-SPARK_NOTES.md measured that one coalesced state value per key is 10x faster than an entry per
-window, so everything a key needs (its windows, their trigger state and timers, and the element
+One coalesced state value per key was measured 10x faster than an entry per window (docs/
+contributing/architecture.md, "What Spark's stateful API gives and costs"), so everything a key needs (its windows, their trigger state and timers, and the element
 buffer of per-record sliding windows) lives in one ``KeyState``.
 """
 from __future__ import annotations

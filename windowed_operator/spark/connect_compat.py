@@ -29,14 +29,6 @@ def is_connect(df: Any) -> bool:
     return type(df).__module__.startswith("pyspark.sql.connect")
 
 
-def parse_ddl_type(text: str) -> DataType:
-    """The DDL types our output schemas use (``simpleString`` forms), parsed on the client."""
-    type_, rest = _parse(text.strip())
-    if rest.strip():
-        raise ValueError(f"cannot parse type {text!r} (left over: {rest!r})")
-    return type_
-
-
 def parse_ddl_schema(text: str) -> StructType:
     """``name type, name type, ...`` (top-level column list) parsed on the client."""
     fields, rest = _fields(text.strip(), separator=" ", closing="")

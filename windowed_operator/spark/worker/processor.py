@@ -2,7 +2,8 @@
 
 Spark groups the input by a *key group* (a hash of the key modulo ``key_groups``, as Flink does),
 not by the key: one Python call and one timer serve all keys of the group in a micro-batch
-(SPARK_NOTES.md measured about 5 ms per call).  Inside the group each key's state is its own
+(about 5 ms per call, measured: docs/contributing/architecture.md, "What Spark's stateful API gives
+and costs").  Inside the group each key's state is its own
 record in a MapState, read only when the batch has rows for the key or the group's due index says
 it has work due (``windowed_operator.state.group_state``, ``spark.worker.group_store``): the calls a batch makes
 follow the keys it touches, not the keys held.
