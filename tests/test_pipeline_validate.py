@@ -161,3 +161,44 @@ def test_errors_of_every_check_are_reported_at_once(tmp_path: Path):
     issues = [str(i) for i in info.value.issues]
     assert [i.split(":")[1].strip() for i in issues] == [
         "checkpoint", "sources.clicks.files.path", "operators[0].accumulation", "operators[1].right"], issues
+
+
+BAD_IN_EVERY_PHASE = textwrap.dedent("""\
+    name: sessions
+    sources:
+      events:
+        files: {path: data/events, format: json, schema: "user strng, amount bigint, ts bigint"}
+    operators:
+      - name: sessions
+        input: events
+        key: user
+        timestamp: ts
+        value: amount
+        window: {sessions: {gap: 3 parsecs}}
+        accumulation: {code: {path: wo_test_missing_module_58.MyAcc}}
+    sinks:
+      - {input: sessions, console: {}}
+    """)
+
+
+def test_a_model_error_does_not_hide_the_checks_that_need_no_whole_pipeline(tmp_path: Path, capsys):
+    """A bad type and a bad duration (the models refuse the file) and an allowed module that does not
+    exist (imported only once the file is loaded): one report with all three, each with its line."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD_IN_EVERY_PHASE)
+    assert main(["validate", "--allow-module", "wo_test_missing_module_58", str(path)]) == 1
+    report = capsys.readouterr().err.splitlines()
+    assert report[0] == f"{path}: 3 error(s)", report
+    assert [line.split(":")[:2] for line in report[1:]] == [
+        ["  line 4", " sources.events.files.schema"], ["  line 11", " operators[0].window.sessions.gap"],
+        ["  line 12", " operators[0].accumulation"]], report
+    assert "unknown type 'strng'" in report[1] and "'3 parsecs'" in report[2]
+    assert "cannot import module 'wo_test_missing_module_58'" in report[3]
+    # code the command did not allow and a path leaving the directory are reported beside the models' errors
+    path.write_text(BAD_IN_EVERY_PHASE.replace("name: sessions\n", "name: sessions\ncheckpoint: ../elsewhere\n", 1))
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(path)
+    assert [(i.path, i.line) for i in info.value.issues] == [
+        ("checkpoint", 0), ("sources.events.files.schema", 5), ("operators[0].window.sessions.gap", 12),
+        ("operators[0].accumulation", 13)], info.value.issues
+    assert "--allow-module wo_test_missing_module_58" in info.value.issues[-1].message

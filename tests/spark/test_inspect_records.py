@@ -70,7 +70,7 @@ def test_a_row_shard_is_printed_key_by_key():
     table = SessionRecords(engine).build(list(sessions), list(sessions.values()), 0)
     text = json.dumps([15, 77, json.loads(rows_text(table, "sessions"))])
     by_key = list(describe_row_shard(3, 0, text))
-    assert by_key[0] == ("row shard 3: 2 key(s), due at watermark 1970-01-01 00:00:00.015, "
+    assert by_key[0] == ("row shard 3 (session rows): 2 key(s), due at watermark 1970-01-01 00:00:00.015, "
                          "processing time 1970-01-01 00:00:00.077")
     own = [line for k, s in sessions.items() for line in describe_record(
         k, record(KeySessionsCodec(ColumnarForm("sum")).to_data(s)))]
@@ -147,7 +147,8 @@ def test_limit_counts_keys_not_lines():
     two = KeySessions(starts=[0, 40], ends=[15, 52], acc=[[3, 9]], pending=[0, 2], hold=[False, True],
                       nonspeculative=[1, 0], index=[1, 0], last=[3, None], late=[True, False], count=[0, 2],
                       fire_at=[NOT_SET, NOT_SET], closed=[False, False])
-    rows = [{"key": k, "record": record(KeySessionsCodec(ColumnarForm("sum")).to_data(two))} for k in ("u1", "u2")]
+    rows = [{"key_group": 0, "key": k, "record": record(KeySessionsCodec(ColumnarForm("sum")).to_data(two))}
+            for k in ("u1", "u2")]
     log = WindowLog(WindowedCore(TimeWindows(10), SidedAccumulation(inner=InnerJoin()), TriggerOption.default()))
     part = log.part_text([(7, Window(0, 10), Partial(([{"id": 7}], []), 1)),
                           (7, Window(10, 20), Partial(([{"id": 7}], []), 1)),
@@ -155,8 +156,8 @@ def test_limit_counts_keys_not_lines():
     engine = ColumnarSessions(SessionWindows(10), Sum(), TriggerOption.default(), 0, label="op", column=None)
     shard = json.dumps([15, None, json.loads(rows_text(SessionRecords(engine).build(["s1", "s2"], [two, two], 0),
                                                        "sessions"))])
-    found = {"pane log": [], "window log": [{"due": 10, "part": 0, "rows": part}],
-             "row shards": [{"shard": 0, "part": 0, "rows": shard}]}
+    found = {"pane log": [], "window log": [{"key_group": 0, "due": 10, "part": 0, "rows": part}],
+             "row shards": [{"key_group": 0, "shard": 0, "part": 0, "rows": shard}]}
     logs = [(name, found[name], bucket, describe, note) for name, _, bucket, describe, note in _LOGS]
 
     def keys_shown(limit):
@@ -175,3 +176,64 @@ def test_limit_counts_keys_not_lines():
     shown, lines = keys_shown(6)
     assert shown == ["'u1'", "'u2'", "7", "8", "'s1'", "'s2'"] and lines[0] == "cp: 6 key(s) with state:"
     assert not lines[-1].startswith("...")
+
+
+def test_each_session_says_when_it_closes_and_each_shard_is_told_apart():
+    """Per key, each open session with the watermark at which it closes (``time_rules.expiry_due``
+    of its max timestamp and its group's allowed lateness), and row shards labelled by key group and
+    kind: two groups' shard 0 printed the same "row shard 0" (issue 58)."""
+    from accumulations import Sum
+    from triggers import TriggerOption
+    from windowed_operator.engine.columnar_sessions import ColumnarSessions
+    from windowed_operator.spark.inspect import _LOGS, describe_state, group_lateness
+    from windowed_operator.state.records import SessionRecords
+    from windowed_operator.state.row_columns_text import rows_text
+    from windowed_operator.windows.session_windows import SessionWindows
+
+    def sessions(starts, ends):
+        n = len(starts)
+        return KeySessions(starts=starts, ends=ends, acc=[[1] * n], pending=[1] * n, hold=[True] * n,
+                           nonspeculative=[0] * n, index=[0] * n, last=[None] * n, late=[False] * n, count=[1] * n,
+                           fire_at=[NOT_SET] * n, closed=[False] * n)
+
+    engine = ColumnarSessions(SessionWindows(10), Sum(), TriggerOption.default(), 0, label="op", column=None)
+
+    def shard(key, state):
+        return json.dumps([state.ends[0] - 1, None, json.loads(rows_text(
+            SessionRecords(engine).build([key], [state], 0), "sessions"))])
+
+    # the allowed lateness comes from each group's record (the fingerprint of the operator that wrote it)
+    metas = [{"key_group": 1, "meta": json.dumps({"fingerprint": {"allowed lateness": "900000"}})},
+             {"key_group": 4, "meta": json.dumps({"fingerprint": {"allowed lateness": "0"}})},
+             {"key_group": 5, "meta": json.dumps({"watermark": 3})}]
+    lateness = group_lateness(metas)
+    assert lateness == {1: 900_000, 4: 0}
+    own = [{"key_group": 5, "key": "u0", "record": record(KeySessionsCodec(ColumnarForm("sum")).to_data(
+        sessions([0], [180_000])))}]
+    found = {"pane log": [], "window log": [],
+             "row shards": [{"key_group": 1, "shard": 0, "part": 0, "rows": shard("u1", sessions([0, 300_000],
+                                                                                                  [180_000, 480_000]))},
+                            {"key_group": 4, "shard": 0, "part": 0, "rows": shard("u2", sessions([60_000],
+                                                                                                 [240_000]))}]}
+    logs = [(name, found[name], bucket, describe, note) for name, _, bucket, describe, note in _LOGS]
+    lines = list(describe_state("cp", own, 3, logs, None, 10, lateness))
+    assert lines[0] == "cp: 3 key(s) with state:"
+    # a group whose record does not say its lateness: the bounds only
+    assert lines[2].startswith("  session [1970-01-01 00:00:00.000, 00:03:00.000) acc=[1]")
+    assert lines[3] == ("the row shards: 2 shard(s) in 2 key group(s), 2 key(s) (each holds the rows of the keys whose "
+                        "hash falls in it)")
+    assert lines[4] == "key group 1, row shard 0 (session rows): 1 key(s), due at watermark 1970-01-01 00:02:59.999"
+    assert lines[5] == "  'u1':"
+    # [0, 3m) with 15m of allowed lateness: its max timestamp 2:59.999 + 15m, due one ms after
+    assert lines[6].startswith("    session [1970-01-01 00:00:00.000, 00:03:00.000) closes at watermark "
+                               "1970-01-01 00:18:00.000 acc=[1]"), lines[6]
+    assert lines[7].startswith("    session [1970-01-01 00:05:00.000, 00:08:00.000) closes at watermark "
+                               "1970-01-01 00:23:00.000 acc=[1]"), lines[7]
+    assert lines[8] == "key group 4, row shard 0 (session rows): 1 key(s), due at watermark 1970-01-01 00:03:59.999"
+    assert lines[10].startswith("    session [1970-01-01 00:01:00.000, 00:04:00.000) closes at watermark "
+                                "1970-01-01 00:04:00.000 acc=[1]"), lines[10]
+    assert len(lines) == 11, lines
+    # the per-key record's sessions close by the same rule, given their group's lateness
+    own[0]["key_group"] = 4
+    assert list(describe_state("cp", own, 1, [], None, 10, lateness))[2].startswith(
+        "  session [1970-01-01 00:00:00.000, 00:03:00.000) closes at watermark 1970-01-01 00:03:00.000 acc=[1]")

@@ -1,7 +1,9 @@
 """Key shards on Spark: per-key layouts keep their records many keys to a text and give the local
 runner's panes; a restart keeps them there whatever the checkpointing settings (a checkpoint that
 holds records in entries of their own moves them in: the ``*_unsharded`` fixtures, test_state_versions)."""
+import re
 from collections import Counter
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -96,6 +98,18 @@ def test_row_shards_give_the_local_runners_panes(spark, tmp_path):
     assert any(line.startswith("the row shards:") and f"{in_rows} key(s)" in line for line in lines)
     assert lines[0].endswith(f": {in_rows} key(s) with state:")  # (not the per-key records' 0: issue 56)
     assert sorted(line.strip()[:-1] for line in lines if line.startswith("  '")) == sorted(repr(k) for k in held)
+    # each shard labelled apart (shard numbers count within a key group), each session with when it
+    # closes: once the watermark reaches its end plus the allowed lateness (3 s), in UTC as its bounds
+    labels = [line.split(":")[0] for line in lines if "row shard" in line and not line.startswith("the ")]
+    assert labels and all(label.startswith("key group ") for label in labels)
+    assert len(set(labels)) == len(labels), labels
+    sessions = [line for line in lines if line.startswith("    session [")]
+    assert len(sessions) >= len(held)
+    for line in sessions:
+        match = re.match(r"    session \[(\S+) (\S+), (\S+ )?(\S+)\) closes at watermark (\S+ \S+) ", line)
+        assert match is not None, line
+        end = datetime.fromisoformat(f"{(match[3] or match[1]).strip()} {match[4]}")
+        assert datetime.fromisoformat(match[5]) - end == timedelta(seconds=3), line
 
 
 def test_inspection_reads_a_shards_keys_in_both_forms(spark):

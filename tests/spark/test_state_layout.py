@@ -8,6 +8,7 @@ import pytest
 from accumulations import Combine, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
+from windowed_operator.time import time_text
 
 from .harness import BASE, END_COLUMN, MARKED_SCHEMA, run_spark, write_batches
 
@@ -53,3 +54,6 @@ def test_the_state_is_readable_with_the_state_data_source(spark, tmp_path):
     assert (window["start"], window["end"], window["acc"]) == (BASE, BASE + 10_000, 4)
     lines = list(describe_checkpoint(spark, str(tmp_path / "checkpoint")))
     assert lines[0].endswith("2 key(s) with state:") and any("acc=4" in line for line in lines)
+    # the window [BASE, BASE + 10 s) closes once the watermark reaches its end plus the hour of lateness
+    window_line = next(line for line in lines if "acc=4" in line)
+    assert f"closes at watermark {time_text(BASE + 10_000 + 3_600_000)} acc=4" in window_line, window_line

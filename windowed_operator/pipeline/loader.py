@@ -1,10 +1,13 @@
 """Loading a pipeline file (YAML or JSON) and reporting every error with its line and path.
 
 The file is parsed with PyYAML's safe loader (JSON is read as YAML, so both get line numbers):
-no tags, no objects, no code.  Errors come from three places, all reported together: the syntax,
-the pydantic models (each error's location is mapped back to its line), and then, all at once,
-names that do not resolve (an operator's input, a sink's input, user code the command did not
-allow), columns an input lacks, paths, missing inputs and allowed user code that cannot be imported.
+no tags, no objects, no code.  Errors come from three places: the syntax (alone: without a
+document nothing else can be checked), the pydantic models (each error's location is mapped back to
+its line), and the checks of a whole pipeline: names that do not resolve (an operator's input, a
+sink's input, user code the command did not allow), columns an input lacks, paths, missing inputs
+and allowed user code that cannot be imported.  The models' errors and the checks are reported
+together: where the models refuse the file, the checks that need no whole pipeline (paths, inputs,
+user code) run on the sources, sinks and accumulations that are valid by themselves.
 
 A pipeline file is input, not a program: it cannot allow code for itself (the ``CodePolicy`` comes
 from the command line), its paths stay inside its own directory unless the command allows more,
@@ -21,7 +24,7 @@ from typing import Any, Optional, Union
 import yaml
 from pydantic import ValidationError
 
-from .spec import CodePolicy, Pipeline, import_dotted
+from .spec import AccumulationSpec, CodePolicy, Pipeline, SinkSpec, SourceSpec, import_dotted
 
 #: Largest pipeline file read (pipelines are a few kilobytes; an in-memory source's rows add some).
 MAX_FILE_BYTES = 1_000_000
@@ -180,15 +183,19 @@ _FILE_CANNOT_ALLOW_CODE = ("a pipeline file cannot allow code for itself: whoeve
 
 def parse_pipeline(text: str, source: str = "<pipeline>", code: CodePolicy = CodePolicy()) -> Pipeline:
     """``code``: which user code the pipeline may import (none unless the caller says so)."""
-    pipeline, index, issues = _parse(text, source, code)
+    pipeline, _, index, issues = _parse(text, source)
+    if pipeline is None:
+        raise PipelineError(source, issues)
+    issues = _issues(index, pipeline.reference_errors(code))
     if issues:
         raise PipelineError(source, issues)
     return pipeline
 
 
-def _parse(text: str, source: str, code: CodePolicy) -> tuple[Pipeline, dict, list[PipelineIssue]]:
-    """The pipeline, its line index and its reference errors (names, columns, user code, time); a
-    file that is not a valid pipeline at all raises with every structural error."""
+def _parse(text: str, source: str) -> tuple[Optional[Pipeline], dict, dict, list[PipelineIssue]]:
+    """The pipeline (None when the models refuse the file), the document as data, its line index,
+    and the models' errors; a file that is not a pipeline document at all (syntax, duplicate keys,
+    not a mapping) raises."""
     node = _compose(text, source)
     duplicates = _duplicate_keys(node)
     if duplicates:
@@ -206,7 +213,7 @@ def _parse(text: str, source: str, code: CodePolicy) -> tuple[Pipeline, dict, li
         raise PipelineError(source, [PipelineIssue("", 1, "a pipeline is a mapping with sources, operators, sinks")])
     index = _line_index(node) if node is not None else {}
     try:
-        pipeline = Pipeline.model_validate(data, context={"defer_references": True})
+        return Pipeline.model_validate(data, context={"defer_references": True}), data, index, []
     except ValidationError as exc:
         issues = []
         for error in exc.errors():
@@ -215,8 +222,7 @@ def _parse(text: str, source: str, code: CodePolicy) -> tuple[Pipeline, dict, li
             if error["type"] == "extra_forbidden":
                 message = _FILE_CANNOT_ALLOW_CODE if loc == ("allow_code",) else f"unknown field {loc[-1]!r}"
             issues.append(PipelineIssue(_format_path(loc), _line_of(index, loc), message))
-        raise PipelineError(source, issues) from None
-    return pipeline, index, _issues(index, pipeline.reference_errors(code))
+        return None, data, index, issues
 
 
 def _issues(index: dict, errors: list[tuple[tuple, str]]) -> list[PipelineIssue]:
@@ -230,36 +236,97 @@ def load_pipeline(path: Union[str, Path], code: CodePolicy = CodePolicy(), outsi
     ``require_inputs``: a files source whose path does not exist is an error (the CLI's commands:
     Spark would only say so after starting).  User code the pipeline may run (``code``) is imported
     here, with the file's directory on the module path (so a module beside the file is found), and a
-    module that cannot be imported is an error.  Every error of every check is reported at once."""
+    module that cannot be imported is an error.  Every error of every check is reported at once: when
+    the models refuse part of the file, the checks that need no whole pipeline (paths, inputs, user
+    code) still run on each source, sink and accumulation that is valid by itself."""
     path = Path(path)
     if not path.is_file():
         raise PipelineError(str(path), [PipelineIssue("", 0, "no such file")])
     text = path.read_text()
-    pipeline, index, issues = _parse(text, str(path), code)
-    resolved, path_issues = _resolved_paths(pipeline, path.parent, outside_paths)
+    pipeline, data, index, issues = _parse(text, str(path))
+    parts = _Parts.of(pipeline) if pipeline is not None else _Parts.valid_in(data)
+    resolved, path_issues = _resolved_paths(parts, path.parent, outside_paths)
     issues += path_issues
     if require_inputs:
-        issues += _issues(index, missing_inputs(resolved))
-    issues += _issues(index, user_code_errors(pipeline, code, path.parent))
+        issues += _issues(index, _missing_inputs(resolved.sources))
+    if pipeline is not None:
+        issues += _issues(index, pipeline.reference_errors(code))
+    else:  # (with a whole pipeline, ``reference_errors`` refuses code the command did not allow)
+        issues += _issues(index, [(loc, code.refusal(dotted, what)) for loc, dotted, what in parts.code
+                                  if not code.permits(dotted)])
+    issues += _issues(index, _import_errors(parts.code, code, path.parent))
     if issues:
         raise PipelineError(str(path), sorted(issues, key=lambda issue: issue.line))
-    return resolved
+    assert pipeline is not None
+    return pipeline.model_copy(update={"sources": resolved.sources, "sinks": resolved.sinks,
+                                       "checkpoint": resolved.checkpoint})
+
+
+#: A piece of user code a pipeline refers to: its location, its dotted path, and what refers to it.
+CodeUse = tuple[tuple, str, str]
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What the checks that need no whole pipeline read: the sources, the sinks (None where a sink is
+    not valid by itself), the checkpoint and the user code referred to."""
+
+    sources: dict[str, SourceSpec]
+    sinks: list[Optional[SinkSpec]]
+    checkpoint: Optional[str]
+    code: list[CodeUse]
+
+    @staticmethod
+    def of(pipeline: Pipeline) -> "_Parts":
+        return _Parts(dict(pipeline.sources), list(pipeline.sinks), pipeline.checkpoint, _code_uses(
+            [op.accumulation for op in pipeline.operators], list(pipeline.sinks)))
+
+    @staticmethod
+    def valid_in(data: dict) -> "_Parts":
+        """The parts of a document the models refuse as a whole that are valid by themselves."""
+        def valid(model: Any, value: Any) -> Any:
+            try:
+                return model.model_validate(value)
+            except ValidationError:
+                return None
+
+        def items(key: str, kind: type) -> Any:
+            value = data.get(key)
+            return value if isinstance(value, kind) else kind()
+
+        sources = {name: spec for name, value in items("sources", dict).items()
+                   if isinstance(name, str) and (spec := valid(SourceSpec, value)) is not None}
+        sinks = [valid(SinkSpec, value) for value in items("sinks", list)]
+        accumulations = [valid(AccumulationSpec, op.get("accumulation")) if isinstance(op, dict) else None
+                         for op in items("operators", list)]
+        checkpoint = data.get("checkpoint", Pipeline.model_fields["checkpoint"].default)
+        return _Parts(sources, sinks, checkpoint if isinstance(checkpoint, str) else None,
+                      _code_uses(accumulations, sinks))
+
+
+def _code_uses(accumulations: list[Optional[AccumulationSpec]], sinks: list[Optional[SinkSpec]]) -> list[CodeUse]:
+    """The user code of each operator's accumulation and each sink (by position; None: not valid)."""
+    used = [(("operators", i, "accumulation"), dotted, "refers to user code")
+            for i, accumulation in enumerate(accumulations) if accumulation is not None
+            for dotted in accumulation.code_paths()]
+    return used + [(("sinks", i, "foreach_batch"), sink.foreach_batch.function, "calls user code")
+                   for i, sink in enumerate(sinks) if sink is not None and sink.foreach_batch is not None]
 
 
 def user_code_errors(pipeline: Pipeline, code: CodePolicy, directory: Optional[Path] = None) -> list[tuple[tuple, str]]:
     """Each piece of user code the pipeline may run that cannot be imported, with its location;
     ``directory`` (the file's) is put first on the module path for it (``run`` does the same for
     Spark's Python workers on a local master)."""
+    return _import_errors(_Parts.of(pipeline).code, code, directory)
+
+
+def _import_errors(used: list[CodeUse], code: CodePolicy, directory: Optional[Path]) -> list[tuple[tuple, str]]:
     if directory is not None:
         add_module_directory(directory)
     found = []
-    used = [(("operators", i, "accumulation"), dotted) for i, op in enumerate(pipeline.operators)
-            for dotted in op.accumulation.code_paths()]
-    used += [(("sinks", i, "foreach_batch"), sink.foreach_batch.function) for i, sink in enumerate(pipeline.sinks)
-             if sink.foreach_batch is not None]
-    for loc, dotted in used:
+    for loc, dotted, _ in used:
         if not code.permits(dotted):
-            continue  # (refused by ``reference_errors``)
+            continue  # (refused, not imported)
         try:
             import_dotted(dotted)
         except ValueError as exc:
@@ -279,8 +346,12 @@ def add_module_directory(directory: Path) -> str:
 
 def missing_inputs(pipeline: Pipeline) -> list[tuple[tuple, str]]:
     """Files sources whose (resolved) path does not exist; paths with glob characters are not checked."""
+    return _missing_inputs(pipeline.sources)
+
+
+def _missing_inputs(sources: dict[str, SourceSpec]) -> list[tuple[tuple, str]]:
     out = []
-    for name, spec in pipeline.sources.items():
+    for name, spec in sources.items():
         if spec.files is None or any(c in spec.files.path for c in "*?["):
             continue
         if not Path(spec.files.path).exists():
@@ -291,13 +362,14 @@ def missing_inputs(pipeline: Pipeline) -> list[tuple[tuple, str]]:
 
 
 def resolve_paths(pipeline: Pipeline, base: Path, source: str = "<pipeline>", outside_paths: bool = False) -> Pipeline:
-    resolved, issues = _resolved_paths(pipeline, base, outside_paths)
+    resolved, issues = _resolved_paths(_Parts.of(pipeline), base, outside_paths)
     if issues:
         raise PipelineError(source, issues)
-    return resolved
+    return pipeline.model_copy(update={"sources": resolved.sources, "sinks": resolved.sinks,
+                                       "checkpoint": resolved.checkpoint})
 
 
-def _resolved_paths(pipeline: Pipeline, base: Path, outside_paths: bool) -> tuple[Pipeline, list[PipelineIssue]]:
+def _resolved_paths(parts: _Parts, base: Path, outside_paths: bool) -> tuple[_Parts, list[PipelineIssue]]:
     root = base.resolve()
     issues: list[PipelineIssue] = []
 
@@ -309,13 +381,16 @@ def _resolved_paths(pipeline: Pipeline, base: Path, outside_paths: bool) -> tupl
         return str(resolved)
 
     sources = {}
-    for name, spec in pipeline.sources.items():
+    for name, spec in parts.sources.items():
         if spec.files is not None:
             files = spec.files.model_copy(update={"path": absolute(spec.files.path, f"sources.{name}.files.path")})
             spec = spec.model_copy(update={"files": files})
         sources[name] = spec
-    sinks = []
-    for i, sink in enumerate(pipeline.sinks):
+    sinks: list[Optional[SinkSpec]] = []
+    for i, sink in enumerate(parts.sinks):
+        if sink is None:
+            sinks.append(None)
+            continue
         updates: dict = {}
         if sink.files is not None:
             updates["files"] = sink.files.model_copy(update={"path": absolute(sink.files.path,
@@ -328,5 +403,5 @@ def _resolved_paths(pipeline: Pipeline, base: Path, outside_paths: bool) -> tupl
                 updates["table"] = sink.table.model_copy(update={
                     "url": "sqlite:///" + absolute(database.split("?", 1)[0], f"sinks[{i}].table.url")})
         sinks.append(sink.model_copy(update=updates))
-    checkpoint = absolute(pipeline.checkpoint, "checkpoint")
-    return pipeline.model_copy(update={"sources": sources, "sinks": sinks, "checkpoint": checkpoint}), issues
+    checkpoint = absolute(parts.checkpoint, "checkpoint") if parts.checkpoint is not None else None
+    return _Parts(sources, sinks, checkpoint, parts.code), issues

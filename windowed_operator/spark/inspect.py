@@ -16,7 +16,7 @@ key's JSON record) to query yourself; ``pane_log_parts(spark, checkpoint)`` for 
 from __future__ import annotations
 
 import json
-from typing import Any, Collection, Iterator, Optional
+from typing import Any, Collection, Iterator, Mapping, Optional
 
 from ..engine.columnar_triggers import NOT_SET
 from ..state.codec import KeyStateCodec
@@ -28,7 +28,9 @@ from ..state.records import _ROW_COLUMNS, PANES, stored_columns
 from ..state.row_columns_text import column_values
 from ..state.row_shards import DOMAIN as ROW_SHARDS_DOMAIN
 from ..state.window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
-from ..time import time_text
+from ..time import shown_time, time_text
+from ..time_rules import expiry_due
+from ..windows.base import Window
 from .plan import GROUP_COLUMN
 from .worker.group_store import DUE_STATE, KEYS_STATE, META_STATE
 
@@ -43,6 +45,28 @@ def _interval(start: int, end: int) -> str:
     if first[:11] == last[:11] and first[:4].isdigit():
         last = last[11:]
     return f"[{first}, {last})"
+
+
+def _closes(start: int, end: int, allowed_lateness: Optional[int]) -> str:
+    """When the window ``[start, end)`` closes: the watermark at which it expires (``time_rules``) and
+    its state is dropped; beyond the times a timestamp holds, only the end of input gets there.  Empty
+    when the allowed lateness is not known."""
+    if allowed_lateness is None:
+        return ""
+    due = expiry_due(Window(start, end).max_timestamp, allowed_lateness)
+    return " closes " + (f"at watermark {time_text(due)}" if shown_time(due) is not None else "at the end of input")
+
+
+def group_lateness(metas: Any) -> dict[Any, int]:
+    """Each key group's allowed lateness (ms), from its record's fingerprint (``group_records``'
+    rows: ``key_group``, ``meta``); a group whose record does not say is left out."""
+    found = {}
+    for row in metas:
+        try:
+            found[row["key_group"]] = int(json.loads(row["meta"])["fingerprint"]["allowed lateness"])
+        except (TypeError, ValueError, KeyError):
+            continue
+    return found
 
 
 def _shown(k: Any, key: Optional[str], only: Optional[Collection[str]]) -> bool:
@@ -149,14 +173,15 @@ def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     return df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("value.meta").alias("meta"))
 
 
-def describe_record(key: Any, text: str) -> Iterator[str]:
-    """Lines for one key: its windows (object path), pane rows or session/window rows (columnar paths)."""
+def describe_record(key: Any, text: str, allowed_lateness: Optional[int] = None) -> Iterator[str]:
+    """Lines for one key: its windows (object path), pane rows or session/window rows (columnar paths);
+    with ``allowed_lateness`` (its group's), when each window or session closes."""
     state, (event_due, processing_due) = read_record(json.loads(text))
     read = KeyStateCodec().read_value
     due = _due(event_due, processing_due)
     yield f"{key!r}: {due}"
     if isinstance(state, dict) and "windows" in state:
-        yield from _describe_windows(state, read)
+        yield from _describe_windows(state, read, allowed_lateness)
         return
     columns = stored_columns(state)
     if columns["kind"] == PANES:
@@ -166,10 +191,10 @@ def describe_record(key: Any, text: str) -> Iterator[str]:
         for end, n in columns["late"]:
             yield f"  window ending {_when(end)}: {n} LATE pane(s) fired"
         return
-    yield from _describe_rows(columns, read)
+    yield from _describe_rows(columns, read, allowed_lateness)
 
 
-def _describe_rows(columns: dict, read: Any) -> Iterator[str]:
+def _describe_rows(columns: dict, read: Any, allowed_lateness: Optional[int] = None) -> Iterator[str]:
     """One key's session or window rows, from named columns (``stored_columns``)."""
     name = "window" if columns["kind"] == "windows" else "session"
     for i, (start, end) in enumerate(zip(columns["starts"], columns["ends"])):
@@ -179,23 +204,27 @@ def _describe_rows(columns: dict, read: Any) -> Iterator[str]:
         trigger = (" trigger finished" if columns["closed"][i] else
                    f" trigger {phase}, {columns['count'][i]} element(s) counted"
                    + (f", fires at processing time {_when(fire_at)}" if fire_at != NOT_SET else ""))
-        yield (f"  {name} {_interval(start, end)} acc={[read(column[i]) for column in columns['acc']]!r} "
+        yield (f"  {name} {_interval(start, end)}{_closes(start, end, allowed_lateness)} acc={[read(column[i]) for column in columns['acc']]!r} "
                f"pending={columns['pending'][i]} panes fired={fired}"
                + (f" last_output={read(columns['last'][i])!r}" if fired else "")
                + (" on_time_hold" if columns["hold"][i] else "") + trigger)
 
 
 def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = None,
-                       only: Optional[Collection[str]] = None) -> Iterator[str]:
-    """Lines for one row shard (``windowed_operator.state.row_shards``): its due times, then each key's
-    session or window rows."""
+                       only: Optional[Collection[str]] = None, key_group: Any = None,
+                       allowed_lateness: Optional[int] = None) -> Iterator[str]:
+    """Lines for one row shard (``windowed_operator.state.row_shards``): which it is (shard numbers
+    count within a key group), what rows it holds and its due times, then each key's session or
+    window rows, with when each closes given the group's ``allowed_lateness``."""
     event_due, processing_due, (kind, keys, lengths, *values) = json.loads(text)
     read = KeyStateCodec().read_value
     names = [*_ROW_COLUMNS, "acc", "last"]
     stored = dict(zip(names, values))
     shown = [(i, read(k)) for i, k in enumerate(keys) if _shown(read(k), key, only)]
     if shown:
-        yield f"row shard {shard}: {len(keys)} key(s), {_due(event_due, processing_due)}"
+        group = f"key group {key_group}, " if key_group is not None else ""
+        rows = "window" if kind == "windows" else "session"
+        yield f"{group}row shard {shard} ({rows} rows): {len(keys)} key(s), {_due(event_due, processing_due)}"
     bounds = [0]
     for n in lengths:
         bounds.append(bounds[-1] + n)
@@ -204,15 +233,16 @@ def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = No
         columns = {name: column_values(stored[name], bounds[-1])[lo:hi] for name in _ROW_COLUMNS}
         columns.update(kind=kind, acc=[column[lo:hi] for column in stored["acc"]], last=stored["last"][lo:hi])
         yield f"  {k!r}:"
-        for line in _describe_rows(columns, read):
+        for line in _describe_rows(columns, read, allowed_lateness):
             yield "  " + line
 
 
-def _describe_windows(state: dict, read: Any) -> Iterator[str]:
+def _describe_windows(state: dict, read: Any, allowed_lateness: Optional[int] = None) -> Iterator[str]:
     """The object path's windows (``state_codec``) and element buffer."""
     for window in state["windows"]:
         flags = [name for name in ("fired", "closed", "on_time_hold") if window.get(name)]
-        yield (f"  {_interval(window['start'], window['end'])} acc={read(window['acc'])!r} pane_index="
+        start, end = window["start"], window["end"]
+        yield (f"  {_interval(start, end)}{_closes(start, end, allowed_lateness)} acc={read(window['acc'])!r} pane_index="
                f"{window.get('pane_index', 0)} pending={window.get('pending', 0)}"
                + (f" last_output={read(window.get('last_output'))!r}" if window.get("fired") else "")
                + (f" trigger_state={read(window['trigger_state'])!r}" if "trigger_state" in window else "")
@@ -250,18 +280,21 @@ def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, 
     # keys held in logs or row shards (a key's rows may span parts: each key counted once)
     held = {(part["key_group"], repr(k)) for name, found, *_ in logs for part in found
             for k in _part_keys(name, part["rows"]) if key is None or str(k) == key}
-    yield from describe_state(checkpoint, rows, records + len(held), logs, key, limit)
+    lateness = group_lateness(group_records(spark, checkpoint, operator_id).collect())
+    yield from describe_state(checkpoint, rows, records + len(held), logs, key, limit, lateness)
 
 
 def describe_state(checkpoint: str, rows: list, total: int, logs: list, key: Optional[str],
-                   limit: int) -> Iterator[str]:
+                   limit: int, lateness: Optional[Mapping[Any, int]] = None) -> Iterator[str]:
     """The lines of ``describe_checkpoint`` from what it read: the first ``limit`` per-key records
-    (``rows``, each with ``key`` and ``record``), then the logs' parts and row shards (``logs``: name,
-    parts, bucket column, describe function, note) showing the rows of the first keys there, up to
-    ``limit`` keys in all; ``total`` keys hold state."""
+    (``rows``, each with ``key_group``, ``key`` and ``record``), then the logs' parts and row shards
+    (``logs``: name, parts, bucket column, describe function, note) showing the rows of the first keys
+    there, up to ``limit`` keys in all; ``total`` keys hold state.  ``lateness``: each key group's
+    allowed lateness, for when its windows close."""
+    lateness = lateness or {}
     yield f"{checkpoint}: {total} key(s) with state" + (f", the first {limit}:" if total > limit else ":")
     for row in rows[:limit]:
-        yield from describe_record(row["key"], row["record"])
+        yield from describe_record(row["key"], row["record"], lateness.get(row["key_group"]))
     # the rest of the --limit keys from the logs and row shards, in the order they appear there
     only: dict[str, None] = {}
     budget = max(0, limit - len(rows[:limit]))
@@ -274,10 +307,13 @@ def describe_state(checkpoint: str, rows: list, total: int, logs: list, key: Opt
         parts = [part for part in found if any(repr(k) in only for k in _part_keys(name, part["rows"]))]
         if found and name == "row shards":
             in_shards = sum(len(_part_keys(name, part["rows"])) for part in found)
-            yield f"the {name}: {len(found)} shard(s), {in_shards} key(s) ({note})"
+            groups = len({part["key_group"] for part in found})
+            yield f"the {name}: {len(found)} shard(s) in {groups} key group(s), {in_shards} key(s) ({note})"
         elif found:
             yield f"the {name}: {len(found)} part(s) ({note})"
         for part in parts:
-            yield from describe(part[bucket], part["part"], part["rows"], key, only)
+            shard = {"key_group": part["key_group"], "allowed_lateness": lateness.get(part["key_group"])} \
+                if name == "row shards" else {}
+            yield from describe(part[bucket], part["part"], part["rows"], key, only, **shard)
     if total > limit:
         yield f"... ({total - limit} more key(s): --limit {total} shows them all)"
