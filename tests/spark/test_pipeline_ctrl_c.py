@@ -137,3 +137,37 @@ def test_run_finds_code_beside_the_file_and_exits_0_after_the_last_panes_of_a_pr
     finals = sorted((r["key"], r["value"]) for r in rows if r["is_last"])
     assert finals == [("a", 8), ("b", 4)]
     assert "watermark end of input" in result.stdout
+
+
+def test_a_stop_signal_is_a_request_and_a_later_second_one_exits_at_once():
+    """No JVM: the handler records the first signal (a quick repeat is the same request), puts the
+    previous handlers back, and exits at once with 128 + the signal on a second one a second later."""
+    from windowed_operator.spark.pipeline_run import StopSignals, Stopped
+
+    before = signal.getsignal(signal.SIGINT)
+    with StopSignals() as signals:
+        assert not signals.requested()
+        signals.check()  # nothing asked yet
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # within REPEAT_WITHIN: not an exit
+        time.sleep(0.05)
+        assert signals.received == signal.SIGINT
+        with pytest.raises(Stopped) as stopped:
+            signals.check()
+        assert isinstance(stopped.value, KeyboardInterrupt) and stopped.value.signum == signal.SIGINT
+    assert signal.getsignal(signal.SIGINT) is before
+    script = textwrap.dedent("""
+        import os, signal, time
+        from windowed_operator.spark.pipeline_run import StopSignals
+        with StopSignals() as signals:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(StopSignals.REPEAT_WITHIN + 0.2)
+            print("asked:", signals.received, flush=True)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        print("not reached")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 128 + signal.SIGTERM, result.stdout + result.stderr
+    assert result.stdout == f"asked: {int(signal.SIGTERM)}\n"
+    assert result.stderr.startswith("stopped at once; checkpoints keep every committed micro-batch"), result.stderr
