@@ -35,11 +35,13 @@ def _missing_spark(label: str) -> Optional[int]:
 
 
 def _run_reporting_errors(label: str, debug: bool, spark_log: Optional[str], body: Callable[[], int]) -> int:
-    """Run a Spark command: an error is one or two lines (the traceback with --debug), Ctrl-C exits 130."""
+    """Run a Spark command: an error is one or two lines (the traceback with --debug), Ctrl-C exits 130,
+    a run stopped by SIGTERM 143 (128 + the signal's number, as a shell reports it)."""
     try:
         return body()
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as stop:  # (a run's Stopped names its signal)
+        signum = getattr(stop, "signum", None)
+        return 128 + signum if isinstance(signum, int) else EXIT_INTERRUPTED
     except BrokenPipeError:
         raise  # the reader of our output left (| head): main() ends quietly
     except Exception as exc:  # noqa: BLE001 - every failure of a command ends as a message and an exit code

@@ -1,4 +1,5 @@
-"""`windowed-operator run` stops cleanly on Ctrl-C and a second run resumes from the checkpoint."""
+"""`windowed-operator run` stops cleanly on Ctrl-C (and on SIGTERM, a container's stop) and a second run
+resumes from the checkpoint."""
 import json
 import os
 import signal
@@ -32,7 +33,20 @@ def wait_for(path, text, timeout=180):
     raise TimeoutError(f"{text!r} not in {path.read_text()[-2000:]}")
 
 
-def test_ctrl_c_keeps_the_checkpoint_and_a_rerun_resumes(tmp_path):
+def assert_only_the_clis_own_lines(text):
+    """A stop prints the run's own lines (where Spark's log is, a line per batch, the stop's message):
+    no traceback of py4j's (pyspark's SIGINT handler raising inside a JVM call), no logged error."""
+    for noise in ("Traceback", "py4j", "ERROR:root", "KeyboardInterrupt"):
+        assert noise not in text, text[-3000:]
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert [line for line in lines if line.startswith("stopped; checkpoints kept under ")
+            and line.endswith("(run again to resume)")], text[-3000:]
+    others = [line for line in lines if not line.startswith(("Spark's log: ", "stopped; checkpoints kept under "))
+              and ": batch " not in line]
+    assert not others, text[-3000:]
+
+
+def test_ctrl_c_and_sigterm_keep_the_checkpoint_and_a_rerun_resumes(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     base = 1_700_000_000_000
@@ -55,9 +69,15 @@ def test_ctrl_c_keeps_the_checkpoint_and_a_rerun_resumes(tmp_path):
     with log1.open("w") as log:
         proc = start(pipeline, log)
         wait_for(log1, "batch 0: 2 rows in")
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's process group
+        # Ctrl-C sends SIGINT to the terminal's process group; `timeout -s INT` to the process and then
+        # its group. A few in quick succession land while the first is handled (pyspark's own handler
+        # is then inside a JVM call): one request to stop, not an exit at once.
+        for _ in range(3):
+            os.killpg(proc.pid, signal.SIGINT)
+            time.sleep(0.02)
         assert proc.wait(timeout=120) == 130  # the shell's convention for Ctrl-C
     assert "stopped; checkpoints kept" in log1.read_text()
+    assert_only_the_clis_own_lines(log1.read_text())
     commits = sorted(p.name for p in (tmp_path / "checkpoints" / "spend-0" / "commits").iterdir()
                      if not p.name.startswith("."))
     assert commits, "the first run committed batches to the checkpoint"
@@ -68,8 +88,9 @@ def test_ctrl_c_keeps_the_checkpoint_and_a_rerun_resumes(tmp_path):
         proc = start(pipeline, log)
         wait_for(log2, ": 1 rows in")
         time.sleep(3)
-        os.killpg(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=120) == 130  # the shell's convention for Ctrl-C
+        proc.send_signal(signal.SIGTERM)  # what `docker stop` sends: a clean stop too
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    assert_only_the_clis_own_lines(log2.read_text())
     rows = [json.loads(line) for f in (tmp_path / "out").glob("*.json") for line in f.read_text().splitlines()]
     assert sorted((r["key"], r["value"]) for r in rows) == [("a", 1), ("b", 2)]
     assert "2 rows in" not in log2.read_text()  # nothing read twice
@@ -116,3 +137,37 @@ def test_run_finds_code_beside_the_file_and_exits_0_after_the_last_panes_of_a_pr
     finals = sorted((r["key"], r["value"]) for r in rows if r["is_last"])
     assert finals == [("a", 8), ("b", 4)]
     assert "watermark end of input" in result.stdout
+
+
+def test_a_stop_signal_is_a_request_and_a_later_second_one_exits_at_once():
+    """No JVM: the handler records the first signal (a quick repeat is the same request), puts the
+    previous handlers back, and exits at once with 128 + the signal on a second one a second later."""
+    from windowed_operator.spark.pipeline_run import StopSignals, Stopped
+
+    before = signal.getsignal(signal.SIGINT)
+    with StopSignals() as signals:
+        assert not signals.requested()
+        signals.check()  # nothing asked yet
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # within REPEAT_WITHIN: not an exit
+        time.sleep(0.05)
+        assert signals.received == signal.SIGINT
+        with pytest.raises(Stopped) as stopped:
+            signals.check()
+        assert isinstance(stopped.value, KeyboardInterrupt) and stopped.value.signum == signal.SIGINT
+    assert signal.getsignal(signal.SIGINT) is before
+    script = textwrap.dedent("""
+        import os, signal, time
+        from windowed_operator.spark.pipeline_run import StopSignals
+        with StopSignals() as signals:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(StopSignals.REPEAT_WITHIN + 0.2)
+            print("asked:", signals.received, flush=True)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        print("not reached")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 128 + signal.SIGTERM, result.stdout + result.stderr
+    assert result.stdout == f"asked: {int(signal.SIGTERM)}\n"
+    assert result.stderr.startswith("stopped at once; checkpoints keep every committed micro-batch"), result.stderr

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, Optional, Sequence, TextIO
 
@@ -158,14 +161,71 @@ def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
     return queries
 
 
+class Stopped(KeyboardInterrupt):
+    """A run stopped by a signal, its queries stopped: SIGINT (Ctrl-C) or SIGTERM (a container's stop).
+    A ``KeyboardInterrupt``, so that a caller catching Ctrl-C catches both."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopSignals:
+    """While a run waits on its queries, SIGINT (Ctrl-C) and SIGTERM (a container's stop) ask it to stop
+    them (``received``) instead of interrupting whatever the driver is doing: pyspark's own SIGINT
+    handler raises ``KeyboardInterrupt`` wherever the main thread is, in the middle of a JVM call
+    most of the time, which py4j logs with its tracebacks.  The same signal again within
+    ``REPEAT_WITHIN`` seconds is the same request (Ctrl-C reaches the process group, ``timeout``
+    signals the process and then its group); a later one exits at once with 128 + its number (the
+    checkpoints keep every committed micro-batch; the JVM ends with the driver).  Python runs signal
+    handlers on the main thread only: on another thread nothing is installed and Ctrl-C behaves as
+    pyspark makes it.  The previous handlers come back on exit."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    REPEAT_WITHIN = 1.0
+
+    def __init__(self) -> None:
+        self.received: Optional[int] = None
+        self._at = 0.0
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> "StopSignals":
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def requested(self) -> bool:
+        return self.received is not None
+
+    def check(self) -> None:
+        """Raise ``Stopped`` once a stop was asked for."""
+        if self.received is not None:
+            raise Stopped(self.received)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        now = time.monotonic()
+        if self.received is None:
+            self.received, self._at = signum, now
+        elif now - self._at > self.REPEAT_WITHIN:
+            os.write(2, b"stopped at once; checkpoints keep every committed micro-batch (run again to resume)\n")
+            os._exit(128 + signum)
+
+
 def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, master: Optional[str] = None,
                  workdir: Optional[Path] = None, out: TextIO = sys.stdout,
                  conf: Optional[dict[str, str]] = None, py_files: Sequence[str] = (),
                  spark_log: Optional[str] = None) -> dict[str, Totals]:
     """Start every sink's query and print a line per completed micro-batch until they end
-    (availableNow) or Ctrl-C, which stops them cleanly (Spark has committed each finished micro-batch
-    to the checkpoint, so a rerun resumes there) and is raised again for the caller.  Returns each
-    query's totals; a query's failure is raised.
+    (availableNow, or the end of input) or Ctrl-C (SIGINT) or SIGTERM, which stops them cleanly
+    (Spark has committed each finished micro-batch to the checkpoint, so a rerun resumes there) and
+    raises :class:`Stopped` (a ``KeyboardInterrupt``) for the caller; see :class:`StopSignals`.
+    Returns each query's totals; a query's failure is raised.
 
     Without ``spark``, a session on ``master`` is built with ``conf`` and ``py_files`` (user code) and
     its console output sent to ``spark_log``; on a cluster master (``spark://...``) the library is
@@ -181,21 +241,27 @@ def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, ma
     else:
         ship_library(spark)  # a session of the caller's on a cluster: its executors need the library too
     workdir = workdir or Path(tempfile.mkdtemp(prefix="wo-pipeline-"))
-    frames = _frames_as_checkpoints_were_started(spark, pipeline, workdir)
-    printer = ProgressPrinter(out, names=sink_query_names(pipeline), output_operators=output_operators(pipeline, frames))
-    spark.streams.addListener(printer)
-    try:
-        queries = start_sinks(pipeline, frames)
+    with StopSignals() as signals:  # (after the session: its SparkContext installs pyspark's handler)
+        frames = _frames_as_checkpoints_were_started(spark, pipeline, workdir)
+        printer = ProgressPrinter(out, names=sink_query_names(pipeline),
+                                  output_operators=output_operators(pipeline, frames))
+        spark.streams.addListener(printer)
+        queries: list[Any] = []
         try:
-            await_queries(queries, printer)
-        except KeyboardInterrupt:
-            for query in queries:
-                query.stop()
-            print(f"stopped; checkpoints kept under {pipeline.checkpoint} (run again to resume)", file=out,
-                  flush=True)
-            raise
-    finally:
-        spark.streams.removeListener(printer)
+            try:
+                signals.check()
+                queries = start_sinks(pipeline, frames)
+                await_queries(queries, printer, until=signals.requested)
+                if any(q.isActive for q in queries):  # (a request after the last query ended ends nothing)
+                    signals.check()
+            except KeyboardInterrupt:  # Stopped, or Ctrl-C where no handler could be installed
+                for query in queries:
+                    query.stop()
+                print(f"stopped; checkpoints kept under {pipeline.checkpoint} (run again to resume)", file=out,
+                      flush=True)
+                raise
+        finally:
+            spark.streams.removeListener(printer)
     for name in sink_query_names(pipeline):
         print(printer.totals.get(name, Totals(input_rows=0)).line(name), file=out, flush=True)
     return dict(printer.totals)

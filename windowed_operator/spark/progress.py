@@ -202,13 +202,16 @@ class ProgressPrinter(StreamingQueryListener):
         return True
 
 
-def await_queries(queries: list[Any], printer: ProgressPrinter) -> None:
-    """Until every query has ended and ``printer`` has seen its last batch.  A query whose input has
-    ended (a completed batch at the end-of-input watermark: its last panes are written) is stopped,
-    so that a query with a ``processingTime`` trigger, which Spark would run forever, ends too.
-    Polls rather than blocking in ``awaitTermination``, so a Ctrl-C lands in a sleep, not inside a
-    JVM call; the first query to fail stops the others and its error is raised."""
+def await_queries(queries: list[Any], printer: ProgressPrinter, until: Callable[[], bool] = lambda: False) -> None:
+    """Until every query has ended and ``printer`` has seen its last batch, or ``until()`` is true (a
+    stop asked for: the queries are left to the caller).  A query whose input has ended (a completed
+    batch at the end-of-input watermark: its last panes are written) is stopped, so that a query
+    with a ``processingTime`` trigger, which Spark would run forever, ends too.  Polls rather than
+    blocking in ``awaitTermination``, so that a signal handler's request (``until``) is seen within
+    a poll; the first query to fail stops the others and its error is raised."""
     while any(q.isActive for q in queries):
+        if until():
+            return
         if any(not q.isActive and q.exception() is not None for q in queries):
             break
         for query in queries:
