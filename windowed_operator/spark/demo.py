@@ -25,6 +25,7 @@ from ..operator import KeyedWindowedOperator
 from ..watermarks import bounded_disorder
 from ..windows import SessionWindows, TimeWindows
 from .plan import END_OF_INPUT
+from .pipeline_run import StopSignals
 from .progress import ProgressPrinter, await_queries
 
 SCHEMA = "user string, page string, amount bigint, ts bigint, end_of_input boolean"
@@ -162,14 +163,23 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
                               prefix=lambda: f"  [{time.monotonic() - t0:5.1f} s] ")
     spark.streams.addListener(printer)
     queries = {}
-    try:
-        for name, op in (("sessions", session_operator()), ("pages", page_operator())):
-            queries[name] = (op.apply(source, end_of_input="end_of_input").writeStream.foreachBatch(sink(name))
-                             .queryName(name).option("checkpointLocation", str(base / "checkpoints" / name))
-                             .trigger(availableNow=True).start())
-        await_queries(list(queries.values()), printer)
-    finally:
-        spark.streams.removeListener(printer)
+    with StopSignals() as signals:  # (Ctrl-C stops the queries, as in ``run``: no py4j tracebacks)
+        try:
+            for name, op in (("sessions", session_operator()), ("pages", page_operator())):
+                queries[name] = (op.apply(source, end_of_input="end_of_input").writeStream
+                                 .foreachBatch(sink(name)).queryName(name)
+                                 .option("checkpointLocation", str(base / "checkpoints" / name))
+                                 .trigger(availableNow=True).start())
+            await_queries(list(queries.values()), printer, until=signals.requested)
+            if any(q.isActive for q in queries.values()):
+                signals.check()
+        except KeyboardInterrupt:  # Stopped, or Ctrl-C where no handler could be installed
+            for query in queries.values():
+                query.stop()
+            print("demo stopped", flush=True)
+            raise
+        finally:
+            spark.streams.removeListener(printer)
 
     session_rows = [r for rows in results["sessions"].values() for r in rows]
     panes = [r for r in session_rows if r["record_type"] == "pane"]
