@@ -20,9 +20,9 @@ the lazy form stays.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._exports import on_first_use
 from ._version import __version__
 
 if TYPE_CHECKING:  # (``X as X``: re-exported, for type checkers)
@@ -66,13 +66,7 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]  # noqa: PLE0604 (the names of _EXPORTS, the one table)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'windowed_operator' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = on_first_use(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

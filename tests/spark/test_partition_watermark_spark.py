@@ -60,8 +60,8 @@ def counting(watermark):
 PARTITIONED = bounded_disorder(DELAY, idle_timeout=IDLE, partition="part")
 
 
-def run_local(op, steps=STEPS):
-    runner = op.local_runner(processing_time=steps[0][0])
+def run_steps(runner, steps):
+    """Each step's processing time, then its rows (one input's, or a merge's two)."""
     for now, *rows in steps:
         runner.advance_processing_time(now - runner.processing_time)
         if len(rows) == 1 and rows[0]:
@@ -69,6 +69,10 @@ def run_local(op, steps=STEPS):
         elif len(rows) == 2 and rows[0] is not None:
             runner.add_elements_from_both(rows[0], rows[1])
     return runner
+
+
+def run_local(op, steps=STEPS):
+    return run_steps(op.local_runner(processing_time=steps[0][0]), steps)
 
 
 def write_file(path, rows, index):
@@ -246,14 +250,7 @@ def chain_runner(*operators, processing_time=T):
 
 
 def run_local_chain(chain, steps=STEPS):
-    runner = chain_runner(*chain.operators, processing_time=steps[0][0])
-    for now, *rows in steps:
-        runner.advance_processing_time(now - runner.processing_time)
-        if len(rows) == 1 and rows[0]:
-            runner.add_elements(*rows[0])
-        elif len(rows) == 2 and rows[0] is not None:
-            runner.add_elements_from_both(rows[0], rows[1])
-    return runner
+    return run_steps(chain_runner(*chain.operators, processing_time=steps[0][0]), steps)
 
 
 def three_stages():

@@ -117,12 +117,17 @@ class WindowedCore:
             ws = state.windows.get(window)
             if ws is None or ws.closed:
                 continue
-            ctx = self._context(window, ws, watermark, processing_time)
-            if self.trigger.should_fire(ctx):
-                timer_hold = self._timer_hold(window, ws)
-                finished = self.trigger.on_fire(ctx)
-                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
-                                                          timer_hold=timer_hold))
+            self._fire_if_ready(key, window, ws, watermark, processing_time, emission)
+
+    def _fire_if_ready(self, key: Optional[Hashable], window: Window, ws: WindowState, watermark: int,
+                       processing_time: int, emission: Emission) -> None:
+        """Emit the window's pane if its trigger says so (after an element, or a processing-time timer)."""
+        ctx = self._context(window, ws, watermark, processing_time)
+        if self.trigger.should_fire(ctx):
+            timer_hold = self._timer_hold(window, ws)
+            finished = self.trigger.on_fire(ctx)
+            emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
+                                                      timer_hold=timer_hold))
 
     def accumulate_into(self, window: Window, ws: WindowState, partial: Any, count: int, watermark: int,
                         processing_time: int, earliest: Optional[int], latest: Optional[int],
@@ -376,12 +381,7 @@ class WindowedCore:
                 continue
             for k in due:
                 del ws.timers[k]
-            ctx = self._context(window, ws, watermark, processing_time)
-            if self.trigger.should_fire(ctx):
-                timer_hold = self._timer_hold(window, ws)
-                finished = self.trigger.on_fire(ctx)
-                emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,
-                                                          timer_hold=timer_hold))
+            self._fire_if_ready(key, window, ws, watermark, processing_time, emission)
         return emission
 
     def next_event_time(self, state: KeyState) -> Optional[int]:

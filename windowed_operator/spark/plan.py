@@ -142,8 +142,9 @@ class SparkPlan:
     #: A chained stage's place in its chain (the first: 0): its side rows, and those of the stages
     #: before it that it hands on, say which stage kept them in ``STAGE_COLUMN``.  None: one operator.
     stage: Optional[int] = None
-    #: Side rows name the merge input they came on (``INPUT_COLUMN``): a merge's with side outputs,
-    #: and those of the later stages of a chain starting with one, which hand its side rows on.
+    #: Side rows, where there are any (``side_outputs``), name the merge input they came on
+    #: (``INPUT_COLUMN``): a merge's, and those of the later stages of a chain starting with one that
+    #: hand its side rows on.
     input_column: bool = False
     #: The operator whose panes are the input (a chained stage: ``spark.chain``), or None for raw rows.
     upstream: Optional[WindowingOptions] = None

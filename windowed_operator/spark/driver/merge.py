@@ -148,7 +148,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     plan = SparkPlan(
         operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
         key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
-        input_column=op.late_data_output or op.on_bad_element == "dead_letter",
+        input_column=True,  # (its side rows, where it has side outputs, name their input)
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
         time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, paths=object_paths(arrays),
         integral_columns=(MERGE_TIME_COLUMN,),

@@ -50,6 +50,17 @@ def with_beat_column(schema: StructType) -> StructType:
                       + [StructField(BEAT_COLUMN, IntegerType(), True)])
 
 
+def beat_schema(schema: pa.Schema) -> pa.Schema:
+    """The rows' schema with the heartbeat column, every column nullable (a heartbeat is nulls but
+    what it carries)."""
+    return pa.schema([f.with_nullable(True) for f in schema] + [pa.field(BEAT_COLUMN, pa.int32(), True)])
+
+
+def not_beats(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Rows passing through, in ``beat_schema``: no heartbeat (a null heartbeat column)."""
+    return pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, pa.int32())], schema=schema)
+
+
 @dataclass(frozen=True)
 class Heartbeats:
     """The ``mapInArrow`` function: a partition's batches, then, if it had rows, one heartbeat per
@@ -68,13 +79,11 @@ class Heartbeats:
         schema: Optional[pa.Schema] = None  # every batch in it: all columns nullable (a heartbeat is nulls)
         seen: dict[Any, Optional[int]] = {}  # input, or (input, partition), -> largest event time
         for batch in batches:
-            if schema is None:
-                schema = pa.schema([f.with_nullable(True) for f in batch.schema]
-                                   + [pa.field(BEAT_COLUMN, pa.int32(), True)])
+            schema = schema or beat_schema(batch.schema)
             if not batch.num_rows:
                 continue
             self._note(batch, seen)
-            yield pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, pa.int32())], schema=schema)
+            yield not_beats(batch, schema)
         if seen and schema is not None:
             yield self._beats(schema, seen)
 
@@ -130,9 +139,7 @@ class WatermarkBeats:
         schema: Optional[pa.Schema] = None
         largest: Optional[int] = None
         for batch in batches:
-            if schema is None:
-                schema = pa.schema([f.with_nullable(True) for f in batch.schema]
-                                   + [pa.field(BEAT_COLUMN, pa.int32(), True)])
+            schema = schema or beat_schema(batch.schema)
             if not batch.num_rows:
                 continue
             marks = batch.column(self.column)
@@ -141,8 +148,7 @@ class WatermarkBeats:
                 largest = max_known(largest, pc.max(marks).as_py())
                 batch = batch.filter(pc.invert(is_mark))
             if batch.num_rows:
-                yield pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, pa.int32())],
-                                                 schema=schema)
+                yield not_beats(batch, schema)
         if largest is not None and schema is not None:
             columns = [pa.array([largest] * self.groups, field.type) if field.name == self.column
                        else pa.nulls(self.groups, field.type) for field in list(schema)[:-1]]
