@@ -20,9 +20,9 @@ the lazy form stays.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ._exports import on_first_use
 from ._version import __version__
 
 if TYPE_CHECKING:  # (``X as X``: re-exported, for type checkers)
@@ -66,7 +66,13 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]  # noqa: PLE0604 (the names of _EXPORTS, the one table)
 
 
-__getattr__ = on_first_use(__name__, _EXPORTS, globals())
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'windowed_operator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

@@ -8,9 +8,8 @@ signature and docstring; type checkers and IDEs read the imports under ``TYPE_CH
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .._exports import on_first_use
+import importlib
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (``X as X``: re-exported, for type checkers)
     from .clock import FileClock as FileClock, SparkBatchClock as SparkBatchClock
@@ -33,7 +32,13 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)  # noqa: PLE0604 (the names of _EXPORTS, the one table)
 
 
-__getattr__ = on_first_use(__name__, _EXPORTS, globals())
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
