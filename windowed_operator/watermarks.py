@@ -171,6 +171,13 @@ class PartitionWatermarks:
             seen[0] = max(seen[0], event_time)
             seen[1] = max(seen[1], processing_time)
 
+    def touch(self, partition: Hashable, processing_time: int) -> None:
+        """``partition`` (once seen) brings elements at ``processing_time``: it is not idle then, its
+        largest event time unchanged (its elements are observed later)."""
+        seen = self.partitions.get(partition)
+        if seen is not None:
+            seen[1] = max(seen[1], processing_time)
+
     def is_idle(self, partition: Hashable, processing_time: int) -> bool:
         """Whether ``partition`` (one seen) is left out of the minimum at ``processing_time``."""
         return input_is_idle(self.partitions[partition][1], self.idle_timeout, processing_time)

@@ -7,7 +7,6 @@ input drops them), a null partition (a dead letter), a restart, an idle partitio
 minimum and its return (it holds the watermark back again without moving it back); a merge keeps
 each input's partitions.  Each query costs 10-20 s: the cases share queries."""
 import json
-import os
 from collections import Counter
 
 import pytest
@@ -22,7 +21,7 @@ from windowed_operator.spark import FileClock
 from windowed_operator.spark.errors import SparkOperatorError
 from windowed_operator.spark.progress import batch_progress
 
-from .harness import BASE, _collector, _wait_for, _wait_for_file, local_panes, spark_panes
+from .harness import BASE, _collector, _wait_for, _wait_for_file, local_panes, spark_panes, write_batch_file
 
 pytestmark = pytest.mark.spark
 
@@ -76,8 +75,7 @@ def run_local(op, steps=STEPS):
 
 
 def write_file(path, rows, index):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    os.utime(path, (1_600_000_000 + index, 1_600_000_000 + index))
+    write_batch_file(path, rows, index)  # (visible whole: the query is running)
 
 
 def drive(start, clock, steps, write, first_file=0, progress=None):
@@ -152,6 +150,37 @@ def test_a_lagging_partition_lands_on_time_through_a_restart_idleness_and_its_re
             for b in map(batch_progress, progress) if b.operator_watermark_ms is not None}
     assert {(4_000, "1", 26_000), (11_000, "1", 20_000), (45_500, "1", 13_500)} <= held
     assert (39_000, "0", 0) in held  # partition 1 idle: partition 0 alone holds it
+
+
+STOP = 600_000  # a query stopped for 10 minutes, 30 times the idle timeout
+BACKLOG = [  # (processing time, rows): the last two written before the query is stopped
+    (T, [row("a", 1_000, 0), row("b", 500, 1)]),
+    (T + 1_000, [row("a", 8_000, 0), row("b", 6_000, 1)]),
+    # -- stopped here for STOP ms; what follows is the backlog it reads when it comes back --
+    (T + 2_000, [row("a", 9_500, 0), row("b", 7_000, 1)]),  # on time in an uninterrupted run (5 s)
+    (T + 3_000, [row("a", 12_000, 0), row("b", 9_000, 1)]),
+    (T + 4_000, [row("b", 11_000, 1)]),  # the watermark reaches 10 s: [0, 10 s) closes
+    (T + 5_000, None),
+]
+
+
+@pytest.mark.parametrize("watermark", [PARTITIONED, bounded_disorder(DELAY, idle_timeout=IDLE)],
+                         ids=["partition", "one watermark"])
+def test_a_stop_longer_than_the_idle_timeout_turns_no_backlog_late(spark, tmp_path, watermark):
+    """Idleness is time the query ran while an input brought nothing: the time a query was stopped is
+    none (``GroupTimers.reading_time``), so a restart after a stop 30 times the idle timeout gives the
+    panes of an uninterrupted run (the local runner's over the same steps), where counting the stop
+    as quiet time turns the backlog late."""
+    op = counting(watermark)
+    uninterrupted = run_local(op, BACKLOG)
+    assert uninterrupted.dropped_counts["expired"] == 0
+    assert {(p.key, p.window_start - BASE, p.value) for p in uninterrupted.outputs} == {("a", 0, 3), ("b", 0, 4)}
+    # the stop as quiet time of a running query (the local runner's advance_processing_time): rows go late
+    as_quiet = run_local(op, [*BACKLOG[:2], *[(now + STOP, rows) for now, rows in BACKLOG[2:]]])
+    assert as_quiet.dropped_counts["expired"] > 0
+    restarted = [*BACKLOG[:2], *[(now + STOP, rows) for now, rows in BACKLOG[2:]]]
+    store = run_spark(spark, op, tmp_path, restart_at=2, steps=restarted)
+    assert spark_panes(store) == local_panes(uninterrupted)
 
 
 def test_without_partition_spark_drops_the_lagging_rows_as_the_local_runner_does(spark, tmp_path):

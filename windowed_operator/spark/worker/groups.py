@@ -28,6 +28,7 @@ from ...state.records import run_columnar_batch
 from ...state.row_shards import RowShards, run_row_shards_batch
 from ...state.transitions import move_in
 from ...state.window_log import ArrayElements, run_window_log_batch
+from ...time import MAX_TIMESTAMP
 from ...windows.session_windows import element_gap, read_gaps
 from ..paths import Fold
 from ..plan import EVENT_TIME_COLUMN
@@ -70,16 +71,19 @@ class GroupRunner:
         """One call's output frames: the group's batch (``frame``: its rows, None on a timer)."""
         raise NotImplementedError
 
-    def _begin(self, meta: dict, timer_values: TimerValues, fired_timer: Optional[int]) -> tuple[int, int, int, int]:
-        """The batch's clocks: Spark's processing time, the operator's, the watermark, and the
-        previous batch's watermark (a new group: this one's); a timer that fired is forgotten."""
+    def _begin(self, meta: dict, timer_values: TimerValues, fired_timer: Optional[int],
+               beats: Any) -> tuple[int, int, int, int]:
+        """The batch's clocks: Spark's processing time, the operator's, the watermark (``beats``: what
+        the group's heartbeats say), and the previous batch's watermark (a new group: this one's); a
+        timer that fired is forgotten."""
         if fired_timer is not None and meta.get("timer") == fired_timer:
             meta["timer"] = None
         spark_now = self.rows.now = timer_values.getCurrentProcessingTimeInMs()
         processing_time = self.plan.clock.now(spark_now)
-        watermark = self.timers.watermark(timer_values, meta, processing_time)
-        if self.plan.reports_watermark:  # (reported on the call's count row: ``_frame``)
-            self.held = (watermark, self.timers.holding_back(meta, processing_time))
+        watermark = self.timers.watermark(timer_values, meta, processing_time, beats)
+        if self.plan.reports_watermark:  # (reported on the call's count row: ``_frame``; none holds back the end)
+            self.held = (watermark, self.timers.holding_back(meta, processing_time) if watermark < MAX_TIMESTAMP
+                         else None)
         return spark_now, processing_time, watermark, meta.get("wm", watermark)
 
     def _schedule_group(self, group: GroupState, spark_now: int, watermark: int, *,
@@ -121,7 +125,7 @@ class ObjectGroups(GroupRunner):
         self.rows.unseen_drops = 0  # dropped rows a pre-selected row stood for (see ``RowReader.vectorized_work``)
         meta = group.meta
         frame, beats = self.timers.split_beats(frame, meta)
-        spark_now, processing_time, watermark, behind = self._begin(meta, timer_values, fired_timer)
+        spark_now, processing_time, watermark, behind = self._begin(meta, timer_values, fired_timer, beats)
         bad: list[DroppedElement] = []
         batch = GroupBatch()
         arrays: Optional[ArrayElements] = None
@@ -192,7 +196,7 @@ class TableGroups(GroupRunner):
         group = self._group(self.records.codec)
         meta = group.meta
         frame, beats = self.timers.split_beats(frame, meta)
-        spark_now, processing_time, watermark, behind = self._begin(meta, timer_values, fired_timer)
+        spark_now, processing_time, watermark, behind = self._begin(meta, timer_values, fired_timer, beats)
         released, timed, panes = Panes(), Panes(), Panes()
         dropped: list = []
         bad: list = []

@@ -9,9 +9,11 @@ from its watermark rows: ``"up"``); the group's timer is the earliest due time o
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Hashable, Optional
 
 import pandas as pd
+from pyspark import TaskContext
 from pyspark.sql.streaming.stateful_processor import TimerValues
 
 from accumulations.merge import SIDES
@@ -37,12 +39,73 @@ def spark_timer(due: int, end_of_input_watermark: int = END_OF_INPUT_WATERMARK) 
     return max(1, min(due, end_of_input_watermark))
 
 
+def query_run() -> Optional[str]:
+    """The id of the run of the streaming query this task belongs to (``StreamingQuery.runId``: a new
+    one at every start or restart of the query from its checkpoint), or None where Spark does not say.
+    Spark makes it the job group of the batch's jobs (and names it in their description)."""
+    context = TaskContext.get()
+    if context is None:
+        return None
+    run = context.getLocalProperty("spark.jobGroup.id")
+    if run:
+        return run
+    found = _RUN_ID.search(context.getLocalProperty("spark.job.description") or "")
+    return found.group(1) if found else None
+
+
+_RUN_ID = re.compile(r"runId = ([0-9a-f-]+)")
+
+
 class GroupTimers:
     """One processor's watermark and timer rules (``plan``), over its state store's timers."""
 
     def __init__(self, plan: SparkPlan, store: SparkGroupStore) -> None:
         self.plan = plan
         self.store = store
+        #: Whether idleness is measured (an idle timeout): on the reading clock (``reading_time``).
+        policy = plan.operator.watermark
+        self.idle = getattr(policy, "idle_timeout", None) is not None or \
+            (plan.merge and getattr(plan.operator, "idle_timeout", None) is not None)
+
+    def reading_time(self, meta: dict, processing_time: int) -> int:
+        """The clock idleness is measured on (``idle_timeout``: the group's ``input`` times, its
+        partitions' last elements): processing time while the query runs, the time it was stopped
+        left out.  A stopped query is not a quiet input: idleness means batches ran and brought
+        nothing.  The group's first call in a new run of the query (``query_run``: a restart) takes
+        the time since its last call of the previous run out of the clock (``meta["paused"]``), so a
+        stop longer than the timeout turns no backlog late.  (A checkpoint written before this clock
+        knows no last call: the time since its last input is taken out once.)  Without an idle
+        timeout: processing time itself."""
+        if not self.idle:
+            return processing_time
+        run = query_run()
+        if run is not None and meta.get("run") != run:
+            last = meta.get("seen", meta.get("input"))  # (a new group: neither)
+            if last is not None and processing_time > last:
+                meta["paused"] = meta.get("paused", 0) + processing_time - last
+            meta["run"] = run
+        meta["seen"] = processing_time
+        return processing_time - meta.get("paused", 0)
+
+    def touch(self, meta: dict, beats: Any, now: int) -> None:
+        """Before this batch's watermark: an input (or partition) that brings rows in this batch is
+        not idle in it (its event times count from the next batch, as ``note_input`` says; only its
+        time of last input moves to ``now``, the reading clock's)."""
+        seen, parts = beats
+        if not seen or not self.idle:
+            return
+        meta["input"] = now
+        holders = {"": meta} if not self.plan.merge else \
+            {side: meta["sides"][side] for side in seen if side in meta.get("sides", {})}
+        for side, holder in holders.items():
+            if self.plan.merge:
+                holder["input"] = now
+            if holder.get("parts") is not None:
+                tracker = self.partitions(holder)
+                for of_side, partition in parts:
+                    if of_side == side:
+                        tracker.touch(partition, now)
+                holder["parts"] = tracker.snapshot()
 
     def split_beats(self, frame: Optional[pd.DataFrame], meta: dict) -> tuple[Optional[pd.DataFrame], Any]:
         """The group's rows and what its heartbeats say (``note_input`` reads it).  A stage reading its
@@ -75,6 +138,7 @@ class GroupTimers:
         seen, parts = beats
         if not seen:
             return
+        processing_time = self.reading_time(meta, processing_time)
         meta["input"] = processing_time
         if self.plan.partition_column is not None and not self.plan.merge:
             self._observe(meta, parts, "", processing_time)
@@ -107,8 +171,12 @@ class GroupTimers:
             return PartitionWatermarks(policy.max_disorder, policy.idle_timeout, watermark)
         return PartitionWatermarks.restore(policy.max_disorder, policy.idle_timeout, snapshot)
 
-    def watermark(self, timer_values: TimerValues, meta: dict, processing_time: int) -> int:
+    def watermark(self, timer_values: TimerValues, meta: dict, processing_time: int, beats: Any = ({}, {})) -> int:
+        """The group's watermark in this batch (``beats``: what its heartbeats say, ``touch``); idleness
+        is measured on the reading clock (``reading_time``)."""
         policy = self.plan.operator.watermark
+        now = self.reading_time(meta, processing_time)
+        self.touch(meta, beats, now)
         if self.plan.partition_column is None:
             self._forget_partitions(meta)
         if self.plan.upstream_watermark_rows:  # (the upstream's, from its rows: ``split_beats``)
@@ -121,12 +189,11 @@ class GroupTimers:
             if candidate >= self.plan.end_of_input_watermark:  # an end-of-input marker went through
                 candidate = MAX_TIMESTAMP
             elif self.plan.merge and self.plan.heartbeats:
-                candidate = self._inputs_watermark(meta, policy, processing_time)
+                candidate = self._inputs_watermark(meta, policy, now)
             elif self.plan.partition_column is not None:
-                candidate = self._partitions_watermark(meta, meta, processing_time)
+                candidate = self._partitions_watermark(meta, meta, now)
             else:  # (meta "input": the last batch with input, from the heartbeats)
-                candidate = idle_advanced(candidate, meta.get("input"), getattr(policy, "idle_timeout", None),
-                                          processing_time)
+                candidate = idle_advanced(candidate, meta.get("input"), getattr(policy, "idle_timeout", None), now)
         return max(meta.get("wm", MIN_TIMESTAMP), candidate)
 
     def _inputs_watermark(self, meta: dict, policy: Any, processing_time: int) -> int:
@@ -172,6 +239,7 @@ class GroupTimers:
         ms (``PartitionWatermarks.holding_back``; a merge's: the input whose is furthest behind), or None."""
         if self.plan.partition_column is None:
             return None
+        processing_time = self.reading_time(meta, processing_time)
         holders = meta.get("sides", {}) if self.plan.merge else {"": meta}
         found: list[tuple[int, str, Hashable, int]] = []
         for side, holder in holders.items():
