@@ -74,3 +74,14 @@ def test_the_wrap_guard():
     assert not may_wrap(np.array([BIG // 4, -BIG // 4])) and may_wrap(np.array([BIG, 1]))
     assert not may_wrap(np.array([1.5e300, 1e300]))  # floats never wrap
     assert exact(np.array(OVER)).sum() == 3 * BIG
+
+
+def test_stored_accumulators_past_int64_beside_small_ones_come_back_exact():
+    """A key's stored sums read back as one column (``state.records``): numpy would make
+    [3 * 2^62, 1] float64 (rounded, and past the overflow check); they stay Python integers."""
+    from windowed_operator.state.records import _column
+
+    for values in ([3 * BIG, 1], [3 * BIG, -1], [3 * BIG], [2 ** 64 + 1, 1]):
+        column = _column(values)
+        assert column.dtype == object and column.tolist() == values
+    assert _column([1, 2]).dtype == np.int64 and _column([1.5, 2.0]).dtype == np.float64

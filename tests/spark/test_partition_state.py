@@ -88,10 +88,18 @@ def test_heartbeats_carry_each_inputs_partitions_largest_event_time_in_range_to_
                             "part": [0, 1, None, 1, 0]})
     out = list(Heartbeats(2, time_column="ts", partition_column="part")([rows]))
     frame = pa.Table.from_batches(out).to_pandas()
-    assert sorted(frame[BEAT_COLUMN].dropna().astype(int).tolist()) == [0, 0, 0, 1, 1, 1]  # 3 beats per group
+    # 2 beats per group, one per partition (the input's own beat is left out: its partitions' say it had
+    # rows, and a null in the integer partition column would make the frame's column float)
+    assert sorted(frame[BEAT_COLUMN].dropna().astype(int).tolist()) == [0, 0, 1, 1]
     data, seen, parts = split_beats(frame, None, "ts", "part")
     # a null partition (c) counts as input, for no partition; null and out-of-range times count for none
     assert len(data) == 5 and seen == {"": None} and parts == {("", 0): 5, ("", 1): 9}
+    plain = pa.record_batch({"user": ["a"], "amount": [2 ** 62 + 1], "ts": [5]})
+    beaten = pa.Table.from_batches(list(Heartbeats(2)([plain]))).to_pandas()  # (an idle timeout's beats)
+    assert beaten["amount"].dtype == "int64" and beaten["amount"].iloc[0] == 2 ** 62 + 1  # no float, no rounding
+    only_bad = pa.record_batch({"user": ["c"], "ts": [7], "part": pa.array([None], pa.int64())})
+    frame = pa.Table.from_batches(list(Heartbeats(2, time_column="ts", partition_column="part")([only_bad]))).to_pandas()
+    assert split_beats(frame, None, "ts", "part")[1:] == ({"": None}, {})  # input, no partition's
     merged = pa.record_batch({"side": ["left", "left", "right"], "ts": [5, 9, 7], "part": ["0", "1", "0"]})
     out = list(Heartbeats(1, "side", "ts", "part")([merged]))
     _, seen, parts = split_beats(pa.Table.from_batches(out).to_pandas(), "side", "ts", "part")

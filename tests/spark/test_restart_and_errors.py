@@ -203,6 +203,23 @@ def test_int64_overflow_is_the_same_error_on_every_path(spark, tmp_path, path):
         run_spark(spark, op, batches, tmp_path, **options)
 
 
+@pytest.mark.parametrize("watermark", ["idle timeout", "partition", "partition and idle timeout"])
+def test_int64_overflow_is_the_same_error_in_every_time_mode(spark, tmp_path, watermark):
+    """Heartbeats (an idle timeout, a per-partition watermark) and ProcessingTime mode change nothing:
+    the sum is caught as integers, before any float conversion (a heartbeat's null in an integer
+    column made the frame's column float: ``scan.heartbeat.filler``), with the one message."""
+    idle = {"idle timeout": 60_000, "partition": None, "partition and idle timeout": 60_000}[watermark]
+    part = None if watermark == "idle timeout" else "user"
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts", name="totals",
+                               watermark=bounded_disorder(DELAY, idle_timeout=idle, partition=part))
+    batches = [[{"user": "a", "amount": 2 ** 62, "ts": BASE + i} for i in range(3)],
+               [{"user": "a", "amount": 1, "ts": BASE + 20_000}]]
+    with pytest.raises(Exception, match=(
+            rf"operator 'totals': the value of window \[{BASE}, {BASE + 10_000}\) of key 'a' over column 'amount' "
+            rf"is {3 * 2 ** 62}, which does not fit a 64-bit integer")):
+        run_spark(spark, op, batches, tmp_path, **({"clock_times": [1_000_000, 1_001_000]} if idle else {}))
+
+
 # -- restarts with a changed operator ----------------------------------------------------------------
 RESTART_BATCHES = [
     [{"user": u, "amount": i + 1, "ts": BASE + 1_000 * i + 7 * j} for j, u in enumerate("abcdefgh")]

@@ -106,9 +106,12 @@ def _decoded(decode: Callable[[Any], Any], column: list) -> list:
 
 def _column(values: list) -> np.ndarray:
     """Stored values as an array: typed where they fit, else Python objects (an integer past int64,
-    which numpy would read as uint64, stays a Python integer for the overflow check at firing)."""
+    which numpy would read as uint64, or beside smaller ones as float64, rounded, stays a Python
+    integer for the overflow check at firing)."""
     array = np.array(values)
-    return array if array.dtype.kind in "ifb" else np.array(values, dtype=object)
+    if array.dtype.kind in "ib" or (array.dtype.kind == "f" and not any(type(v) is int for v in values)):
+        return array
+    return np.array(values, dtype=object)
 
 
 def _key_column(keys: list[Hashable], states: list[Any]) -> np.ndarray:

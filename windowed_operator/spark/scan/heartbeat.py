@@ -61,6 +61,16 @@ def not_beats(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([*batch.columns, pa.nulls(batch.num_rows, pa.int32())], schema=schema)
 
 
+def filler(n: int, type_: pa.DataType) -> pa.Array:
+    """What a heartbeat holds in a column it carries nothing in: nulls, but zeros in an integer
+    column, which a null would turn into floats in the group's pandas frame (pyspark's conversion),
+    and with them the batch's rows: integers past 2^53 rounded, sums past int64 never caught as
+    overflows, bad rows reported with ``1700000003000.0`` for a time."""
+    if pa.types.is_integer(type_):
+        return pa.repeat(pa.scalar(0, type_), n)
+    return pa.nulls(n, type_)
+
+
 @dataclass(frozen=True)
 class Heartbeats:
     """The ``mapInArrow`` function: a partition's batches, then, if it had rows, one heartbeat per
@@ -104,9 +114,13 @@ class Heartbeats:
             if self.partition_column is None:
                 seen[side] = max_known(seen.get(side), largest)
                 continue
-            seen.setdefault((side, None), None)  # (the input had rows, whatever their partitions)
             if found["part"] is not None:  # (a null partition: a bad element, no partition's)
                 seen[(side, found["part"])] = max_known(seen.get((side, found["part"])), largest)
+            elif not any(isinstance(entry, tuple) and entry[0] == side for entry in seen):
+                seen[(side, None)] = None  # (the input had rows, none with a partition)
+        for entry in [entry for entry in seen if isinstance(entry, tuple) and entry[1] is None]:
+            if any(isinstance(other, tuple) and other[0] == entry[0] and other[1] is not None for other in seen):
+                del seen[entry]  # (the input's partitions' beats say it had rows)
 
     def _beats(self, schema: pa.Schema, seen: dict[Any, Optional[int]]) -> pa.RecordBatch:
         n = self.groups * len(seen)
@@ -121,7 +135,7 @@ class Heartbeats:
             elif field.name == self.time_column:
                 columns.append(pa.array([ts for ts in seen.values() for _ in range(self.groups)], field.type))
             else:
-                columns.append(pa.nulls(n, field.type))
+                columns.append(filler(n, field.type))
         groups = pa.array([g for _ in seen for g in range(self.groups)], pa.int32())
         return pa.RecordBatch.from_arrays([*columns, groups], schema=schema)
 
@@ -151,7 +165,7 @@ class WatermarkBeats:
                 yield not_beats(batch, schema)
         if largest is not None and schema is not None:
             columns = [pa.array([largest] * self.groups, field.type) if field.name == self.column
-                       else pa.nulls(self.groups, field.type) for field in list(schema)[:-1]]
+                       else filler(self.groups, field.type) for field in list(schema)[:-1]]
             yield pa.RecordBatch.from_arrays([*columns, pa.array(range(self.groups), pa.int32())], schema=schema)
 
 
