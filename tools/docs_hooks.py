@@ -8,6 +8,9 @@
 - ``contributing/modules.md``: every module of the three packages with the first sentence of its
   docstring, so the map follows the code as it moves;
 The performance page includes the tables of ``benchmarks/results/INDEX.md`` itself (a snippet).
+
+The API reference lists a class's own members before those it inherits (``on_config``), and shows the
+option classes' runtime signatures (the griffe extension ``tools/griffe_signatures.py``).
 """
 from __future__ import annotations
 
@@ -154,6 +157,45 @@ def modules_map_page() -> str:
             lines.append(f"| `{relative}` | {summary} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def own_members_first(order_members: Any) -> Any:
+    """The python handler's ``order_members`` filter, then a class's own members before the inherited
+    ones (those of the nearest base first), each group in the configured order (``members_order``):
+    ``Sum``'s options and methods come before the ``Accumulation`` protocol methods it only inherits.
+    Sorting by source line alone mixes the lines of different files."""
+
+    def order(members: Any, order: Any, members_list: Any = None) -> Any:
+        ordered = list(order_members(members, order, members_list))
+        if isinstance(members_list, list) and members_list:
+            return ordered  # an explicit ``members`` list is the order
+
+        def rank(member: Any) -> tuple[int, int]:
+            if not getattr(member, "inherited", False):
+                return (0, 0)
+            try:
+                bases = [base.path for base in member.parent.mro()]
+                return (1, bases.index(member.target.parent.path))
+            except Exception:  # an alias that does not resolve: after the resolved ones
+                return (1, 1 << 30)
+
+        return sorted(ordered, key=rank)  # stable: the configured order within each group
+
+    return order
+
+
+def on_config(config: Any) -> Any:
+    """Install ``own_members_first`` in the python handler, each time it sets its Jinja filters up
+    (``update_env``, called for each page)."""
+    handler = config.plugins["mkdocstrings"].get_handler("python")
+    update_env = handler.update_env
+
+    def update_env_then_order(*args: Any, **kwargs: Any) -> None:
+        update_env(*args, **kwargs)
+        handler.env.filters["order_members"] = own_members_first(handler.env.filters["order_members"])
+
+    handler.update_env = update_env_then_order
+    return config
 
 
 def on_files(files: Files, config: Any) -> Files:
