@@ -24,6 +24,16 @@ def test_batch_figures_come_from_the_operators_observed_metrics_not_the_sink():
                                          "1 bad rows, watermark 2026-01-01 00:04:19.435 (1.2 s)")
 
 
+def test_the_end_of_input_marker_row_is_no_row_in():
+    """The marker row only ends the input (``drop_end_of_input`` counts it under its own observation):
+    the batch's rows in leave it out, and its observation adds no pane, drop or watermark."""
+    progress = {"name": "q", "batchId": 9, "numInputRows": 3, "durationMs": {"triggerExecution": 10},
+                "observedMetrics": {"windowed_operator sessions": {"late_rows_dropped": 0, "bad_rows": 0, "panes": 4},
+                                    "windowed_operator end of input 1": {"end_of_input_rows": 1}}}
+    batch = batch_progress(progress)
+    assert (batch.input_rows, batch.panes, batch.late_rows_dropped, batch.operator_watermark_ms) == (2, 4, 0, None)
+
+
 def test_a_chains_panes_out_are_its_output_operators_and_its_drops_every_stages():
     """In a chain the first stage's panes feed the second, not the sink: the line counts the output
     operator's panes; late and bad rows of every stage add up."""

@@ -99,3 +99,30 @@ def test_a_pipeline_files_table_sink_gets_the_same_table_on_spark_and_run_local(
                               "FROM sessions ORDER BY key, window_start").fetchall()
 
     assert rows(spark_dir) == rows(local_dir) and len(rows(local_dir)) == 3
+
+
+def test_a_bad_source_file_is_named_in_the_first_line_not_as_the_sink_s_error(spark, tmp_path):
+    """A parquet file of the user's whose column has another type than the stream's schema fails the
+    query inside the sink's read of the micro-batch (``df.toArrow()``): the error a user's own job
+    gets (``stop_at_end_of_input``) is one line naming the file's type mismatch first, and the sink's
+    error inside the query's says the same; Spark's error in full is chained."""
+    import pandas as pd
+
+    from windowed_operator.spark import stop_at_end_of_input
+    from windowed_operator.spark.errors import QueryFailedError
+
+    source = tmp_path / "in"
+    source.mkdir()
+    pd.DataFrame({"user": ["a"], "amount": ["seven"], "ts": [BASE]}).to_parquet(source / "bad.parquet")
+    df = spark.readStream.schema("user string, amount bigint, ts bigint").parquet(str(source))
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts",
+                               watermark=bounded_disorder(DELAY))
+    query = (op.apply(df).writeStream.foreachBatch(TableSink(f"sqlite:///{tmp_path / 'out.db'}", "totals"))
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    with pytest.raises(QueryFailedError) as caught:
+        stop_at_end_of_input(query, timeout=600)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("[FAILED_READ_FILE"), message
+    assert "amount" in message and "met while the table sink read its micro-batch" in message
+    assert caught.value.__cause__ is not None and "Traceback" in str(caught.value.__cause__)

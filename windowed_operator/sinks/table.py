@@ -144,7 +144,8 @@ def pane_rows(panes: Iterable[PaneRecord]) -> list[dict]:
 class TableSink:
     """``sink(batch, batch_id)``: apply one micro-batch of panes to ``table`` (see the module's doc).
 
-    ``url``: a SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://host/db``), a file path
+    ``url``: a SQLAlchemy URL (``sqlite:///path.db``; ``postgresql://host:5432/db`` or
+    ``postgresql+psycopg://host:5432/db``, the same: psycopg 3 is the driver either way), a file path
     (SQLite) or an ``Engine``; ``value_type``: the value's Spark DDL type (``bigint``,
     ``struct<clicks: bigint, pages: array<string>>``), needed only where a first batch cannot show it
     (a Spark batch shows it always; local panes whose values are all null do not); ``columns``: any of

@@ -34,6 +34,12 @@ HELD_BY_COLUMN = "__wo_held_by"
 HELD_LAG_COLUMN = "__wo_held_lag"
 PARTITION_COUNT_COLUMNS = [WATERMARK_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN]
 
+#: The prefix of a windowed operator's entries in ``observedMetrics`` (``driver.stage.observation_name``;
+#: ``progress.batch_progress`` reads them), and the count of end-of-input marker rows an input's entry
+#: holds (``driver.inputs.drop_end_of_input``: a marker row is no input row of the batch's line).
+OBSERVATION_PREFIX = "windowed_operator "
+MARKER_ROWS = "end_of_input_rows"
+
 #: The output column holding each pane's event time for Spark's watermark (``spark_event_time``).
 EVENT_TIME_COLUMN = "event_time"
 

@@ -20,9 +20,8 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from ..runners.totals import Totals
 from ..time import END_OF_INPUT_WATERMARK, time_text
+from .plan import MARKER_ROWS, OBSERVATION_PREFIX
 
-#: The prefix of a windowed operator's entry in ``observedMetrics`` (see ``driver.stage.observation_name``).
-OBSERVATION_PREFIX = "windowed_operator "
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ def batch_progress(progress: Any, output_operators: Optional[Mapping[str, str]] 
     panes = total("panes", [observations[output]]) if output in observations else total("panes")
     held = _held_back([observations[output]] if output in observations else observed, observed)
     return BatchProgress(query=query, batch_id=int(data["batchId"]),
-                         input_rows=int(data.get("numInputRows") or 0), panes=panes,
+                         input_rows=int(data.get("numInputRows") or 0) - total(MARKER_ROWS), panes=panes,
                          late_rows_dropped=total("late_rows_dropped"), bad_rows=total("bad_rows"),
                          watermark_ms=_watermark_ms((data.get("eventTime") or {}).get("watermark")),
                          duration_ms=int((data.get("durationMs") or {}).get("triggerExecution") or 0), **held)
@@ -234,7 +233,8 @@ def stop_at_end_of_input(query: Any, timeout: Optional[float] = None, poll: floa
     is stopped once that batch has committed.  Use it instead of ``query.processAllAvailable()``,
     which never returns for a query with a ``processingTime`` trigger (processing-time firings,
     idle timeouts: Spark runs batches without data for as long as the query runs).  Returns False
-    when ``timeout`` seconds pass first (the query keeps running); a failed query's error is raised.
+    when ``timeout`` seconds pass first (the query keeps running); a failed query raises ``QueryFailedError``
+    (one line naming the cause; Spark's error chained).
     A query that ends by itself (``availableNow``) returns True once it has."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
@@ -245,7 +245,9 @@ def stop_at_end_of_input(query: Any, timeout: Optional[float] = None, poll: floa
         if not query.isActive:
             error = query.exception()
             if error is not None:
-                raise error
+                from .errors import raise_query_failed
+
+                raise_query_failed(error, "the query failed while stop_at_end_of_input waited for the end of its input")
             return True
         if deadline is not None and time.monotonic() >= deadline:
             return False

@@ -18,7 +18,13 @@ def read_spark_batch(df: Any) -> tuple[pa.Table, Optional[str]]:
     """The batch's rows (collected to the driver as Arrow: timestamps as UTC instants, structs as
     dicts) and the id of the streaming query running it (None where the session cannot tell, e.g.
     Spark Connect)."""
-    table = df.toArrow()
+    try:
+        table = df.toArrow()
+    except Exception as error:  # noqa: BLE001 - the query's source or operator failed: say what, in one line
+        from .errors import raise_query_failed
+
+        raise_query_failed(error, "met while the table sink read its micro-batch: the query's source or operator "
+                                  "failed, not the sink")
     try:
         query = df.sparkSession.sparkContext.getLocalProperty(QUERY_ID_PROPERTY)
     except Exception:  # noqa: BLE001 - no JVM context here (Spark Connect): the sink's own query_id applies

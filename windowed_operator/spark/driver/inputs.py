@@ -5,6 +5,7 @@ What ``apply()`` checks and builds before any plan: each refusal names the optio
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -17,7 +18,7 @@ from ...time import event_time_in_range, latest_event_time
 from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, needs_processing_time, partition_of
 from ...windows.session_windows import element_gap
 from ..errors import SparkOperatorError
-from ..plan import END_OF_INPUT, PHASE_COLUMN
+from ..plan import END_OF_INPUT, MARKER_ROWS, OBSERVATION_PREFIX, PHASE_COLUMN
 from ..session import check_session
 
 #: The column holding each row's event time for Spark's ``withWatermark`` (bounded disorder).
@@ -202,6 +203,9 @@ def with_operator_watermark(op: WindowingOptions, df: DataFrame, ts_col: str, sc
     return df
 
 
+_marker_counts = itertools.count(1)  # (observation names are unique in a session's queries)
+
+
 def drop_end_of_input(df: DataFrame, ts_ms_col: str, has_helper: bool, marker: Optional[Column],
                       marker_column: Optional[str]) -> DataFrame:
     """Remove the end-of-input marker rows (they only move the watermark), the marker column and
@@ -211,6 +215,9 @@ def drop_end_of_input(df: DataFrame, ts_ms_col: str, has_helper: bool, marker: O
     (the marker row must still move the watermark): the helper, which only a marker sets to
     ``END_OF_INPUT``; or, under an upstream watermark, the event time (a marker keeps a row out
     unless its time is null, and a marker without a time ends nothing: the processor rejects it)."""
+    if marker is not None:  # (counted, so that a batch's "rows in" leaves the marker out: ``progress``)
+        df = df.observe(f"{OBSERVATION_PREFIX}end of input {next(_marker_counts)}",
+                        F.count(F.when(marker, 1)).alias(MARKER_ROWS))
     if has_helper:
         df = df.where(F.col(WATERMARK_HELPER).isNull()
                       | (F.col(WATERMARK_HELPER) < F.timestamp_millis(F.lit(END_OF_INPUT))))

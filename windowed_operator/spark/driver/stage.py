@@ -21,7 +21,7 @@ from ..handoff import Handoff, choose_handoff
 from ..scan.heartbeat import BEAT_COLUMN
 from ..scan.packing import PACKED_COLUMN, PackRows
 from ..plan import (BAD_COUNT_COLUMN, EVENT_TIME_COLUMN, GROUP_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN,
-                    LATE_COUNT_COLUMN, WATERMARK_COLUMN, SparkPlan)
+                    LATE_COUNT_COLUMN, OBSERVATION_PREFIX, WATERMARK_COLUMN, SparkPlan)
 from ..settings import warn_removed_confs
 from .feed import Feed, attach_feed, feed_of, pane_rows
 
@@ -32,7 +32,7 @@ def observation_name(op: WindowingOptions) -> str:
     """The name of the operator's counts in ``query.lastProgress.observedMetrics``: its ``name``, or
     its description numbered by how many operators of this process share it (names must be unique
     within a query)."""
-    base = f"windowed_operator {op.name}" if op.name else f"windowed_operator {op.label()}"
+    base = f"{OBSERVATION_PREFIX}{op.name}" if op.name else f"{OBSERVATION_PREFIX}{op.label()}"
     seen = _observed_names.get(base, 0)
     _observed_names[base] = seen + 1
     return base if op.name or not seen else f"{base} #{seen + 1}"
