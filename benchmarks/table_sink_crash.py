@@ -8,7 +8,9 @@ applied twice would go unnoticed in the values, so the progress rows are checked
 tumbling counts in discarding mode (``mode="add"``: a batch applied twice would count twice).
 A kill lands at a random moment after the child has applied a new batch to one of the tables drawn
 at random (inside Spark's planning, the operator, the sink's transaction or Spark's commit), or,
-one time in five, during start-up.
+one time in five, during start-up.  A start that is to be killed cannot finish first, whatever the
+timing: it stops at a gate before its ``n``-th sink call after the start (``n`` drawn at random,
+written to ``WORKDIR/gate`` by the parent) and waits there to be killed, so every planned kill lands.
 
     python benchmarks/table_sink_crash.py                     # 2 runs x 5 kills, against an uninterrupted run
     python benchmarks/table_sink_crash.py --runs 1 --kills 2  # (what tests/spark/test_table_sink_crash.py runs)
@@ -96,6 +98,25 @@ def sink(workdir: Path, name: str):
                      columns=["timing", "pane_index", "batch_id"])
 
 
+def gated(workdir: Path, write: Callable) -> Callable:
+    """``write`` (a ``foreachBatch`` function), stopping for good before its ``n``-th call when the file
+    ``workdir/gate`` says ``n`` (a start to be killed: it must not finish before the kill lands);
+    ``workdir/blocked`` tells the parent it got there."""
+    gate = workdir / "gate"
+    limit = int(gate.read_text()) if gate.exists() else None
+    calls = [0]
+
+    def call(frame, batch_id: int) -> None:
+        calls[0] += 1
+        if limit is not None and calls[0] >= limit:
+            (workdir / "blocked").write_text(f"{batch_id}\n")
+            while True:
+                time.sleep(1)
+        write(frame, batch_id)
+
+    return call
+
+
 def child(workdir: Path, tables: tuple[str, ...] = TABLES) -> None:
     """The queries (one per table) over ``workdir/in`` into ``workdir/results.db``, to the end of input."""
     from windowed_operator.spark.session import local_session
@@ -105,7 +126,7 @@ def child(workdir: Path, tables: tuple[str, ...] = TABLES) -> None:
     for name in tables:
         df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "in"))
         out = OPERATORS[name]().apply(df, end_of_input="end_of_input")
-        queries.append(out.writeStream.foreachBatch(sink(workdir, name)).queryName(name)
+        queries.append(out.writeStream.foreachBatch(gated(workdir, sink(workdir, name))).queryName(name)
                        .option("checkpointLocation", str(workdir / "checkpoints" / name))
                        .trigger(availableNow=True).start())
     for query in queries:
@@ -187,25 +208,32 @@ def run_with_kills(workdir: Path, batches: list[list[dict]], kills: int, rng: ra
     history: list[dict[str, int]] = []
     moments: list[str] = []
     deadline = time.monotonic() + timeout
+    gate, blocked = workdir / "gate", workdir / "blocked"
     with open(workdir / "child.log", "ab") as log:
         for kill in range(kills + 1):
             before = applied(db)
+            blocked.unlink(missing_ok=True)
+            at_startup = kill < kills and rng.random() < 0.2
+            if kill == kills:
+                gate.unlink(missing_ok=True)
+            else:  # (a start at most 3 sink calls long: each start leaves batches for the next)
+                gate.write_text(f"{1 if at_startup else rng.randint(2, 3)}\n")
             proc = start_child(workdir, log, tables)
             if kill == kills:  # the last start runs to the end
                 if proc.wait(timeout=max(1.0, deadline - time.monotonic())) != 0:
                     raise RuntimeError(f"the last run failed: see {workdir / 'child.log'}")
                 break
             started = time.monotonic()
-            if rng.random() < 0.2:  # during start-up (or whatever it reached)
+            if at_startup:  # during start-up (or at the gate before the first sink call)
                 delay = rng.uniform(0, 25)
                 while time.monotonic() - started < delay and proc.poll() is None:
                     time.sleep(0.05)
                 where = f"{delay:.1f} s after start"
-            else:  # once this start has applied a new batch to a table drawn at random, a random moment later
+            else:  # once this start has applied a new batch to a table drawn at random (or reached the
+                # gate: a replayed batch is no new one), a random moment later
                 table = rng.choice(tables)
-                waited = time.monotonic() + 180  # (the table may have nothing left to apply)
                 while applied(db).get(table, -1) == before.get(table, -1) and proc.poll() is None and \
-                        time.monotonic() < min(deadline, waited):
+                        not blocked.exists() and time.monotonic() < deadline:
                     time.sleep(0.05)
                 delay = rng.uniform(0, 2.5)
                 time.sleep(delay)

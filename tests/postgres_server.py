@@ -51,7 +51,7 @@ class PostgresServer:
         try:
             self._run(str(self.bin_dir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
                       "--no-sync", "-E", "UTF8")
-            self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60", "-l",
+            self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-w", "-t", "300", "-l",
                       str(self.root / "log"), "-o",
                       f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off "
                       "-c synchronous_commit=off -c full_page_writes=off", "start")

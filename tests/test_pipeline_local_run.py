@@ -108,7 +108,7 @@ def test_a_foreach_batch_sink_is_refused_locally_with_the_reason(tmp_path):
 def test_the_cli_output_piped_to_head_ends_quietly(tmp_path):
     path = write_pipeline(tmp_path, "- {input: spend, console: {}}")
     result = subprocess.run(f"{sys.executable} -m windowed_operator.cli run {path} --local | head -2",
-                            shell=True, capture_output=True, text=True, timeout=60)
+                            shell=True, capture_output=True, text=True, timeout=300)
     assert result.stdout.splitlines() == ["-" * 43, "Batch: 0"]
     assert result.stderr == ""
 

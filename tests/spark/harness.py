@@ -49,6 +49,18 @@ def write_batches(directory: Path, batches: list[list[dict]], flush: bool = True
     return files
 
 
+def write_batch_file(path: Path, rows: list[dict], index: int) -> None:
+    """Batch file ``index`` of a running query's input, made visible whole: written and dated under a
+    hidden name (Spark's file source skips names starting with "."), then renamed.  Written in place,
+    a listing between the write and ``os.utime`` records the file with today's time, and the file
+    source then ignores the next one (dated 2020: older than its maxFileAge behind the newest seen);
+    a listing during the write reads a part of the rows."""
+    hidden = path.with_name(f".{path.name}.tmp")
+    hidden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.utime(hidden, (1_600_000_000 + index, 1_600_000_000 + index))
+    hidden.replace(path)
+
+
 def release_batches(staging: Path, source: Path, upto: int) -> None:
     """Move the first ``upto`` files ``write_batches`` staged into ``source`` (those not moved yet):
     a restarted query then finds them as new input."""
@@ -104,9 +116,7 @@ def run_spark(spark, op, batches: list[list[dict]], workdir: Path, *, clock_time
         files = [*batches, [END_MARKER]]
         for i, rows in enumerate(files):
             clock.set(clock_times[min(i, len(clock_times) - 1)])
-            path = source / f"batch-{i:05d}.json"
-            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-            os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+            write_batch_file(source / f"batch-{i:05d}.json", rows, i)
             _wait_for_file(query, i)
         batches_done = query.lastProgress["batchId"]
         _wait_for(lambda: _raise_if_stopped(query) or query.lastProgress["batchId"] >= batches_done + 2)

@@ -1,8 +1,6 @@
 """An idle timeout on Spark equals the local runner: batches with data, then batches without any (the
 clock moving on), in which the watermark advances with processing time and the last sessions close;
 then input resumes with a late row and an on-time one."""
-import json
-import os
 import warnings
 
 import pytest
@@ -13,7 +11,8 @@ from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows
 from windowed_operator.spark import FileClock
 from windowed_operator.time import MIN_TIMESTAMP
 
-from .harness import BASE, MARKED_SCHEMA, _collector, _local_runner, _wait_for, _wait_for_file, local_panes, spark_panes
+from .harness import (BASE, MARKED_SCHEMA, _collector, _local_runner, _wait_for, _wait_for_file, local_panes,
+                      spark_panes, write_batch_file)
 from .test_equivalence import DELAY, EARLY_LATE_COUNTS
 
 pytestmark = pytest.mark.spark
@@ -74,8 +73,7 @@ def run_spark(spark, op, workdir):
 
 
 def write_file(path, rows: list[dict], index: int) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    os.utime(path, (1_600_000_000 + index, 1_600_000_000 + index))
+    write_batch_file(path, rows, index)  # (visible whole: the query is running)
 
 
 def drive(query, clock, steps, write) -> None:

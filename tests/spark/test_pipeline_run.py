@@ -56,8 +56,9 @@ def test_pipeline_runs_on_spark_like_the_local_runner(spark, tmp_path):
     assert [line.split(":")[1] for line in batch_lines] == [f" batch {i}" for i in range(len(batch_lines))]
     assert batch_lines[0].startswith("spend_panes: batch 0: 2 rows in, 0 panes out") and "watermark none yet" in batch_lines[0]
     assert "watermark end of input" in batch_lines[-1]
-    assert totals["spend_panes"].panes == len(sunk) and totals["spend_panes"].input_rows == len(rows)
-    assert lines[-1] == (f"spend_panes: {len(batch_lines)} batches, {len(rows)} rows in, {len(sunk)} panes out, "
+    # (the end-of-input marker row is no row in: rows - 1)
+    assert totals["spend_panes"].panes == len(sunk) and totals["spend_panes"].input_rows == len(rows) - 1
+    assert lines[-1] == (f"spend_panes: {len(batch_lines)} batches, {len(rows) - 1} rows in, {len(sunk)} panes out, "
                          "1 late rows dropped")
 
 

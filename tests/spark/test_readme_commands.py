@@ -42,7 +42,7 @@ def test_every_readme_command_runs_as_written_and_quietly():
            "PYTHONPATH": str(ROOT)}  # the commands run the checkout's code, as an editable install does
     for command in runnable:
         command = command.replace("python ", f"{sys.executable} ", 1) if command.startswith("python ") else command
-        result = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+        result = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
         assert not NOISE.search(result.stderr) and not NOISE.search(result.stdout), f"{command}\n{result.stderr[-3000:]}"
         if command.startswith("windowed-operator run") and not command.endswith("--local"):
