@@ -126,3 +126,52 @@ def test_a_bad_source_file_is_named_in_the_first_line_not_as_the_sink_s_error(sp
     assert message.startswith("[FAILED_READ_FILE"), message
     assert "amount" in message and "met while the table sink read its micro-batch" in message
     assert caught.value.__cause__ is not None and "Traceback" in str(caught.value.__cause__)
+
+
+def test_a_stop_while_the_sink_reads_its_batch_is_one_short_line_spark_takes_for_a_stop(spark):
+    """``query.stop()`` interrupts the stream thread; if that lands in the table sink's read of a
+    micro-batch, the read fails with the interrupted call's error, thousands of characters of Java
+    trace.  Spark decides whether a ``foreachBatch`` function's error was the stop with a regular
+    expression that recurses once per character of the message (``StreamExecution.PROXY_ERROR``), so
+    that message overflowed the stream thread's stack: ``java.lang.StackOverflowError`` printed after
+    a stop (4 stops out of 4, a partitioned query with an idle timeout, running a batch every 100 ms).
+    The sink now raises ``QueryStoppedError``, one short line, which Spark's own check takes for a stop;
+    here that check is run in the JVM on both forms of the proxy's message."""
+    import traceback
+
+    from windowed_operator.spark.errors import raise_query_failed, raise_query_stopped
+
+    class Py4JJavaError(Exception):  # (what df.toArrow() raises when its thread was interrupted)
+        pass
+
+    Py4JJavaError.__module__, Py4JJavaError.__qualname__ = "py4j.protocol", "Py4JJavaError"  # (as printed)
+
+    interrupted = Py4JJavaError(
+        "An error occurred while calling o1571.getResult.\n: org.apache.spark.SparkException: Exception thrown in "
+        "awaitResult: \n" + "\tat org.apache.spark.util.SparkThreadUtils$.awaitResult(SparkThreadUtils.scala:56)\n"
+        * 400 + "Caused by: java.lang.InterruptedException\n")
+
+    def proxy_message(raise_for) -> str:
+        try:
+            raise_for(interrupted, "while the table sink read its micro-batch")
+        except Exception:  # noqa: BLE001 - formatted as py4j hands it to the JVM
+            return "An exception was raised by the Python Proxy. Return Message: " + traceback.format_exc()
+        raise AssertionError("nothing raised")
+
+    from windowed_operator.spark.errors import QueryStoppedError
+    from windowed_operator.spark.table_sink import read_spark_batch
+
+    class Batch:  # (a micro-batch whose read the stop interrupted)
+        def toArrow(self):
+            raise interrupted
+
+    with pytest.raises(QueryStoppedError):
+        read_spark_batch(Batch())
+    jvm = spark.sparkContext._jvm
+    stream_execution = jvm.org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+    context = spark.sparkContext._jsc.sc()
+    short = proxy_message(raise_query_stopped)
+    assert len(short) < 2_000 and "QueryStoppedError" in short
+    assert stream_execution.isInterruptionException(jvm.py4j.Py4JException(short), context)
+    with pytest.raises(Exception, match="StackOverflowError"):  # (the sink's error before: the full trace chained)
+        stream_execution.isInterruptionException(jvm.py4j.Py4JException(proxy_message(raise_query_failed)), context)

@@ -21,8 +21,10 @@ def read_spark_batch(df: Any) -> tuple[pa.Table, Optional[str]]:
     try:
         table = df.toArrow()
     except Exception as error:  # noqa: BLE001 - the query's source or operator failed: say what, in one line
-        from .errors import raise_query_failed
+        from .errors import interrupted, raise_query_failed, raise_query_stopped
 
+        if interrupted(error):  # (query.stop() while the sink read the batch)
+            raise_query_stopped(error, "while the table sink read its micro-batch")
         raise_query_failed(error, "met while the table sink read its micro-batch: the query's source or operator "
                                   "failed, not the sink")
     try:
