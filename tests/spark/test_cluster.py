@@ -38,7 +38,8 @@ from windowed_operator.spark.shipping import is_local_master, library_zip, shipp
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "clickstream_sessions"
-TIMEOUT = 240  # seconds for any one step, generous for a loaded machine; the whole test takes about a minute
+TIMEOUT = 900  # seconds for any one step: against a hang only (the whole test takes about a minute, several
+#               on a loaded 2-core machine, where one Spark batch can take 10-30 s)
 
 
 def spark_home() -> Path:
@@ -181,6 +182,42 @@ def test_local_defaults_apply_to_local_masters_only_and_the_users_settings_win()
     assert local["spark.sql.streaming.checkpointFileManagerClass"].endswith("FileSystemBasedCheckpointFileManager")
     assert cluster["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
     assert cluster["spark.ui.showConsoleProgress"] == "false"
+    # changelog checkpointing on every master: a cluster job would snapshot every state store every batch
+    changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+    assert cluster[changelog] == "true" and local[changelog] == "true"
+    assert session_conf("spark://host:7077", extra_conf={changelog: "false"})[changelog] == "false"  # (theirs wins)
+
+
+def test_apply_names_a_setting_for_speed_the_session_lacks_in_one_line():
+    """A session built elsewhere (a platform's) without changelog checkpointing runs, slower: the check
+    apply() makes says so once, naming the setting, its value and how to set it."""
+    import warnings
+
+    from windowed_operator.spark.session import ROCKSDB_PROVIDER, SessionAdvice, check_session
+
+    class Conf:
+        def __init__(self, values):
+            self.values = values
+
+        def get(self, key, default=None):
+            return self.values.get(key, default)
+
+    class Session:
+        conf = Conf({"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER})
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_session(Session())
+    advice = [str(w.message) for w in caught if issubclass(w.category, SessionAdvice)]
+    assert len(advice) == 1 and "\n" not in advice[0]
+    assert advice[0].startswith("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled is None: "
+                                "set it to 'true'")
+    assert "--conf spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true" in advice[0]
+    Session.conf.values["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = "true"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_session(Session())
+    assert not [w for w in caught if issubclass(w.category, SessionAdvice)]
 
 
 def test_run_refuses_a_conf_without_equals_naming_it(capsys):

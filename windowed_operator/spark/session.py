@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import warnings
 from typing import Any, Iterator, Optional, Sequence
 
 from pyspark.sql import SparkSession
@@ -33,6 +34,26 @@ NEEDED_CONF = {
 }
 
 
+#: The changelog checkpointing setting of the RocksDB state store.
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+#: Settings the operator relies on for speed on every master, cluster or local: ``local_session`` sets
+#: them, and ``apply()`` names each one the caller's session lacks, in one line with how to set it (the
+#: query runs without it, slower).
+ADVISED_CONF = {
+    # A commit writes the batch's changes to RocksDB's changelog instead of a snapshot of its files:
+    # Nexmark at 2M events, 2 rounds interleaved, ours 1.09x (q5) and 1.20x (q11) faster, native
+    # 1.04x and 1.34x (benchmarks/results/nexmark_setting_ab.txt).  Spark moves a
+    # checkpoint between the two forms either way, so turning it on or off keeps the state.
+    CHANGELOG_CONF: ("true", "each micro-batch then writes its state changes to a changelog; without it every "
+                             "state store snapshots its RocksDB files every batch"),
+}
+
+
+class SessionAdvice(UserWarning):
+    """A session setting the operator runs without, slower (``ADVISED_CONF``)."""
+
+
 class SessionSettingsError(RuntimeError):
     """The session lacks a setting the operator needs."""
 
@@ -40,12 +61,18 @@ class SessionSettingsError(RuntimeError):
 def check_session(spark: Any) -> None:
     """Refuse a session that lacks a setting of ``NEEDED_CONF``, naming each key, its current and
     its required value, before a query starts (set them when the session is built; the state store
-    provider cannot change in a running session)."""
+    provider cannot change in a running session); warn of each setting of ``ADVISED_CONF`` it lacks
+    (``SessionAdvice``)."""
     wrong = []
     for key, (needed, why) in NEEDED_CONF.items():
         current = spark.conf.get(key, None)
         if current != needed:
             wrong.append(f"  {key} is {current!r}, needs {needed!r}: {why}")
+    for key, (advised, why) in ADVISED_CONF.items():
+        current = spark.conf.get(key, None)
+        if current != advised:
+            warnings.warn(f"{key} is {current!r}: set it to {advised!r} ({why}): spark-submit --conf {key}={advised}, "
+                          f"or SparkSession.builder.config({key!r}, {advised!r})", SessionAdvice, stacklevel=4)
     if wrong:
         raise SessionSettingsError(
             "this SparkSession cannot run a windowed operator:\n" + "\n".join(wrong) + "\nbuild the session "
@@ -80,11 +107,6 @@ LOCAL_DEFAULTS = {
     # (``worker_site``): the driver-side pre-init of a stateful operator, which no daemon reaches,
     # took 0.4-0.5 s less at a query's first batch (Nexmark q7, 2M events).
     WORKER_PATH: WORKER_SITE,
-    # A commit writes the batch's changes to RocksDB's changelog instead of a snapshot of its files:
-    # Nexmark at 2M events, 2 rounds interleaved, ours 1.09x (q5) and 1.20x (q11) faster, native
-    # 1.04x and 1.34x (benchmarks/results/nexmark_setting_ab.txt).  Spark moves a
-    # checkpoint between the two forms either way, so turning it on or off keeps the state.
-    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     # Checkpoint files (offsets, commits, each state store's changelog) are written to a temporary
     # file and renamed.  Spark's default manager renames through Hadoop's FileContext, whose local
     # file system first looks the target up by running ``readlink`` in a child process of the JVM
@@ -106,7 +128,8 @@ def session_conf(master: str, shuffle_partitions: int = 2, extra_conf: Optional[
     operator needs everywhere, the caller's settings last (they win; a ``spark.executorEnv.PYTHONPATH``
     of theirs is followed by the site hook's directory on a local master)."""
     local = {**LOCAL_DEFAULTS, "spark.sql.shuffle.partitions": str(shuffle_partitions)} if is_local_master(master) else {}
-    conf = {**local, **REQUIRED_CONF, **(extra_conf or {})}
+    advised = {key: value for key, (value, _) in ADVISED_CONF.items()}
+    conf = {**local, **advised, **REQUIRED_CONF, **(extra_conf or {})}
     given = (extra_conf or {}).get(WORKER_PATH)
     if local and given:  # a path of the caller's own keeps the site hook after it
         conf[WORKER_PATH] = os.pathsep.join(dict.fromkeys([*given.split(os.pathsep), WORKER_SITE]))
@@ -145,7 +168,7 @@ def local_session(master: str = "local[2]", app_name: str = "windowed-operator",
     executor (and to PYTHONPATH, for the driver's Python workers if this starts the JVM); unless the
     master is local (or ``ship`` is false) the library itself is shipped to the executors too (see
     :mod:`.shipping`).  On a local master, ``shuffle_partitions`` and :data:`LOCAL_DEFAULTS` apply
-    (``extra_conf`` wins); on a cluster only what the operator needs is set.  ``spark_log`` sends
+    (``extra_conf`` wins); on a cluster what the operator needs and :data:`ADVISED_CONF` are set.  ``spark_log`` sends
     the JVM's stderr (Spark's log, progress bars, the Python workers' messages) to that file instead
     of the terminal, if this call starts the JVM (its directory is made if missing)."""
     missing = [f for f in py_files if "://" not in f and not os.path.exists(f)]
