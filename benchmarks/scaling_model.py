@@ -3,7 +3,9 @@
 Rows are grouped by key group ``pmod(xxhash64(key, 42), key_groups)`` (``spark/driver/stage.py``),
 and Spark places key group ``g`` in state partition ``pmod(murmur3(g, 42), partitions)`` (its
 ``HashPartitioning`` of the stateful operator's grouping column, a bigint: Murmur3 ``hashLong``,
-reproduced here and checked against Spark by ``tests/test_scaling_model.py``).  With one task per state
+reproduced in ``windowed_operator.spark.driver.key_groups`` and checked against Spark by
+``tests/spark/test_scaling_model.py``); a balanced placement (``apply(df, checkpoint=...)``) gives each
+group an int that Spark places in partition ``g mod partitions``.  With one task per state
 partition and keys spread evenly over key groups (xxhash64 spreads them: each group holds 1 /
 key_groups of the keys, within sampling noise), this prints, for each cluster size (cores = state
 partitions) and key-group count: how many tasks have work, and the most loaded task's share of the
@@ -17,42 +19,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-MASK = 0xFFFFFFFF
-
-
-def _signed(value: int) -> int:
-    value &= MASK
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-def _rotl(value: int, bits: int) -> int:
-    value &= MASK
-    return ((value << bits) | (value >> (32 - bits))) & MASK
-
-
-def _mix_k1(k1: int) -> int:
-    return (_rotl((k1 * 0xCC9E2D51) & MASK, 15) * 0x1B873593) & MASK
-
-
-def _mix_h1(h1: int, k1: int) -> int:
-    return (_rotl((h1 ^ k1) & MASK, 13) * 5 + 0xE6546B64) & MASK
-
-
-def _fmix(h1: int, length: int) -> int:
-    h1 = (h1 ^ length) & MASK
-    h1 ^= h1 >> 16
-    h1 = (h1 * 0x85EBCA6B) & MASK
-    h1 ^= h1 >> 13
-    h1 = (h1 * 0xC2B2AE35) & MASK
-    return h1 ^ (h1 >> 16)
-
-
-def murmur3_long(value: int, seed: int = 42) -> int:
-    """Spark's ``Murmur3_x86_32.hashLong`` (what ``hash(bigint)`` and a bigint's hash partitioning use)."""
-    value &= (1 << 64) - 1
-    h1 = _mix_h1(seed & MASK, _mix_k1(value & MASK))
-    h1 = _mix_h1(h1, _mix_k1(value >> 32))
-    return _signed(_fmix(h1, 8))
+from windowed_operator.spark.driver.key_groups import balanced_values, first_count, murmur3_int, murmur3_long
 
 
 def partition_of(group: int, partitions: int) -> int:
@@ -60,17 +27,22 @@ def partition_of(group: int, partitions: int) -> int:
     return murmur3_long(group) % partitions
 
 
-def spread(key_groups: int, partitions: int) -> tuple[int, float]:
-    """Tasks with work, and the most loaded task's share of the work against the even share."""
-    load = Counter(partition_of(g, partitions) for g in range(key_groups))
+def spread(key_groups: int, partitions: int, balanced: bool = False) -> tuple[int, float]:
+    """Tasks with work, and the most loaded task's share of the work against the even share; a
+    balanced placement's groups are the ints ``balanced_values`` chooses (Spark hashes an int column's
+    values with ``hashInt``)."""
+    if balanced:
+        load = Counter(murmur3_int(v) % partitions for v in balanced_values(key_groups, partitions))
+    else:
+        load = Counter(partition_of(g, partitions) for g in range(key_groups))
     return len(load), max(load.values()) / key_groups * partitions
 
 
 DESIGNS = {  # key groups for a query first started on a cluster of ``cores`` (state partitions = cores)
-    "16 (before)": lambda cores: 16,
-    "= cores": lambda cores: cores,
-    "4 x cores": lambda cores: 4 * cores,
-    "1024": lambda cores: 1024,
+    "16 (before)": (lambda cores: 16, False),
+    "= cores": (lambda cores: cores, False),
+    "4 x cores": (lambda cores: 4 * cores, False),
+    "balanced (first_count)": (first_count, True),
 }
 
 
@@ -84,9 +56,9 @@ def main() -> None:
     print("-" * len(header))
     for cores in map(int, args.cores.split(",")):
         cells = []
-        for design in DESIGNS.values():
+        for design, balanced in DESIGNS.values():
             groups = design(cores)
-            busy, heaviest = spread(groups, cores)
+            busy, heaviest = spread(groups, cores, balanced)
             cells.append(f"{busy:>4}/{cores:<4} {heaviest:5.2f}x ({groups:>4} kg)")
         print(f"{cores:>6} | " + " | ".join(f"{cell:>22}" for cell in cells))
 

@@ -108,7 +108,8 @@ class MergeOperatorBase(WindowingOptions):
               right_timestamp: Optional[str] = None, key: Optional[str] = None, timestamp: Optional[str] = None,
               value_type: Optional[str] = None, time_mode: str = "auto", clock: Any = None,
               key_groups: Optional[int] = None, drop_counter: Any = None, end_of_input: Optional[str] = None,
-              state_encoding: str = "json", spark_event_time: bool = False) -> DataFrame:
+              state_encoding: str = "json", spark_event_time: bool = False,
+              checkpoint: Optional[str] = None) -> DataFrame:
         """The streaming DataFrame of this merge's panes over two streaming DataFrames (each input
         keeps its own watermark; Spark takes their minimum).  ``left_key``/``right_key`` and
         ``left_timestamp``/``right_timestamp`` override one input's columns, ``key``/``timestamp``
@@ -120,7 +121,8 @@ class MergeOperatorBase(WindowingOptions):
                                  left_timestamp=left_timestamp, right_timestamp=right_timestamp, key=key,
                                  timestamp=timestamp, value_type=value_type, time_mode=time_mode, clock=clock,
                                  key_groups=key_groups, drop_counter=drop_counter, end_of_input=end_of_input,
-                                 state_encoding=state_encoding, spark_event_time=spark_event_time)
+                                 state_encoding=state_encoding, spark_event_time=spark_event_time,
+                                 checkpoint=checkpoint)
 
 
 class WindowedMergeOperator(MergeOperatorBase):

@@ -179,7 +179,8 @@ class OperatorBase(WindowingOptions):
               value_type: Optional[str] = None, time_mode: str = "auto", clock: Any = None,
               key_groups: Optional[int] = None, vectorized: bool = True, schema: Any = None,
               drop_counter: Any = None, preaggregate: bool = True, end_of_input: Optional[str] = None,
-              state_encoding: str = "json", spark_event_time: bool = False) -> DataFrame:
+              state_encoding: str = "json", spark_event_time: bool = False,
+              checkpoint: Optional[str] = None) -> DataFrame:
         """The streaming DataFrame of this operator's panes over the streaming DataFrame ``df``.
 
         ``key``/``timestamp`` override the operator's columns; ``value_type`` (DDL) types the value
@@ -188,14 +189,15 @@ class OperatorBase(WindowingOptions):
         without analysing ``df`` (Spark Declarative Pipelines); ``key_groups``, ``vectorized``,
         ``preaggregate``, ``time_mode``, ``clock``, ``drop_counter`` and ``state_encoding`` tune the
         Spark runner; ``spark_event_time`` adds an ``event_time`` column declared as the output's
-        event-time column, so native Spark windows and joins can follow: each is described at
-        ``windowed_operator.spark.apply_operator``."""
+        event-time column, so native Spark windows and joins can follow; ``checkpoint`` (the query's
+        ``checkpointLocation``) lets its parallelism follow the cluster (key groups chosen at its first
+        start, kept in the checkpoint): each is described at ``windowed_operator.spark.apply_operator``."""
         from .facade import spark_apply
 
         return spark_apply(self, df, key=key, timestamp=timestamp, value_type=value_type, time_mode=time_mode,
                            clock=clock, key_groups=key_groups, vectorized=vectorized, schema=schema,
                            drop_counter=drop_counter, preaggregate=preaggregate, end_of_input=end_of_input,
-                           state_encoding=state_encoding, spark_event_time=spark_event_time)
+                           state_encoding=state_encoding, spark_event_time=spark_event_time, checkpoint=checkpoint)
 
 
 class WindowedOperator(OperatorBase):

@@ -86,7 +86,7 @@ def test_heartbeats_carry_each_inputs_partitions_largest_event_time_in_range_to_
 
     rows = pa.record_batch({"user": ["a", "b", "c", "d", "e"], "ts": [5, 9, 7, None, END_OF_INPUT],
                             "part": [0, 1, None, 1, 0]})
-    out = list(Heartbeats(2, time_column="ts", partition_column="part")([rows]))
+    out = list(Heartbeats((0, 1), time_column="ts", partition_column="part")([rows]))
     frame = pa.Table.from_batches(out).to_pandas()
     # 2 beats per group, one per partition (the input's own beat is left out: its partitions' say it had
     # rows, and a null in the integer partition column would make the frame's column float)
@@ -95,13 +95,13 @@ def test_heartbeats_carry_each_inputs_partitions_largest_event_time_in_range_to_
     # a null partition (c) counts as input, for no partition; null and out-of-range times count for none
     assert len(data) == 5 and seen == {"": None} and parts == {("", 0): 5, ("", 1): 9}
     plain = pa.record_batch({"user": ["a"], "amount": [2 ** 62 + 1], "ts": [5]})
-    beaten = pa.Table.from_batches(list(Heartbeats(2)([plain]))).to_pandas()  # (an idle timeout's beats)
+    beaten = pa.Table.from_batches(list(Heartbeats((0, 1))([plain]))).to_pandas()  # (an idle timeout's beats)
     assert beaten["amount"].dtype == "int64" and beaten["amount"].iloc[0] == 2 ** 62 + 1  # no float, no rounding
     only_bad = pa.record_batch({"user": ["c"], "ts": [7], "part": pa.array([None], pa.int64())})
-    frame = pa.Table.from_batches(list(Heartbeats(2, time_column="ts", partition_column="part")([only_bad]))).to_pandas()
+    frame = pa.Table.from_batches(list(Heartbeats((0, 1), time_column="ts", partition_column="part")([only_bad]))).to_pandas()
     assert split_beats(frame, None, "ts", "part")[1:] == ({"": None}, {})  # input, no partition's
     merged = pa.record_batch({"side": ["left", "left", "right"], "ts": [5, 9, 7], "part": ["0", "1", "0"]})
-    out = list(Heartbeats(1, "side", "ts", "part")([merged]))
+    out = list(Heartbeats((0,), "side", "ts", "part")([merged]))
     _, seen, parts = split_beats(pa.Table.from_batches(out).to_pandas(), "side", "ts", "part")
     assert seen == {"left": 9, "right": 7} and parts == {("left", "0"): 5, ("left", "1"): 9, ("right", "0"): 7}
 
@@ -124,7 +124,7 @@ def test_a_later_stage_takes_the_upstreams_watermark_rows_in_their_batch_never_b
                      upstream_watermark_rows=True, hands_on_watermark=True)
     assert plan.reports_watermark and plan.wakes_every_batch and plan.partition_column is None
     group_timers = GroupTimers(plan, store=None)
-    beats = WatermarkBeats(3, WATERMARK_COLUMN)
+    beats = WatermarkBeats((0, 1, 2), WATERMARK_COLUMN)
 
     def rows_of(*batches):  # the upstream's pane rows and watermark rows, through the beats
         out = list(beats([pa.record_batch({"key": keys, "value": values, WATERMARK_COLUMN: marks},

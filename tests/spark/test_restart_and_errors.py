@@ -203,12 +203,12 @@ def test_int64_overflow_is_the_same_error_on_every_path(spark, tmp_path, path):
         run_spark(spark, op, batches, tmp_path, **options)
 
 
-@pytest.mark.parametrize("watermark", ["idle timeout", "partition", "partition and idle timeout"])
+@pytest.mark.parametrize("watermark", ["idle timeout", "partition"])  # (ProcessingTime and EventTime mode)
 def test_int64_overflow_is_the_same_error_in_every_time_mode(spark, tmp_path, watermark):
     """Heartbeats (an idle timeout, a per-partition watermark) and ProcessingTime mode change nothing:
     the sum is caught as integers, before any float conversion (a heartbeat's null in an integer
     column made the frame's column float: ``scan.heartbeat.filler``), with the one message."""
-    idle = {"idle timeout": 60_000, "partition": None, "partition and idle timeout": 60_000}[watermark]
+    idle = {"idle timeout": 60_000, "partition": None}[watermark]
     part = None if watermark == "idle timeout" else "user"
     op = KeyedWindowedOperator(TimeWindows(10_000), Sum("amount"), key="user", timestamp="ts", name="totals",
                                watermark=bounded_disorder(DELAY, idle_timeout=idle, partition=part))
@@ -235,7 +235,8 @@ def _tumbling(**kw):
     return KeyedWindowedOperator(window, accumulation, **options)
 
 
-def _run_in_two_halves(spark, tmp_path, first, second, second_options=None, between=lambda: None, split=2):
+def _run_in_two_halves(spark, tmp_path, first, second, second_options=None, between=lambda: None, split=2,
+                       first_options=None):
     """Run ``first`` over the first batches, then ``second`` over the rest from the same checkpoint."""
     source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
 
@@ -249,7 +250,7 @@ def _run_in_two_halves(spark, tmp_path, first, second, second_options=None, betw
     source.mkdir()
     for i in range(split):
         (tmp_path / "staging" / f"batch-{i:05d}.json").replace(source / f"batch-{i:05d}.json")
-    run_available(first, {})
+    run_available(first, first_options or {})
     between()
     for i in range(split, len(all_files)):
         (tmp_path / "staging" / f"batch-{i:05d}.json").replace(source / f"batch-{i:05d}.json")
@@ -267,6 +268,27 @@ def test_a_restart_the_state_cannot_follow_is_refused_naming_what_changed(spark,
     with pytest.raises(StreamingQueryException) as caught:
         _run_in_two_halves(spark, tmp_path, _tumbling(), second, second_options)
     assert named in str(caught.value)
+
+
+def test_key_groups_chosen_at_the_first_start_are_kept_through_another_session(spark, tmp_path):
+    """apply(checkpoint=...): the first start on 8 state partitions takes 16 key groups placed 2 to a
+    partition (``driver.key_groups``) and keeps them in the checkpoint; the restart, under a session of 3
+    shuffle partitions, reads them back and continues exactly (an uninterrupted run's panes)."""
+    from windowed_operator.spark.driver.key_groups import RECORD, balanced_values
+
+    op = _tumbling()
+    expected = local_panes(run_local_like_spark(op, RESTART_BATCHES, DELAY))
+    told = {"checkpoint": str(tmp_path / "checkpoint")}
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "8")
+        rows = _run_in_two_halves(spark, tmp_path, op, op, first_options=told, second_options=told,
+                                  between=lambda: spark.conf.set("spark.sql.shuffle.partitions", "3"))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    assert rows == expected
+    record = json.loads((tmp_path / "checkpoint" / RECORD).read_text())
+    assert record == {"key_groups": 16, "values": list(balanced_values(16, 8)), "partitions_at_first_start": 8}
 
 
 def test_safe_changes_and_another_session_continue_exactly(spark, tmp_path):

@@ -16,16 +16,13 @@ them among a pipeline's sinks, the setting is the user's or off.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
-from urllib.parse import urlparse
 
+from .checkpoint_record import RECORD as MARKER
+from .checkpoint_record import CheckpointRecordError, has_batches, local_directory, read_record, update_record
 from .driver.native_stage import NATIVE_STAGES_CONF
-
-#: The file in a checkpoint directory holding the settings its query started with.
-MARKER = "windowed_operator.json"
 
 
 class CheckpointSettingError(ValueError):
@@ -43,33 +40,26 @@ class CheckpointState:
 
 
 def local_path(location: str, plain_paths_local: bool = True) -> Optional[Path]:
-    """The directory of a checkpoint on the local file system (``file:``, or a plain path where the
-    default file system is the local one: ``plain_paths_local``), else None."""
-    parsed = urlparse(location)
-    if parsed.scheme == "file":
-        return Path(parsed.path)
-    if parsed.scheme == "" or len(parsed.scheme) == 1:  # (a one-letter scheme: a Windows drive)
-        return Path(location) if plain_paths_local else None
-    return None
+    """The directory of a checkpoint on the local file system, else None (``checkpoint_record``)."""
+    directory = local_directory(location, plain_paths_local)
+    return Path(directory) if directory is not None else None
 
 
 def read_state(location: str, plain_paths_local: bool = True) -> CheckpointState:
     path = local_path(location, plain_paths_local)
     if path is None:
         return CheckpointState(location, None, native_stages=None)
-    marker = path / MARKER
-    if marker.is_file():
-        try:
-            recorded = json.loads(marker.read_text())[NATIVE_STAGES_CONF]
-        except (ValueError, KeyError) as exc:
-            raise CheckpointSettingError(f"checkpoint {location}: {MARKER} cannot be read ({exc!r}); it records "
-                                         f"{NATIVE_STAGES_CONF} as true or false") from None
-        if not isinstance(recorded, bool):
-            raise CheckpointSettingError(f"checkpoint {location}: {MARKER} records {NATIVE_STAGES_CONF}={recorded!r}, "
+    try:
+        recorded = read_record(location, plain_paths_local=plain_paths_local)
+    except CheckpointRecordError as exc:
+        raise CheckpointSettingError(f"{exc}; it records {NATIVE_STAGES_CONF} as true or false") from None
+    if NATIVE_STAGES_CONF in recorded:
+        value = recorded[NATIVE_STAGES_CONF]
+        if not isinstance(value, bool):
+            raise CheckpointSettingError(f"checkpoint {location}: {MARKER} records {NATIVE_STAGES_CONF}={value!r}, "
                                          "not true or false")
-        return CheckpointState(location, path, native_stages=recorded)
-    offsets = path / "offsets"
-    started = offsets.is_dir() and any(offsets.iterdir())  # (Spark wrote it, without the record)
+        return CheckpointState(location, path, native_stages=value)
+    started = has_batches(location, plain_paths_local=plain_paths_local)  # (Spark wrote it, without the setting)
     return CheckpointState(location, path, native_stages=False if started else None)
 
 
@@ -101,8 +91,6 @@ def record(locations: Sequence[str], native_stages: bool, plain_paths_local: boo
     """Write the setting into each local checkpoint that does not record one yet."""
     for location in locations:
         path = local_path(location, plain_paths_local)
-        if path is None or (path / MARKER).exists():
+        if path is None or NATIVE_STAGES_CONF in read_record(location, plain_paths_local=plain_paths_local):
             continue
-        path.mkdir(parents=True, exist_ok=True)
-        (path / MARKER).write_text(json.dumps({NATIVE_STAGES_CONF: native_stages}) + "\n")
-
+        update_record(location, {NATIVE_STAGES_CONF: native_stages}, plain_paths_local=plain_paths_local)

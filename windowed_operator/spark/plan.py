@@ -34,12 +34,6 @@ HELD_BY_COLUMN = "__wo_held_by"
 HELD_LAG_COLUMN = "__wo_held_lag"
 PARTITION_COUNT_COLUMNS = [WATERMARK_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN]
 
-#: The prefix of a windowed operator's entries in ``observedMetrics`` (``driver.stage.observation_name``;
-#: ``progress.batch_progress`` reads them), and the count of end-of-input marker rows an input's entry
-#: holds (``driver.inputs.drop_end_of_input``: a marker row is no input row of the batch's line).
-OBSERVATION_PREFIX = "windowed_operator "
-MARKER_ROWS = "end_of_input_rows"
-
 #: The output column holding each pane's event time for Spark's watermark (``spark_event_time``).
 EVENT_TIME_COLUMN = "event_time"
 
@@ -131,6 +125,9 @@ class SparkPlan:
     partial_columns: tuple[str, ...] = ()
     #: Keys are hashed into this many groups; each group is one state value and one timer.
     key_groups: int = 16
+    #: Each key group's value in Spark, an int (a balanced placement: ``driver.key_groups``); None: the
+    #: bigint ``pmod(xxhash64(key), key_groups)`` itself.
+    group_values: Optional[tuple[int, ...]] = None
     #: "json" (data only) or "pickle" (also values of other types, e.g. a custom accumulator's object).
     state_encoding: str = "json"
     #: What the state is keyed by (the key column, or both inputs' key columns of a merge): part of
@@ -238,6 +235,13 @@ class SparkPlan:
             side: self.operator.build_reader(side, payload=column, key=key,  # type: ignore[attr-defined]
                                              timestamp=MERGE_TIME_COLUMN)
             for side, column in PAYLOAD_COLUMNS.items()}, self.merge_names)
+
+    def groups(self) -> tuple[int, ...]:
+        """Each key group's value in Spark, in group order (one for a non-keyed operator): what a
+        heartbeat for each group carries."""
+        if not self.keyed:
+            return (0,)
+        return self.group_values if self.group_values is not None else tuple(range(self.key_groups))
 
     def processor_fields(self) -> list[tuple[str, str]]:
         """The processor's output columns and their DDL types: times as epoch ms (converted to

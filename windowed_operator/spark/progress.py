@@ -20,7 +20,12 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from ..runners.totals import Totals
 from ..time import END_OF_INPUT_WATERMARK, time_text
-from .plan import MARKER_ROWS, OBSERVATION_PREFIX
+
+#: The prefix of a windowed operator's entries in ``observedMetrics`` (``driver.stage.observation_name``;
+#: ``batch_progress`` reads them), and the count of end-of-input marker rows an input's entry holds
+#: (``driver.inputs.drop_end_of_input``: a marker row is no input row of the batch's line).
+OBSERVATION_PREFIX = "windowed_operator "
+MARKER_ROWS = "end_of_input_rows"
 
 
 

@@ -14,10 +14,11 @@ from ..clock import FileClock, SparkBatchClock
 from ..connect_compat import map_in_arrow
 from .feed import feed_of
 from .inputs import (GAP_COLUMN, RawInput, check_state_encoding, choose_time_mode, needs_heartbeats, read_raw_input,
-                     resolve_key_groups, value_types)
+                     value_types)
 from .stage import run_processor
 from ..errors import SparkOperatorError
 from ..scan.heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
+from .key_groups import key_groups_for
 from ..paths import Facts, choose_paths
 from ..plan import SparkPlan
 from .folds import FoldInput, build_fold, install_fold
@@ -29,12 +30,17 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                    vectorized: bool = True, schema: Union[str, StructType, None] = None,
                    drop_counter: Any = None, preaggregate: bool = True,
                    end_of_input: Optional[str] = None, state_encoding: str = "json",
-                   spark_event_time: bool = False) -> DataFrame:
+                   spark_event_time: bool = False, checkpoint: Optional[str] = None) -> DataFrame:
     """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
 
-    ``key_groups``: how many state values the keys are hashed into (default ``DEFAULT_KEY_GROUPS``,
-    whatever the session; fixed for the life of a checkpoint: a restart with another number is
-    refused, like any change the stored state cannot follow, see ``windowed_operator.state.fingerprint``);
+    ``key_groups``: how many state values the keys are hashed into, at most one task each (without
+    ``checkpoint``: 16 whatever the session; fixed for the life of a checkpoint: a restart with another
+    number is refused, like any change the stored state cannot follow, see
+    ``windowed_operator.state.fingerprint``);
+    ``checkpoint``: the query's ``checkpointLocation``, told so that its parallelism follows the cluster
+    (``driver.key_groups``): at its first start the key groups are chosen from the session's state
+    partitions (``spark.sql.shuffle.partitions``, at least 16) and placed evenly over them, kept in the
+    checkpoint and read back at every restart;
     ``vectorized=False`` forces the element-by-element path (the array path is used when the
     windows are assigned by timestamp and the accumulation has ``fold_array``);
     ``schema`` (DDL or StructType) declares the input's schema so that apply() never analyses the
@@ -78,7 +84,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
                 "input ends when the upstream's does)")
         return apply_fed_operator(op, feed, value_type=value_type, time_mode=time_mode, clock=clock,
                                   key_groups=key_groups, drop_counter=drop_counter, state_encoding=state_encoding,
-                                  spark_event_time=spark_event_time, vectorized=vectorized)
+                                  spark_event_time=spark_event_time, vectorized=vectorized, checkpoint=checkpoint)
     check_state_encoding(state_encoding)
     raw = read_raw_input(op, df, key=key, timestamp=timestamp, schema=schema, end_of_input=end_of_input)
     input_type, resolved_value_type = value_types(raw, value_type)
@@ -92,7 +98,7 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
         value_type=resolved_value_type, key_type=key_type,
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
         clock=clock or SparkBatchClock(), key_column=raw.key_col, time_column=raw.ts_col, value_column=value_column,
-        paths=paths, key_groups=resolve_key_groups(key_groups), state_key=raw.key_col,
+        paths=paths, **key_groups_for(df.sparkSession, key_groups, checkpoint).plan_fields(), state_key=raw.key_col,
         drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
         integral_columns=(raw.ts_col, *(f.name for f in raw.shape.fields if isinstance(f.dataType, IntegralType))))
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
@@ -121,7 +127,7 @@ def _stage_rows(raw: RawInput, plan: SparkPlan, value_type: Optional[str]) -> tu
         if projected_schema is None:
             projected_schema = _plain_schema(projected, raw.declared, raw.shape, raw.ts_col, columns)
         partition = plan.partition_column  # (its rows' maxima, per partition, to every group)
-        beats = Heartbeats(plan.key_groups if plan.keyed else 1, time_column=raw.ts_col if partition else None,
+        beats = Heartbeats(plan.groups(), time_column=raw.ts_col if partition else None,
                            partition_column=partition)
         projected = map_in_arrow(projected, beats, with_beat_column(projected_schema), columns)
         columns = [*columns, BEAT_COLUMN]

@@ -51,7 +51,8 @@ from ..plan import (PANE_COLUMN_OF, PHASE_COLUMN, ROUTE_COLUMN, SIDE_ROW_COLUMNS
                     SparkPlan)
 from ..scan.heartbeat import BEAT_COLUMN, WatermarkBeats, with_beat_column
 from .feed import Feed, attach_feed, feed_of, handing_on
-from .inputs import check_state_encoding, choose_time_mode, resolve_key_groups
+from .inputs import check_state_encoding, choose_time_mode
+from .key_groups import KeyGroups, key_groups_for
 from .stage import observation_name, run_processor
 from ..paths import object_paths
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
@@ -161,7 +162,8 @@ def _input_type(op: OperatorBase, frame: DataFrame) -> Optional[str]:
 def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str] = None, time_mode: str = "auto",
                        clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                        drop_counter: Any = None, state_encoding: str = "json",
-                       spark_event_time: bool = False, vectorized: bool = True, native: bool = True) -> DataFrame:
+                       spark_event_time: bool = False, vectorized: bool = True, native: bool = True,
+                       checkpoint: Optional[str] = None) -> DataFrame:
     """``op`` over the panes of the operator behind ``feed``: see the module's docstring.
     ``native=False``: never as Spark's own aggregation (a stage another stage reads)."""
     check_state_encoding(state_encoding)
@@ -182,7 +184,7 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
             f"watermark policy (it has {op.watermark.kind}); the upstream's policy decides the chain's watermark")
     feed = following_watermark(feed)
     mode = choose_time_mode(op, time_mode, watermark_rows=feed.watermark_rows)  # (checked on either plan)
-    groups = resolve_key_groups(key_groups)
+    groups = key_groups_for(feed.frame.sparkSession, key_groups, checkpoint)
     frame, group_column, key_type, state_key = _route(op, _with_watermark_beats(op, feed, groups), op.key_type)
     input_type = _input_type(op, feed.frame)
     if input_type is not None and not callable(op.value):
@@ -210,7 +212,7 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         side_outputs=op.late_data_output or op.on_bad_element == "dead_letter" or feed.side_rows,
         input_column=feed.side_rows and feed.input_column,
         clock=clock or SparkBatchClock(), key_column=group_column, time_column="timestamp",
-        key_groups=groups, state_key=state_key, drop_counter=drop_counter,
+        **groups.plan_fields(), state_key=state_key, drop_counter=drop_counter,
         state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
         event_time_output=spark_event_time,
@@ -234,13 +236,13 @@ def following_watermark(feed: Feed) -> Feed:
                                handing_on_watermark=None, time_mode=again.time_mode)
 
 
-def _with_watermark_beats(op: OperatorBase, feed: Feed, groups: int) -> Feed:
+def _with_watermark_beats(op: OperatorBase, feed: Feed, groups: KeyGroups) -> Feed:
     """``feed`` whose watermark rows (``Feed.watermark_rows``) are replaced by one heartbeat per key
     group of ``op`` (``groups``) carrying the upstream's watermark (``scan.heartbeat.WatermarkBeats``)."""
     if not feed.watermark_rows:
         return feed
     frame = feed.frame
-    beats = WatermarkBeats(groups if op.keyed else 1, WATERMARK_COLUMN)
+    beats = WatermarkBeats(groups.of_group() if op.keyed else (0,), WATERMARK_COLUMN)
     return dataclasses.replace(feed, frame=map_in_arrow(frame, beats, with_beat_column(frame.schema), frame.columns))
 
 
@@ -258,7 +260,7 @@ def apply_chain(operators: list[Any], df: DataFrame, *others: DataFrame, **optio
     stage only (the chain's output is what native Spark reads)."""
     event_time = {"spark_event_time": options.pop("spark_event_time", False)}
     passed = {k: v for k, v in options.items()
-              if k in ("time_mode", "clock", "key_groups", "state_encoding", "vectorized")}
+              if k in ("time_mode", "clock", "key_groups", "state_encoding", "vectorized", "checkpoint")}
     *inner, last = operators
     if not inner:
         return last.apply(df, *others, **options, **event_time)

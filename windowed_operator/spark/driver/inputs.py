@@ -18,7 +18,8 @@ from ...time import event_time_in_range, latest_event_time
 from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, needs_processing_time, partition_of
 from ...windows.session_windows import element_gap
 from ..errors import SparkOperatorError
-from ..plan import END_OF_INPUT, MARKER_ROWS, OBSERVATION_PREFIX, PHASE_COLUMN
+from ..plan import END_OF_INPUT, PHASE_COLUMN
+from ..progress import MARKER_ROWS, OBSERVATION_PREFIX
 from ..session import check_session
 
 #: The column holding each row's event time for Spark's ``withWatermark`` (bounded disorder).
@@ -225,23 +226,6 @@ def drop_end_of_input(df: DataFrame, ts_ms_col: str, has_helper: bool, marker: O
     elif marker is not None:
         df = df.where(~marker | F.col(ts_ms_col).isNull())
     return df.drop(marker_column) if marker_column is not None else df
-
-
-#: Key groups when apply() is not told: a constant, never derived from the session (a restart
-#: with another ``spark.sql.shuffle.partitions`` must find every key in the group it left it in).
-#: On local[2], 8 to 16 groups ran fastest (benchmarks/run.py: 8 groups 1.5x faster than 64); on
-#: a cluster, pass about 4 x the cores the query should use.
-DEFAULT_KEY_GROUPS = 16
-
-
-def resolve_key_groups(key_groups: Optional[int]) -> int:
-    """The number of key groups: fixed for the life of a checkpoint (its state's fingerprint holds
-    it, and a restart with another number is refused)."""
-    if key_groups is None:
-        return DEFAULT_KEY_GROUPS
-    if isinstance(key_groups, bool) or not isinstance(key_groups, int) or key_groups < 1:
-        raise SparkOperatorError(f"key_groups must be a positive integer, got {key_groups!r}")
-    return key_groups
 
 
 #: The column a gap expression of ``SessionWindows(gap=<Column>)`` is computed into.

@@ -31,10 +31,11 @@ from ...watermarks import BoundedDisorderWatermark
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
 from .feed import feed_of
+from .key_groups import key_groups_for
 from .inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_partition_column, check_state_encoding,
                             choose_time_mode, drop_end_of_input, end_of_input_marker, event_time_ms, known_type,
                             needs_heartbeats,
-                            refuse_derived_panes, require_streaming, resolve_column, resolve_key_groups, resolved_gap,
+                            refuse_derived_panes, require_streaming, resolve_column, resolved_gap,
                             with_operator_watermark)
 from .stage import run_processor
 from ..errors import SparkOperatorError
@@ -117,7 +118,8 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
                          value_type: Optional[str] = None, time_mode: str = "auto",
                          clock: Union[SparkBatchClock, FileClock, None] = None, key_groups: Optional[int] = None,
                          drop_counter: Any = None, end_of_input: Optional[str] = None,
-                         state_encoding: str = "json", spark_event_time: bool = False) -> DataFrame:
+                         state_encoding: str = "json", spark_event_time: bool = False,
+                         checkpoint: Optional[str] = None) -> DataFrame:
     """The streaming DataFrame of panes of a merge operator over two streaming DataFrames.
 
     Columns as for one-input operators (``key`` for keyed merges).  ``key``/``timestamp`` name the
@@ -152,7 +154,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
         clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
         time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, paths=object_paths(arrays),
         integral_columns=(MERGE_TIME_COLUMN,),
-        key_groups=resolve_key_groups(key_groups),
+        **key_groups_for(left.sparkSession, key_groups, checkpoint).plan_fields(),
         drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
         state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None,
         merge_names=((LEFT, MERGE_TIME_COLUMN, left_ts_col), (RIGHT, MERGE_TIME_COLUMN, right_ts_col),
@@ -161,7 +163,7 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
     assert set(PAYLOAD_COLUMNS) == set(SIDES)
     columns = None
     if idle:  # each group learns each input's batches and largest event times (``heartbeat``)
-        beats = Heartbeats(plan.key_groups if op.keyed else 1, SIDE_COLUMN, MERGE_TIME_COLUMN, plan.partition_column)
+        beats = Heartbeats(plan.groups(), SIDE_COLUMN, MERGE_TIME_COLUMN, plan.partition_column)
         union = union.mapInArrow(beats, with_beat_column(union.schema))
         columns = union.columns
         plan = dataclasses.replace(plan, heartbeats=True)

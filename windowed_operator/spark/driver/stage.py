@@ -21,7 +21,8 @@ from ..handoff import Handoff, choose_handoff
 from ..scan.heartbeat import BEAT_COLUMN
 from ..scan.packing import PACKED_COLUMN, PackRows
 from ..plan import (BAD_COUNT_COLUMN, EVENT_TIME_COLUMN, GROUP_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN,
-                    LATE_COUNT_COLUMN, OBSERVATION_PREFIX, WATERMARK_COLUMN, SparkPlan)
+                    LATE_COUNT_COLUMN, WATERMARK_COLUMN, SparkPlan)
+from ..progress import OBSERVATION_PREFIX
 from ..settings import warn_removed_confs
 from .feed import Feed, attach_feed, feed_of, pane_rows
 
@@ -86,7 +87,7 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     plan = dataclasses.replace(plan, input_columns=tuple(columns), timezone=timezone)
     warn_removed_confs(projected)
     if packed:  # one row per key group and scan chunk instead of pyspark's row-by-row handoff
-        projected, columns = _packed(projected, key_col, columns)
+        projected, columns = _packed(projected, key_col, columns, plan.group_values is not None)
     out = _transformed(projected, plan, columns)
     observation = observation or observation_name(plan.operator)
     out = observe_drops(out, plan, observation)  # (the pane rows and the output below: one stateful stage)
@@ -119,6 +120,8 @@ def _grouped(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
              columns: Optional[list[str]]) -> tuple[DataFrame, list[str]]:
     """The rows with their key group (``GROUP_COLUMN``; a heartbeat row names its own: ``heartbeat``)."""
     group = F.lit(0) if key_col is None else F.pmod(F.xxhash64(F.col(key_col)), F.lit(plan.key_groups))
+    if key_col is not None and plan.group_values is not None:  # (a balanced placement: ``key_groups``)
+        group = F.element_at(F.array(*[F.lit(v) for v in plan.group_values]), (group + 1).cast("int"))
     if plan.heartbeats:
         group = F.coalesce(F.col(BEAT_COLUMN), group)
     projected = projected.withColumn(GROUP_COLUMN, group)
@@ -128,10 +131,11 @@ def _grouped(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
     return projected, columns
 
 
-def _packed(projected: DataFrame, key_col: Optional[str], columns: list[str]) -> tuple[DataFrame, list[str]]:
+def _packed(projected: DataFrame, key_col: Optional[str], columns: list[str],
+            balanced: bool) -> tuple[DataFrame, list[str]]:
     """The rows packed per key group and scan chunk (``scan.packing``); the group column keeps its
-    type (pmod of xxhash64 is a bigint, the unkeyed group an int)."""
-    group_type = LongType() if key_col is not None else IntegerType()
+    type (pmod of xxhash64 is a bigint; the unkeyed group and a balanced placement's, an int)."""
+    group_type = LongType() if key_col is not None and not balanced else IntegerType()
     packed_schema = StructType([StructField(GROUP_COLUMN, group_type, True),
                                 StructField(PACKED_COLUMN, BinaryType(), True)])
     return map_in_arrow(projected, PackRows(GROUP_COLUMN), packed_schema, columns), [GROUP_COLUMN, PACKED_COLUMN]

@@ -74,13 +74,13 @@ def filler(n: int, type_: pa.DataType) -> pa.Array:
 @dataclass(frozen=True)
 class Heartbeats:
     """The ``mapInArrow`` function: a partition's batches, then, if it had rows, one heartbeat per
-    key group; for a merge (``side_column``), one per key group and input that had rows, carrying
+    key group (``groups``: each group's value in Spark, ``SparkPlan.groups``); for a merge (``side_column``), one per key group and input that had rows, carrying
     the input's largest event time in range in ``time_column`` (each group keeps each input's
     bounded-disorder watermark from them: Spark's own is one minimum over both); with
     ``partition_column``, one per key group, input and partition, carrying the partition's largest
     event time in range (``time_column`` is then required)."""
 
-    groups: int
+    groups: tuple[int, ...]
     side_column: Optional[str] = None
     time_column: Optional[str] = None
     partition_column: Optional[str] = None
@@ -123,20 +123,20 @@ class Heartbeats:
                 del seen[entry]  # (the input's partitions' beats say it had rows)
 
     def _beats(self, schema: pa.Schema, seen: dict[Any, Optional[int]]) -> pa.RecordBatch:
-        n = self.groups * len(seen)
+        n = len(self.groups) * len(seen)
         sides = [entry[0] if isinstance(entry, tuple) else entry for entry in seen]
         parts = [entry[1] if isinstance(entry, tuple) else None for entry in seen]
         columns = []
         for field in list(schema)[:-1]:  # (the last is the heartbeat column)
             if field.name == self.side_column:
-                columns.append(pa.array([side for side in sides for _ in range(self.groups)], field.type))
+                columns.append(pa.array([side for side in sides for _ in self.groups], field.type))
             elif field.name == self.partition_column:
-                columns.append(pa.array([part for part in parts for _ in range(self.groups)], field.type))
+                columns.append(pa.array([part for part in parts for _ in self.groups], field.type))
             elif field.name == self.time_column:
-                columns.append(pa.array([ts for ts in seen.values() for _ in range(self.groups)], field.type))
+                columns.append(pa.array([ts for ts in seen.values() for _ in self.groups], field.type))
             else:
                 columns.append(filler(n, field.type))
-        groups = pa.array([g for _ in seen for g in range(self.groups)], pa.int32())
+        groups = pa.array([g for _ in seen for g in self.groups], pa.int32())
         return pa.RecordBatch.from_arrays([*columns, groups], schema=schema)
 
 
@@ -144,9 +144,10 @@ class Heartbeats:
 class WatermarkBeats:
     """The ``mapInArrow`` function over an upstream stage's pane rows (``feed.pane_rows``): the rows
     pass unchanged, but those carrying the upstream's watermark in ``column`` (its count rows), which
-    are replaced by one heartbeat per key group (``groups``) holding their largest watermark."""
+    are replaced by one heartbeat per key group (``groups``: each group's value in Spark) holding their
+    largest watermark."""
 
-    groups: int
+    groups: tuple[int, ...]
     column: str
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -164,9 +165,10 @@ class WatermarkBeats:
             if batch.num_rows:
                 yield not_beats(batch, schema)
         if largest is not None and schema is not None:
-            columns = [pa.array([largest] * self.groups, field.type) if field.name == self.column
-                       else filler(self.groups, field.type) for field in list(schema)[:-1]]
-            yield pa.RecordBatch.from_arrays([*columns, pa.array(range(self.groups), pa.int32())], schema=schema)
+            n = len(self.groups)
+            columns = [pa.array([largest] * n, field.type) if field.name == self.column
+                       else filler(n, field.type) for field in list(schema)[:-1]]
+            yield pa.RecordBatch.from_arrays([*columns, pa.array(self.groups, pa.int32())], schema=schema)
 
 
 def split_watermark_beats(frame: Optional[pd.DataFrame], column: str) -> tuple[Optional[pd.DataFrame], Optional[int]]:

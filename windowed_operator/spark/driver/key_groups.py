@@ -1,0 +1,161 @@
+"""How many key groups a query's stateful stages hash keys into, and the value each group takes in Spark.
+
+The stateful operator groups rows by key group (``stage._grouped``): one Python call and one timer per
+group and micro-batch, so a group's count bounds the tasks that do the operator's work, and Spark
+places group value ``v`` in state partition ``pmod(murmur3(v, 42), partitions)`` (its hash
+partitioning of the grouping column).  Two placements:
+
+- **before this module** (every checkpoint written so far, and any query whose checkpoint apply() is
+  not told): group ``g`` is the bigint ``g`` itself, ``key_groups`` defaults to 16 whatever the
+  cluster, and hash collisions leave partitions idle: of 16 cores, 10 have work
+  (``benchmarks/scaling_model.py``);
+- **balanced** (a query first started with ``apply(df, checkpoint=...)``): the count follows the
+  cluster (``first_count``: the state partitions, ``spark.sql.shuffle.partitions`` at the first
+  start, times what brings it to at least 16), and group ``g`` is an int chosen so that Spark places it
+  in partition ``g mod partitions``: every partition holds the same number of groups.
+
+The choice is kept in the checkpoint (``checkpoint_record``, beside Spark's own files) and read back at every
+restart told the checkpoint, so a restart under another session keeps it.  A restart of a balanced
+checkpoint that is not told it (or of an earlier one told a balanced placement) is refused by Spark at
+its first batch (``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``: the grouping column is an int in one and a
+bigint in the other), never silently: no key finds another's state.  Spark's offline state
+repartitioning (``spark._streamingCheckpointManager.repartition``) moves whole groups to a new number
+of partitions; the groups keep their values, placed by Spark's hash from then on.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..checkpoint_record import RECORD, has_batches, read_record, update_record
+from ..errors import SparkOperatorError
+
+#: Key groups when apply() is not told the checkpoint: a constant, never derived from the session (a
+#: restart with another ``spark.sql.shuffle.partitions`` must find every key in the group it left it
+#: in).  On local[2], 8 to 16 groups ran fastest (benchmarks/run.py: 8 groups 1.5x faster than 64).
+DEFAULT_KEY_GROUPS = 16
+#: The largest group count a balanced placement takes (its values are ints below 2^31).
+MAX_KEY_GROUPS = 1 << 16
+
+_MASK = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class KeyGroups:
+    """A query's key groups: ``count``, and ``values`` (group ``g``'s value in Spark, an int; None:
+    the bigint ``g`` itself, as before balanced placement)."""
+
+    count: int
+    values: Optional[tuple[int, ...]] = None
+
+    def plan_fields(self) -> dict[str, Any]:
+        """The ``SparkPlan`` fields that say it."""
+        return {"key_groups": self.count, "group_values": self.values}
+
+    def of_group(self) -> tuple[int, ...]:
+        """Each group's value in Spark, in group order (what a heartbeat for each group carries)."""
+        return self.values if self.values is not None else tuple(range(self.count))
+
+
+def resolve_key_groups(key_groups: Optional[int]) -> int:
+    """The number of key groups of a query whose checkpoint apply() is not told: ``key_groups``, or
+    ``DEFAULT_KEY_GROUPS``.  Fixed for the life of a checkpoint (its state's fingerprint holds it, and
+    a restart with another number is refused)."""
+    if key_groups is None:
+        return DEFAULT_KEY_GROUPS
+    return _checked(key_groups)
+
+
+def _checked(key_groups: Any) -> int:
+    if isinstance(key_groups, bool) or not isinstance(key_groups, int) or key_groups < 1:
+        raise SparkOperatorError(f"key_groups must be a positive integer, got {key_groups!r}")
+    return key_groups
+
+
+def first_count(partitions: int) -> int:
+    """The key groups of a query first started on ``partitions`` state partitions: a multiple of them,
+    at least 16 (each partition the same number of groups; one call per group and batch)."""
+    return partitions * math.ceil(DEFAULT_KEY_GROUPS / partitions)
+
+
+def key_groups_for(spark: Any, key_groups: Optional[int], checkpoint: Optional[str]) -> KeyGroups:
+    """The key groups of a query over ``spark``'s session: without ``checkpoint``, ``key_groups`` (or
+    16) placed as before; with it, those its ``RECORD`` keeps, else (a first start) ``key_groups`` or
+    ``first_count`` of the session's shuffle partitions, balanced over them, and the record written.
+    A checkpoint started before balanced placement (it holds batches but no record) keeps the earlier
+    placement, with ``key_groups`` or 16 (its state's fingerprint refuses another count)."""
+    if checkpoint is None:
+        return KeyGroups(resolve_key_groups(key_groups))
+    record = read_record(checkpoint, spark)
+    if "key_groups" in record:
+        kept = KeyGroups(int(record["key_groups"]),
+                         tuple(int(v) for v in record["values"]) if record.get("values") is not None else None)
+        if key_groups is not None and _checked(key_groups) != kept.count:
+            raise SparkOperatorError(
+                f"key_groups={key_groups}, but the checkpoint {checkpoint} keeps {kept.count} key groups "
+                f"({RECORD}): a checkpoint's key groups never change; leave key_groups out, or start a new checkpoint")
+        return kept
+    if has_batches(checkpoint, spark):
+        return KeyGroups(resolve_key_groups(key_groups))  # (no record written: its count is the fingerprint's)
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    count = _checked(key_groups) if key_groups is not None else first_count(partitions)
+    if count > MAX_KEY_GROUPS:
+        raise SparkOperatorError(f"key_groups={count}: at most {MAX_KEY_GROUPS}")
+    chosen = KeyGroups(count, balanced_values(count, partitions))
+    update_record(checkpoint, {"key_groups": chosen.count, "values": list(chosen.of_group()),
+                               "partitions_at_first_start": partitions}, spark)
+    return chosen
+
+
+def balanced_values(count: int, partitions: int) -> tuple[int, ...]:
+    """An int value for each of ``count`` groups, distinct, such that Spark places group ``g`` in state
+    partition ``g mod partitions`` (``pmod(murmur3_int(v), partitions)``): the smallest free ones."""
+    wanted = [count // partitions + (1 if p < count % partitions else 0) for p in range(partitions)]
+    found: list[list[int]] = [[] for _ in range(partitions)]
+    missing, value = count, 0
+    while missing:
+        partition = murmur3_int(value) % partitions
+        if len(found[partition]) < wanted[partition]:
+            found[partition].append(value)
+            missing -= 1
+        value += 1
+    return tuple(found[g % partitions][g // partitions] for g in range(count))
+
+
+# -- Spark's Murmur3 (Murmur3_x86_32, seed 42: ``hash()`` and hash partitioning) -------------------------
+def _rotl(value: int, bits: int) -> int:
+    return ((value << bits) | (value >> (32 - bits))) & _MASK
+
+
+def _mix_k1(k1: int) -> int:
+    return (_rotl((k1 * 0xCC9E2D51) & _MASK, 15) * 0x1B873593) & _MASK
+
+
+def _mix_h1(h1: int, k1: int) -> int:
+    return (_rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & _MASK
+
+
+def _fmix(h1: int, length: int) -> int:
+    h1 ^= length
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _MASK
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _MASK
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's hash of an int (``Murmur3_x86_32.hashInt``)."""
+    return _fmix(_mix_h1(seed & _MASK, _mix_k1(value & _MASK)), 4)
+
+
+def murmur3_long(value: int, seed: int = 42) -> int:
+    """Spark's hash of a bigint (``Murmur3_x86_32.hashLong``)."""
+    value &= (1 << 64) - 1
+    return _fmix(_mix_h1(_mix_h1(seed & _MASK, _mix_k1(value & _MASK)), _mix_k1(value >> 32)), 8)
+
+
+__all__ = ["DEFAULT_KEY_GROUPS", "KeyGroups", "RECORD", "balanced_values", "first_count", "key_groups_for",
+           "murmur3_int", "murmur3_long", "resolve_key_groups"]
