@@ -12,6 +12,7 @@ the master and the worker run in a temporary directory with no PYTHONPATH, so no
 executor to the repository.  Without shipping, the run fails with "No module named 'windowed_operator'"
 in the executor's TransformWithStateInPandas worker.
 """
+import contextlib
 import importlib.util
 import io
 import json
@@ -73,9 +74,10 @@ def wait_until(check, what: str, logs: list[Path], timeout: float = TIMEOUT):
         f"\n--- {log.name} ---\n{log.read_text()[-3000:]}" for log in logs if log.exists()))
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    """spark://127.0.0.1:PORT with one worker (1 core, 1g), stopped (with its executors) afterwards."""
+@contextlib.contextmanager
+def standalone_cluster(tmp_path: Path, workers: int = 1):
+    """spark://127.0.0.1:PORT with ``workers`` workers (1 core, 1g each), stopped (with their executors)
+    afterwards; yields the master's URL, the logs and the worker processes."""
     home = spark_home()
     spark_class = home / "bin" / "spark-class"
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -83,10 +85,11 @@ def cluster(tmp_path):
     if not spark_class.exists() or not (home / "jars").is_dir():
         pytest.skip(f"the pyspark package has no {spark_class} or jars/ to start a standalone cluster with")
     conf_dir = tmp_path / "conf"  # empty: no spark-env.sh or spark-defaults.conf from elsewhere
-    conf_dir.mkdir()
+    conf_dir.mkdir(parents=True)
     env = clean_env(SPARK_CONF_DIR=str(conf_dir))
     port, ui = free_port(), free_port()
-    logs, processes = [tmp_path / "master.log", tmp_path / "worker.log"], []
+    logs = [tmp_path / "master.log", *[tmp_path / f"worker-{i}.log" for i in range(workers)]]
+    processes: list = []
 
     def start(args, log):
         with open(log, "wb") as out:  # the child keeps its own descriptor
@@ -101,13 +104,14 @@ def cluster(tmp_path):
         start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                "--webui-port", str(ui)], logs[0])
         wait_until(lambda: alive_workers() == 0, "the master's web UI", logs)
-        start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
-               "--port", str(free_port()), "--webui-port", str(free_port()), "--cores", "1", "--memory", "1g",
-               "--work-dir", str(tmp_path / "worker")], logs[1])
-        wait_until(lambda: alive_workers() == 1, "the worker registering with the master", logs)
-        yield f"spark://127.0.0.1:{port}", logs
+        for i in range(workers):
+            start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1",
+                   "--port", str(free_port()), "--webui-port", str(free_port()), "--cores", "1", "--memory", "1g",
+                   "--work-dir", str(tmp_path / ("worker" if workers == 1 else f"worker-{i}"))], logs[1 + i])
+        wait_until(lambda: alive_workers() == workers, "the workers registering with the master", logs)
+        yield f"spark://127.0.0.1:{port}", logs, processes[1:]
     finally:
-        for process in reversed(processes):  # the worker first: it stops its executors
+        for process in reversed(processes):  # the workers first: they stop their executors
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
                 try:
@@ -115,6 +119,13 @@ def cluster(tmp_path):
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait(timeout=10)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A standalone master and one worker (``standalone_cluster``): its URL and logs."""
+    with standalone_cluster(tmp_path) as (master, logs, _):
+        yield master, logs
 
 
 def isolated_python(directory: Path) -> Path:
@@ -278,3 +289,25 @@ def test_run_on_a_standalone_cluster_ships_the_library_and_equals_local_mode(spa
     assert shipped, "the library zip did not reach the executor"
     print(f"local mode {local_seconds:.1f} s, cluster {cluster_seconds:.1f} s (side by side), "
           f"{sum(local_rows.values())} panes each")
+
+
+@pytest.mark.spark
+def test_an_executor_lost_mid_batch_loses_and_repeats_nothing(tmp_path):
+    """Two workers, the key groups over 4 state partitions on both executors; one executor's JVM is
+    SIGKILLed while the driver's sink reads a batch (its jobs running on the executors): the query
+    finishes, and the table equals the local runner's (benchmarks/executor_loss.py; its loop of 10 kills
+    is in benchmarks/results/executor_loss.txt)."""
+    import random
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import executor_loss
+    import table_sink_crash as crash
+
+    batches = crash.make_batches(seed=3, n_batches=4)
+    with standalone_cluster(tmp_path / "cluster", workers=2) as (master, _, workers):
+        outcome = executor_loss.run_with_executor_kills(tmp_path / "run", master, [w.pid for w in workers], batches,
+                                                        kills=1, rng=random.Random(2), say=lambda _: None)
+    assert len(outcome["kills"]) == 1, outcome
+    expected = executor_loss.reference_rows(tmp_path, batches)
+    assert len(expected) > 5
+    assert crash.table_rows(tmp_path / "run" / "results.db", "sessions") == expected
