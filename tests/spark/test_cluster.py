@@ -303,7 +303,7 @@ def test_an_executor_lost_mid_batch_loses_and_repeats_nothing(tmp_path):
     import executor_loss
     import table_sink_crash as crash
 
-    batches = crash.make_batches(seed=3, n_batches=4)
+    batches = crash.make_batches(seed=3, n_batches=3)
     with standalone_cluster(tmp_path / "cluster", workers=2) as (master, _, workers):
         outcome = executor_loss.run_with_executor_kills(tmp_path / "run", master, [w.pid for w in workers], batches,
                                                         kills=1, rng=random.Random(2), say=lambda _: None)

@@ -148,3 +148,33 @@ def test_a_later_stage_takes_the_upstreams_watermark_rows_in_their_batch_never_b
     assert group_timers.watermark(SparkClock(1_000_000), meta, 2) == 90
     group_timers.split_beats(rows_of(([None], [None], [150])), meta)
     assert group_timers.watermark(SparkClock(1_000_000), meta, 3) == 150
+
+
+def test_idleness_is_measured_on_a_clock_that_stops_with_the_query(monkeypatch):
+    """Without ``partition=`` too (the Spark restart test runs the partitioned form): a group's quiet time
+    leaves out the time between its last call of one run of the query and its first of the next
+    (``GroupTimers.reading_time``), and an input with rows in a batch is not idle in it (``touch``)."""
+    from windowed_operator.spark.worker import timers as worker_timers
+
+    idle = 20_000
+    op = KeyedWindowedOperator(TimeWindows(10_000), Count(), key="user", timestamp="ts",
+                               watermark=bounded_disorder(DELAY, idle_timeout=idle))
+    plan = SparkPlan(operator=op, keyed=True, time_mode="ProcessingTime", value_type="bigint", key_type="string",
+                     side_outputs=False, key_column="user", heartbeats=True)
+    group_timers = GroupTimers(plan, store=None)
+    meta: dict = {}
+    run = ["run-1"]
+    monkeypatch.setattr(worker_timers, "query_run", lambda: run[0])
+    spark_watermark = SparkClock(5_000)
+    with_rows = ({"": None}, {})
+    assert group_timers.watermark(spark_watermark, meta, 1_000, with_rows) == 5_000
+    group_timers.note_input(meta, with_rows, 1_000)
+    assert group_timers.watermark(spark_watermark, meta, 2_000) == 5_000  # quiet 1 s, in run 1
+    run[0] = "run-2"  # stopped for 10 minutes: quiet since 1,000 on the reading clock, 1 s of it read
+    assert group_timers.watermark(spark_watermark, meta, 602_000) == 5_000
+    assert meta["paused"] == 600_000
+    # quiet for longer than the timeout while the query runs: the watermark advances with the time read
+    assert group_timers.watermark(spark_watermark, meta, 602_000 + idle + 500) == 5_000 + 1_500
+    # a batch with rows after a long quiet: the input is not idle in it, event time rules (the group's
+    # saved watermark, meta "wm", keeps what was reached: never back)
+    assert group_timers.watermark(spark_watermark, meta, 602_000 + idle + 60_000, with_rows) == 5_000

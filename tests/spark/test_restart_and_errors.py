@@ -270,45 +270,32 @@ def test_a_restart_the_state_cannot_follow_is_refused_naming_what_changed(spark,
     assert named in str(caught.value)
 
 
-def test_key_groups_chosen_at_the_first_start_are_kept_through_another_session(spark, tmp_path):
-    """apply(checkpoint=...): the first start on 8 state partitions takes 16 key groups placed 2 to a
-    partition (``driver.key_groups``) and keeps them in the checkpoint; the restart, under a session of 3
-    shuffle partitions, reads them back and continues exactly (an uninterrupted run's panes)."""
-    from windowed_operator.spark.driver.key_groups import RECORD, balanced_values
-
-    op = _tumbling()
-    expected = local_panes(run_local_like_spark(op, RESTART_BATCHES, DELAY))
-    told = {"checkpoint": str(tmp_path / "checkpoint")}
-    before = spark.conf.get("spark.sql.shuffle.partitions")
-    try:
-        spark.conf.set("spark.sql.shuffle.partitions", "8")
-        rows = _run_in_two_halves(spark, tmp_path, op, op, first_options=told, second_options=told,
-                                  between=lambda: spark.conf.set("spark.sql.shuffle.partitions", "3"))
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", before)
-    assert rows == expected
-    record = json.loads((tmp_path / "checkpoint" / RECORD).read_text())
-    assert record == {"key_groups": 16, "values": list(balanced_values(16, 8)), "partitions_at_first_start": 8}
-
-
 def test_safe_changes_and_another_session_continue_exactly(spark, tmp_path):
     """Lateness (lowered), outputs and accumulating -> retracting may change; the session's shuffle partition
     count may too (the checkpoint keeps its own, and key groups never follow it).  (The default
-    trigger's columnar state has no retracting form: that change is refused as a layout change.)"""
+    trigger's columnar state has no retracting form: that change is refused as a layout change.)  Both
+    runs are told the checkpoint (``apply(checkpoint=...)``): the first start on 2 state partitions takes
+    16 key groups placed 8 to a partition (``driver.key_groups``) and keeps them in the checkpoint, and the
+    restart under 5 shuffle partitions reads them back."""
+    from windowed_operator.spark.driver.key_groups import RECORD, balanced_values
+
     late_firings = TriggerOption.at_watermark().with_late_firings_at_every(count=1)
     first = _tumbling(trigger=late_firings.accumulating_fired_panes(), allowed_lateness=5_000)
     second = _tumbling(allowed_lateness=1_000, late_data_output=True,
                        trigger=late_firings.accumulating_and_retracting_fired_panes())
     expected = local_panes(run_local_like_spark(first, RESTART_BATCHES, DELAY))
     before = spark.conf.get("spark.sql.shuffle.partitions")
+    told = {"checkpoint": str(tmp_path / "checkpoint")}
     try:
-        rows = _run_in_two_halves(spark, tmp_path, first, second,
+        rows = _run_in_two_halves(spark, tmp_path, first, second, first_options=told, second_options=told,
                                   between=lambda: spark.conf.set("spark.sql.shuffle.partitions", "5"))
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
     assert rows == expected
     on_time = Counter((p[0], p[1]) for p in rows if p[4] == "ON_TIME")
     assert len(on_time) == 16 and set(on_time.values()) == {1}, "every window fired one whole ON_TIME pane"
+    assert before == "2" and json.loads((tmp_path / "checkpoint" / RECORD).read_text()) == {
+        "key_groups": 16, "values": list(balanced_values(16, 2)), "partitions_at_first_start": 2}
 
 
 @pytest.mark.parametrize("options", [{}, {"preaggregate": False}], ids=["chained", "rows"])
