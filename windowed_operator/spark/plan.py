@@ -99,6 +99,15 @@ class UpstreamPaneReader:
         return self.reader.read(pane_from_row(record, self.upstream), default_timestamp, now)
 
 
+
+def each_group(keyed: bool, key_groups: int, group_values: Optional[tuple[int, ...]]) -> tuple[int, ...]:
+    """Each key group's value in Spark, in group order, what a heartbeat for each group carries: the
+    balanced placement's ints (``driver.key_groups``), else the bigints ``0 .. key_groups - 1``; one
+    group, 0, for a non-keyed operator."""
+    if not keyed:
+        return (0,)
+    return group_values if group_values is not None else tuple(range(key_groups))
+
 @dataclass(frozen=True)
 class SparkPlan:
     operator: WindowingOptions
@@ -237,11 +246,8 @@ class SparkPlan:
             for side, column in PAYLOAD_COLUMNS.items()}, self.merge_names)
 
     def groups(self) -> tuple[int, ...]:
-        """Each key group's value in Spark, in group order (one for a non-keyed operator): what a
-        heartbeat for each group carries."""
-        if not self.keyed:
-            return (0,)
-        return self.group_values if self.group_values is not None else tuple(range(self.key_groups))
+        """Each key group's value in Spark, in group order (``each_group``)."""
+        return each_group(self.keyed, self.key_groups, self.group_values)
 
     def processor_fields(self) -> list[tuple[str, str]]:
         """The processor's output columns and their DDL types: times as epoch ms (converted to

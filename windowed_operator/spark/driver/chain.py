@@ -48,7 +48,7 @@ from ..clock import FileClock, SparkBatchClock
 from ..errors import SparkOperatorError
 from ..connect_compat import map_in_arrow
 from ..plan import (PANE_COLUMN_OF, PHASE_COLUMN, ROUTE_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, WATERMARK_COLUMN,
-                    SparkPlan)
+                    SparkPlan, each_group)
 from ..scan.heartbeat import BEAT_COLUMN, WatermarkBeats, with_beat_column
 from .feed import Feed, attach_feed, feed_of, handing_on
 from .inputs import check_state_encoding, choose_time_mode
@@ -242,7 +242,7 @@ def _with_watermark_beats(op: OperatorBase, feed: Feed, groups: KeyGroups) -> Fe
     if not feed.watermark_rows:
         return feed
     frame = feed.frame
-    beats = WatermarkBeats(groups.of_group() if op.keyed else (0,), WATERMARK_COLUMN)
+    beats = WatermarkBeats(each_group(op.keyed, groups.count, groups.values), WATERMARK_COLUMN)
     return dataclasses.replace(feed, frame=map_in_arrow(frame, beats, with_beat_column(frame.schema), frame.columns))
 
 

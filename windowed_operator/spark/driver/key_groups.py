@@ -53,10 +53,6 @@ class KeyGroups:
         """The ``SparkPlan`` fields that say it."""
         return {"key_groups": self.count, "group_values": self.values}
 
-    def of_group(self) -> tuple[int, ...]:
-        """Each group's value in Spark, in group order (what a heartbeat for each group carries)."""
-        return self.values if self.values is not None else tuple(range(self.count))
-
 
 def resolve_key_groups(key_groups: Optional[int]) -> int:
     """The number of key groups of a query whose checkpoint apply() is not told: ``key_groups``, or
@@ -102,10 +98,10 @@ def key_groups_for(spark: Any, key_groups: Optional[int], checkpoint: Optional[s
     count = _checked(key_groups) if key_groups is not None else first_count(partitions)
     if count > MAX_KEY_GROUPS:
         raise SparkOperatorError(f"key_groups={count}: at most {MAX_KEY_GROUPS}")
-    chosen = KeyGroups(count, balanced_values(count, partitions))
-    update_record(checkpoint, {"key_groups": chosen.count, "values": list(chosen.of_group()),
-                               "partitions_at_first_start": partitions}, spark)
-    return chosen
+    values = balanced_values(count, partitions)
+    update_record(checkpoint, {"key_groups": count, "values": list(values), "partitions_at_first_start": partitions},
+                  spark)
+    return KeyGroups(count, values)
 
 
 def balanced_values(count: int, partitions: int) -> tuple[int, ...]:

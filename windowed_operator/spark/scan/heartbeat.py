@@ -114,15 +114,16 @@ class Heartbeats:
             if self.partition_column is None:
                 seen[side] = max_known(seen.get(side), largest)
                 continue
+            seen.setdefault((side, None), None)  # (the input had rows, whatever their partitions)
             if found["part"] is not None:  # (a null partition: a bad element, no partition's)
                 seen[(side, found["part"])] = max_known(seen.get((side, found["part"])), largest)
-            elif not any(isinstance(entry, tuple) and entry[0] == side for entry in seen):
-                seen[(side, None)] = None  # (the input had rows, none with a partition)
-        for entry in [entry for entry in seen if isinstance(entry, tuple) and entry[1] is None]:
-            if any(isinstance(other, tuple) and other[0] == entry[0] and other[1] is not None for other in seen):
-                del seen[entry]  # (the input's partitions' beats say it had rows)
 
     def _beats(self, schema: pa.Schema, seen: dict[Any, Optional[int]]) -> pa.RecordBatch:
+        with_partitions = {entry[0] for entry in seen if isinstance(entry, tuple) and entry[1] is not None}
+        # (an input's own beat only where none of its partitions has one: its null in an integer
+        # partition column would make the frame's column float, and its partitions' beats say it had rows)
+        seen = {entry: ts for entry, ts in seen.items()
+                if not (isinstance(entry, tuple) and entry[1] is None and entry[0] in with_partitions)}
         n = len(self.groups) * len(seen)
         sides = [entry[0] if isinstance(entry, tuple) else entry for entry in seen]
         parts = [entry[1] if isinstance(entry, tuple) else None for entry in seen]
