@@ -69,6 +69,32 @@ DEMO_PLOT = os.path.join(tempfile.gettempdir(), "windowed-operator-demo-timeline
 
 
 def _main(argv: Optional[list[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command in ("state", "demo", "repartition") or (args.command == "run" and not args.local):
+        refused = _missing_spark(getattr(args, "file", None) or args.command)
+        if refused is not None:
+            return refused
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "state": _state, "validate": _pipeline, "run": _pipeline, "demo": _demo, "repartition": _repartition}
+    return commands[args.command](args)
+
+
+def _conf_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _py_file_list(text: str) -> list[str]:
+    files = [f.strip() for f in text.split(",") if f.strip()]
+    missing = [f for f in files if "://" not in f and not os.path.exists(f)]
+    if missing:
+        raise argparse.ArgumentTypeError(f"no such file: {', '.join(missing)}")
+    return files
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="windowed-operator", description="Beam-style windowed operators on Spark")
     parser.add_argument("--version", action="version", version=f"windowed-operator {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -92,23 +118,7 @@ def _main(argv: Optional[list[str]] = None) -> int:
                              help="let the file's sources, sinks and checkpoints lie outside its directory")
     run.add_argument("--master", default=None, help="Spark master (default: local[*], or MASTER from the environment)")
     run.add_argument("--local", action="store_true", help="run in the local runner instead of Spark (small data)")
-
-    def conf_pair(text: str) -> tuple[str, str]:
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-        return key.strip(), value
-
-    def py_file_list(text: str) -> list[str]:
-        files = [f.strip() for f in text.split(",") if f.strip()]
-        missing = [f for f in files if "://" not in f and not os.path.exists(f)]
-        if missing:
-            raise argparse.ArgumentTypeError(f"no such file: {', '.join(missing)}")
-        return files
-
-    run.add_argument("--conf", action="append", default=[], type=conf_pair, metavar="KEY=VALUE",
-                     help="a Spark setting for the session (repeatable), e.g. --conf spark.executor.memory=2g")
-    run.add_argument("--py-files", default=[], type=py_file_list, metavar="A.zip,B.py",
+    run.add_argument("--py-files", default=[], type=_py_file_list, metavar="A.zip,B.py",
                      help="user code (.py, .zip, .egg; comma-separated) shipped to the driver and executors; the "
                           "library itself is shipped to a cluster (spark://...) automatically")
     state = sub.add_parser("state", help="print the windows each key holds in a checkpoint (pending, fired, trigger "
@@ -117,81 +127,112 @@ def _main(argv: Optional[list[str]] = None) -> int:
     state.add_argument("--key", help="only this key (compared as text)")
     state.add_argument("--limit", type=int, default=50, help="at most this many keys (default 50)")
     state.add_argument("--operator-id", type=int, default=0, help="the stateful operator in the query (default 0)")
-    for command in (demo, run, state):
+    repartition = sub.add_parser(
+        "repartition", help="move a stopped query's state to another number of state partitions (a cluster of "
+                            "another size); Spark 4.2+")
+    repartition.add_argument("checkpoint", help="the query's checkpointLocation")
+    repartition.add_argument("--partitions", type=int, required=True, help="the new number of state partitions")
+    repartition.add_argument("--file-sink", action="append", default=[], metavar="PATH",
+                             help="the output path of a Spark file sink the query writes (repeatable): its log "
+                                  "gets the new batch")
+    repartition.add_argument("--quiet-seconds", type=float, default=60.0,
+                             help="refuse a checkpoint whose last batch committed more recently (default 60: its "
+                                  "query may be running); 0 once you know it is stopped")
+    repartition.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
+    for command in (run, repartition):
+        command.add_argument("--conf", action="append", default=[], type=_conf_pair, metavar="KEY=VALUE",
+                             help="a Spark setting for the session (repeatable), e.g. --conf spark.executor.memory=2g")
+    for command in (demo, run, state, repartition):
         command.add_argument("--debug", action="store_true",
                              help="show Spark's console output and full tracebacks (default: Spark's output goes "
                                   "to a log file, errors print as one line)")
-    args = parser.parse_args(argv)
-    if args.command in ("state", "demo") or (args.command == "run" and not args.local):
-        refused = _missing_spark(getattr(args, "file", None) or args.command)
-        if refused is not None:
-            return refused
-    if args.command == "state":
-        spark_log = None if args.debug else spark_log_path("state")
+    return parser
 
-        def show_state() -> int:
-            from .spark.inspect import describe_checkpoint
-            from .spark.session import local_session
 
-            spark = local_session(master="local[1]", app_name="windowed-operator-state", spark_log=spark_log)
-            for line in describe_checkpoint(spark, args.checkpoint, args.key, args.limit, args.operator_id):
-                print(line)
+def _state(args: argparse.Namespace) -> int:
+    spark_log = None if args.debug else spark_log_path("state")
+
+    def show_state() -> int:
+        from .spark.inspect import describe_checkpoint
+        from .spark.session import local_session
+
+        spark = local_session(master="local[1]", app_name="windowed-operator-state", spark_log=spark_log)
+        for line in describe_checkpoint(spark, args.checkpoint, args.key, args.limit, args.operator_id):
+            print(line)
+        return 0
+
+    return _run_reporting_errors(args.checkpoint, args.debug, spark_log, show_state)
+
+
+def _repartition(args: argparse.Namespace) -> int:
+    spark_log = None if args.debug else spark_log_path("repartition")
+
+    def move() -> int:
+        from .spark.repartition import repartition_checkpoint
+        from .spark.session import local_session
+
+        spark = local_session(master=args.master, app_name="windowed-operator-repartition", spark_log=spark_log,
+                              extra_conf=dict(args.conf))
+        done = repartition_checkpoint(spark, args.checkpoint, args.partitions, file_sinks=tuple(args.file_sink),
+                                      quiet_seconds=args.quiet_seconds)
+        for line in done.lines():
+            print(line)
+        return 0
+
+    return _run_reporting_errors(args.checkpoint, args.debug, spark_log, move)
+
+
+def _pipeline(args: argparse.Namespace) -> int:
+    from .pipeline import CodePolicy, PipelineError, load_pipeline
+
+    code = CodePolicy(allow_all=args.allow_code, modules=tuple(args.allow_module))
+    try:
+        pipeline = load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths, require_inputs=True)
+    except PipelineError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if args.command == "validate":
+        print(f"{args.file}: ok ({len(pipeline.sources)} source(s), {len(pipeline.operators)} operator(s), "
+              f"{len(pipeline.sinks)} sink(s))")
+        return 0
+    if args.local:
+        def run_locally() -> int:
+            from .pipeline.local_run import run_pipeline_locally
+
+            run_pipeline_locally(pipeline)
             return 0
 
-        return _run_reporting_errors(args.checkpoint, args.debug, spark_log, show_state)
-    if args.command in ("validate", "run"):
-        from .pipeline import CodePolicy, PipelineError, load_pipeline
+        return _run_reporting_errors(args.file, args.debug, None, run_locally)
+    spark_log = None if args.debug else spark_log_path(pipeline.name)
 
-        code = CodePolicy(allow_all=args.allow_code, modules=tuple(args.allow_module))
-        try:
-            pipeline = load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths,
-                                     require_inputs=True)
-        except PipelineError as exc:
-            print(exc, file=sys.stderr)
-            return 1
-        if args.command == "validate":
-            print(f"{args.file}: ok ({len(pipeline.sources)} source(s), {len(pipeline.operators)} operator(s), "
-                  f"{len(pipeline.sinks)} sink(s))")
-            return 0
-        if args.local:
-            def run_locally() -> int:
-                from .pipeline.local_run import run_pipeline_locally
+    def run_on_spark() -> int:
+        from .spark.pipeline_run import run_pipeline
+        from .spark.session import is_local_master
 
-                run_pipeline_locally(pipeline)
-                return 0
+        master = args.master or os.environ.get("MASTER")
+        if is_local_master(master or "local"):  # Spark's Python workers find modules beside the file too
+            # (before the JVM starts, which passes its environment to them); a cluster's need --py-files
+            beside = str(Path(args.file).resolve().parent)
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                [beside, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+        if spark_log:
+            print(f"Spark's log: {spark_log}", flush=True)
+        run_pipeline(pipeline, master=master, conf=dict(args.conf), py_files=args.py_files, spark_log=spark_log)
+        return 0
 
-            return _run_reporting_errors(args.file, args.debug, None, run_locally)
-        spark_log = None if args.debug else spark_log_path(pipeline.name)
+    return _run_reporting_errors(args.file, args.debug, spark_log, run_on_spark)
 
-        def run_on_spark() -> int:
-            from .spark.pipeline_run import run_pipeline
-            from .spark.session import is_local_master
 
-            master = args.master or os.environ.get("MASTER")
-            if is_local_master(master or "local"):  # Spark's Python workers find modules beside the file too
-                # (before the JVM starts, which passes its environment to them); a cluster's need --py-files
-                beside = str(Path(args.file).resolve().parent)
-                os.environ["PYTHONPATH"] = os.pathsep.join(
-                    [beside, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
-            if spark_log:
-                print(f"Spark's log: {spark_log}", flush=True)
-            run_pipeline(pipeline, master=master, conf=dict(args.conf),
-                         py_files=args.py_files, spark_log=spark_log)
-            return 0
+def _demo(args: argparse.Namespace) -> int:
+    spark_log = None if args.debug else spark_log_path("demo")
 
-        return _run_reporting_errors(args.file, args.debug, spark_log, run_on_spark)
-    if args.command == "demo":
-        spark_log = None if args.debug else spark_log_path("demo")
+    def demo_on_spark() -> int:
+        from .spark.demo import run_demo
 
-        def demo_on_spark() -> int:
-            from .spark.demo import run_demo
+        return run_demo(workdir=args.workdir, master=args.master, keep=args.workdir is not None,
+                        plot_path=args.plot or None, spark_log=spark_log)
 
-            return run_demo(workdir=args.workdir, master=args.master, keep=args.workdir is not None,
-                            plot_path=args.plot or None, spark_log=spark_log)
-
-        return _run_reporting_errors("demo", args.debug, spark_log, demo_on_spark)
-    return 2
-
+    return _run_reporting_errors("demo", args.debug, spark_log, demo_on_spark)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -24,6 +24,7 @@ NOT_HERE = {
     "windowed-operator run FILE --master spark://": "needs a standalone cluster (tests/spark/test_cluster.py)",
     "ZIP=$(python -m windowed_operator.spark.shipping)": "spark-submit to a cluster",
     "PYTHONPATH=$ZIP spark-submit": "spark-submit to a cluster",
+    "windowed-operator repartition CHECKPOINT": "a stopped query's checkpoint (tests/spark/test_repartition.py)",
 }
 #: What Spark writes to a terminal that a user of the commands must not see.
 NOISE = re.compile(r"\[Stage \d+|TransformWithStateInPandas Python worker|WARN |log4j|Traceback")

@@ -2,7 +2,9 @@
 
 ``tests/fixtures/state_fixture.py`` wrote each ``tests/fixtures/state-v<N>/`` with the version of its
 day: an operator's checkpoint after the first batches, and the panes it emitted.  Restarted here on
-the remaining batches, both runs' panes together must be those of one uninterrupted run.
+the remaining batches, both runs' panes together must be those of one uninterrupted run.  The
+newest version's checkpoints (one per layout) are moved from 2 to 3 state partitions first (Spark's
+offline repartitioning, ``windowed_operator.spark.repartition``): every layout restarts exactly after it.
 """
 import json
 import re
@@ -92,6 +94,10 @@ def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, uninterrupte
     op = fixture.operators()[case]
     expected, fresh = uninterrupted(case)
     checkpoint = _copy(version, case, tmp_path / "checkpoint")
+    if version == LATEST:
+        from windowed_operator.spark.repartition import repartition_checkpoint
+
+        assert repartition_checkpoint(spark, str(checkpoint), 3, quiet_seconds=0).partitions_before == 2
     shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
     try:
         fixture.write_source(len(fixture.BATCHES))

@@ -94,10 +94,27 @@ def update_record(location: str, settings: dict[str, Any], spark: Any = None, pl
 
 def has_batches(location: str, spark: Any = None, plain_paths_local: bool = True) -> bool:
     """Whether Spark has written a batch into the checkpoint (its offsets log has an entry)."""
+    return bool(log_entries(location, "offsets", spark, plain_paths_local))
+
+
+def log_entries(location: str, log: str, spark: Any = None, plain_paths_local: bool = True) -> dict[int, float]:
+    """The batches of one of Spark's logs in the checkpoint (``offsets``, ``commits``, or a file sink's
+    ``_spark_metadata`` given as the location): batch id -> when its file was written (seconds since
+    the epoch); {} where the log is missing."""
     local = local_directory(location, plain_paths_local)
     if local is not None:
-        offsets = os.path.join(local, "offsets")
-        return os.path.isdir(offsets) and any(name.isdigit() for name in os.listdir(offsets))
-    directory, fs = _hadoop(spark, location.rstrip("/") + "/offsets")
-    return bool(fs.exists(directory)) and any(status.getPath().getName().isdigit()
-                                              for status in fs.listStatus(directory))
+        directory = os.path.join(local, log)
+        if not os.path.isdir(directory):
+            return {}
+        return {int(name.split(".")[0]): os.path.getmtime(os.path.join(directory, name))
+                for name in os.listdir(directory) if _batch_file(name)}
+    directory, fs = _hadoop(spark, location.rstrip("/") + "/" + log)
+    if not fs.exists(directory):
+        return {}
+    return {int(status.getPath().getName().split(".")[0]): status.getModificationTime() / 1000
+            for status in fs.listStatus(directory) if _batch_file(status.getPath().getName())}
+
+
+def _batch_file(name: str) -> bool:
+    """A batch's file of a Spark log: its id, or (a file sink's compacted batch) its id and ``.compact``."""
+    return name.isdigit() or (name.endswith(".compact") and name[:-len(".compact")].isdigit())

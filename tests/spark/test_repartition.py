@@ -1,0 +1,109 @@
+"""A stopped query's checkpoint moved to another number of state partitions restarts exactly
+(``windowed_operator.spark.repartition``); a running one is refused.
+
+Every layout restarts after a repartitioning in ``test_state_versions`` (the newest version's stored
+checkpoints are moved before they are continued); here the sinks that need something of it (Spark's
+file sink, whose log must hold every batch; the table sink) and a chain.  The full matrix (every
+layout, per-partition watermarks, balanced key groups, each into every sink, moved twice) is
+``benchmarks/repartition_matrix.py`` (``benchmarks/results/repartition_matrix.txt``)."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from windowed_operator.spark.repartition import RepartitionError, repartition_checkpoint
+
+pytestmark = pytest.mark.spark
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+STORED = Path(__file__).resolve().parents[1] / "fixtures" / "state-v8" / "pane_log" / "checkpoint"
+
+
+@pytest.fixture
+def matrix(tmp_path, monkeypatch):
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import repartition_matrix
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    monkeypatch.setattr(repartition_matrix.fixture, "SOURCE", tmp_path / "in")
+    return repartition_matrix
+
+
+@pytest.mark.parametrize("case,sink", [("sessions_retracting", "file"), ("chain", "table")])
+def test_a_checkpoint_moved_to_more_partitions_then_fewer_restarts_exactly(spark, tmp_path, matrix, case, sink):
+    """Sessions with early firings and retractions into Spark's JSON file sink (read back through its
+    log: the repartitioning's batches are logged with no files, by a second call as a repair of a
+    checkpoint moved without naming the sink), a chain into the table sink: 2 -> 5 partitions, a
+    restart, 5 -> 3, a restart; the output equals an uninterrupted run's."""
+    outcome = matrix.check(spark, case, sink, tmp_path / "run", partitions=(5, 3), repair=True)
+    assert outcome["rows"] > 0
+    assert [m[:2] for m in outcome["moves"]] == [(2, 5), (5, 3)]
+    assert outcome["equal"], outcome
+
+
+def _copy_stored(to: Path) -> Path:
+    """A stored checkpoint, its last batch committed now (as a query just stopped leaves it)."""
+    from .test_state_versions import _relocate_state_schemas
+
+    shutil.copytree(STORED, to)
+    _relocate_state_schemas(to)
+    last = max((p for p in (to / "commits").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    os.utime(last)
+    return to
+
+
+def test_a_checkpoint_just_written_or_mid_batch_or_unchanged_is_refused_naming_why(spark, tmp_path):
+    checkpoint = _copy_stored(tmp_path / "checkpoint")
+    with pytest.raises(RepartitionError, match=r"last batch committed \d+ s ago: its query may still be running"):
+        repartition_checkpoint(spark, str(checkpoint), 4)
+    with pytest.raises(RepartitionError, match="has 2 state partitions already"):
+        repartition_checkpoint(spark, str(checkpoint), 2, quiet_seconds=0)
+    with pytest.raises(RepartitionError, match="partitions must be a positive integer, got 0"):
+        repartition_checkpoint(spark, str(checkpoint), 0, quiet_seconds=0)
+    last = max(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    shutil.copy(checkpoint / "offsets" / str(last), checkpoint / "offsets" / str(last + 1))
+    with pytest.raises(RepartitionError, match=f"batch {last + 1} began and was not committed"):
+        repartition_checkpoint(spark, str(checkpoint), 4, quiet_seconds=0)
+    with pytest.raises(RepartitionError, match="no batch committed"):
+        repartition_checkpoint(spark, str(tmp_path / "nothing"), 4, quiet_seconds=0)
+    (checkpoint / "offsets" / str(last + 1)).unlink()
+    out = tmp_path / "not-a-sink"
+    out.mkdir()
+    with pytest.raises(RepartitionError, match="no _spark_metadata log there"):
+        repartition_checkpoint(spark, str(checkpoint), 4, quiet_seconds=0, file_sinks=(str(out),))
+    assert _partitions(checkpoint) == 2, "nothing moved"
+
+
+def _partitions(checkpoint: Path) -> int:
+    return sum(p.name.isdigit() for p in (checkpoint / "state" / "0").iterdir())
+
+
+def test_the_command_refuses_a_fresh_checkpoint_and_moves_a_quiet_one(spark, tmp_path, capsys):
+    from windowed_operator.cli import main
+
+    checkpoint = _copy_stored(tmp_path / "checkpoint")
+    assert main(["repartition", str(checkpoint), "--partitions", "3"]) == 1
+    assert "its query may still be running" in capsys.readouterr().err
+    assert main(["repartition", str(checkpoint), "--partitions", "3", "--quiet-seconds", "0"]) == 0
+    said = capsys.readouterr().out
+    assert f"{checkpoint}: state moved from 2 to 3 partitions" in said
+    assert "key groups" not in said, "16 key groups: no partition idle"
+    assert _partitions(checkpoint) == 3
+
+
+def test_the_checkpoint_of_a_running_query_is_refused(spark, tmp_path):
+    checkpoint = tmp_path / "checkpoint"
+    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load().groupBy("value").count()
+             .writeStream.format("noop").outputMode("update").option("checkpointLocation", str(checkpoint))
+             .trigger(processingTime="1 second").start())
+    try:
+        query.processAllAvailable()
+        with pytest.raises(RepartitionError, match=f"checkpoint of the running query {query.id}"):
+            repartition_checkpoint(spark, str(checkpoint), 4, quiet_seconds=0)
+    finally:
+        query.stop()
