@@ -18,9 +18,9 @@ The choice is kept in the checkpoint (``checkpoint_record``, beside Spark's own 
 restart told the checkpoint, so a restart under another session keeps it.  A restart of a balanced
 checkpoint that is not told it (or of an earlier one told a balanced placement) is refused by Spark at
 its first batch (``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``: the grouping column is an int in one and a
-bigint in the other), never silently: no key finds another's state.  Spark's offline state
-repartitioning (``spark._streamingCheckpointManager.repartition``) moves whole groups to a new number
-of partitions; the groups keep their values, placed by Spark's hash from then on.
+bigint in the other), never silently: no key finds another's state.  A stopped query moved to another
+number of state partitions (``spark.repartition``: Spark's offline repartitioning) keeps its groups
+and their values, placed by Spark's hash from then on.
 """
 from __future__ import annotations
 
