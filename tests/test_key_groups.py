@@ -79,3 +79,13 @@ def test_the_key_groups_share_the_checkpoints_record_with_the_pipelines_settings
     record([other], False)
     assert key_groups_for(Session(2), None, other) == chosen_first and read_state(other).native_stages is False
     assert chosen.count == 16
+
+
+def test_the_inspector_says_how_the_key_groups_lie_over_the_state_partitions():
+    from windowed_operator.spark.inspect import placement_line
+
+    assert placement_line(4, (16, True)) == ("key groups: 16 over 4 state partitions (placed by Spark's hash of "
+                                             "their values, balanced over the partitions of the query's first start)")
+    assert placement_line(20, (16, False)) == ("key groups: 16 over 20 state partitions (placed by Spark's hash of "
+                                               "the group number); 4 partition(s) hold no state")
+    assert placement_line(3, None) == "state partitions: 3"

@@ -31,6 +31,7 @@ def test_the_window_log_gives_the_local_runners_panes_and_keeps_no_key_records(s
     lines = list(describe_checkpoint(spark, str(checkpoint), key="b"))
     assert lines[0].endswith("1 key(s) with state:") and lines[1].startswith("the window log:")
     assert "  'b': [2023-11-14 22:13:50.000, 22:14:00.000) acc=[4] elements=1" in lines  # BASE + 30 s, + 40 s
+    assert lines[-1] == "key groups: 16 over 2 state partitions (placed by Spark's hash of the group number)"
 
 
 def test_a_restart_that_changes_the_layout_moves_the_state_between_layouts(spark, tmp_path):

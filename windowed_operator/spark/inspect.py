@@ -173,6 +173,53 @@ def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     return df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("value.meta").alias("meta"))
 
 
+def state_partitions(spark: Any, checkpoint: str) -> int:
+    """The state partitions of the checkpoint's newest batch (its offsets entry's
+    ``spark.sql.shuffle.partitions``: Spark keeps it, whatever later sessions set)."""
+    from .checkpoint_record import log_entries
+
+    offsets = log_entries(checkpoint, "offsets", spark)
+    if not offsets:
+        raise ValueError(f"checkpoint {checkpoint}: no batch in its offsets log")
+    location = f"{checkpoint.rstrip('/')}/offsets/{max(offsets)}"
+    for line in spark.sparkContext.textFile(location).collect()[1:]:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "spark.sql.shuffle.partitions" in entry.get("conf", {}):
+            return int(entry["conf"]["spark.sql.shuffle.partitions"])
+    raise ValueError(f"checkpoint {checkpoint}: batch {max(offsets)}'s offsets name no state partitions")
+
+
+def key_groups_of(spark: Any, checkpoint: str, metas: Any = None) -> Optional[tuple[int, bool]]:
+    """The query's key groups and whether they are balanced over the partitions of its first start
+    (``driver.key_groups``): from the checkpoint's record, else from its groups' fingerprints
+    (``metas``: ``group_records`` rows, read if not given); None where neither says."""
+    from .checkpoint_record import read_record as read_checkpoint_record
+
+    record = read_checkpoint_record(checkpoint, spark)
+    if "key_groups" in record:
+        return int(record["key_groups"]), record.get("values") is not None
+    try:
+        rows = metas if metas is not None else group_records(spark, checkpoint).limit(1).collect()
+        counts = {json.loads(row["meta"])["fingerprint"]["key groups"] for row in rows}
+    except Exception:  # (not this library's checkpoint, or no group state yet: not known)
+        return None
+    return (int(counts.pop()), False) if len(counts) == 1 else None
+
+
+def placement_line(partitions: int, key_groups: Optional[tuple[int, bool]]) -> str:
+    """How the key groups lie over the state partitions, for a reader."""
+    if key_groups is None:
+        return f"state partitions: {partitions}"
+    count, balanced = key_groups
+    how = "placed by Spark's hash of their values, balanced over the partitions of the query's first start" \
+        if balanced else "placed by Spark's hash of the group number"
+    idle = f"; {partitions - count} partition(s) hold no state" if partitions > count else ""
+    return f"key groups: {count} over {partitions} state partitions ({how}){idle}"
+
+
 def describe_record(key: Any, text: str, allowed_lateness: Optional[int] = None) -> Iterator[str]:
     """Lines for one key: its windows (object path), pane rows or session/window rows (columnar paths);
     with ``allowed_lateness`` (its group's), when each window or session closes."""
@@ -280,8 +327,9 @@ def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, 
     # keys held in logs or row shards (a key's rows may span parts: each key counted once)
     held = {(part["key_group"], repr(k)) for name, found, *_ in logs for part in found
             for k in _part_keys(name, part["rows"]) if key is None or str(k) == key}
-    lateness = group_lateness(group_records(spark, checkpoint, operator_id).collect())
-    yield from describe_state(checkpoint, rows, records + len(held), logs, key, limit, lateness)
+    metas = group_records(spark, checkpoint, operator_id).collect()
+    yield from describe_state(checkpoint, rows, records + len(held), logs, key, limit, group_lateness(metas))
+    yield placement_line(state_partitions(spark, checkpoint), key_groups_of(spark, checkpoint, metas))
 
 
 def describe_state(checkpoint: str, rows: list, total: int, logs: list, key: Optional[str],

@@ -26,13 +26,13 @@ Every layout, join, chain and per-partition watermark restarts exactly after it
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..error_summary import error_summary
-from .checkpoint_record import local_directory, log_entries, read_record
+from .checkpoint_record import local_directory, log_entries
+from .inspect import key_groups_of, state_partitions
 from .errors import SparkOperatorError
 
 #: The default for ``quiet_seconds``: a checkpoint whose last batch committed more recently is refused.
@@ -94,7 +94,7 @@ def repartition_checkpoint(spark: Any, checkpoint: str, partitions: int, *, file
     for path in file_sinks:  # (before anything moves)
         if not log_entries(path, "_spark_metadata", spark):
             raise RepartitionError(f"file sink {path}: no _spark_metadata log there (is it the sink's output path?)")
-    before = _partitions_of(spark, checkpoint, max(offsets))
+    before = state_partitions(spark, checkpoint)
     if before == partitions and not file_sinks:
         raise RepartitionError(f"checkpoint {checkpoint} has {partitions} state partitions already")
     if before != partitions:  # (the same number with file sinks: their logs are filled, the state stays)
@@ -106,7 +106,7 @@ def repartition_checkpoint(spark: Any, checkpoint: str, partitions: int, *, file
     batch_id = max(log_entries(checkpoint, "commits", spark))
     filled = tuple((path, _log_missing_batches(spark, path, checkpoint)) for path in file_sinks)
     return Repartitioned(checkpoint=checkpoint, partitions_before=before, partitions=partitions, batch_id=batch_id,
-                         key_groups=_key_groups_of(spark, checkpoint), file_sinks=filled)
+                         key_groups=_count(key_groups_of(spark, checkpoint)), file_sinks=filled)
 
 
 def _refuse_running(spark: Any, checkpoint: str, offsets: dict[int, float], commits: dict[int, float],
@@ -140,40 +140,8 @@ def _same_location(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def _partitions_of(spark: Any, checkpoint: str, batch_id: int) -> int:
-    """The state partitions the checkpoint's batch ran with (its offsets entry's conf)."""
-    text = _read_text(spark, f"{checkpoint.rstrip('/')}/offsets/{batch_id}")
-    for line in text.splitlines()[1:]:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and "spark.sql.shuffle.partitions" in entry.get("conf", {}):
-            return int(entry["conf"]["spark.sql.shuffle.partitions"])
-    raise RepartitionError(f"checkpoint {checkpoint}: batch {batch_id}'s offsets name no state partitions")
-
-
-def _read_text(spark: Any, location: str) -> str:
-    local = local_directory(location)
-    if local is not None:
-        with open(local, encoding="utf-8") as f:
-            return f.read()
-    text = spark.sparkContext.wholeTextFiles(location).values().collect()
-    return str(text[0]) if text else ""
-
-
-def _key_groups_of(spark: Any, checkpoint: str) -> Optional[int]:
-    """The key groups the checkpoint's record keeps, else those its state's fingerprint names."""
-    record = read_record(checkpoint, spark)
-    if "key_groups" in record:
-        return int(record["key_groups"])
-    try:
-        from .inspect import group_records
-
-        row = group_records(spark, checkpoint).select("meta").first()
-        return int(json.loads(row["meta"])["fingerprint"]["key groups"]) if row is not None else None
-    except Exception:  # (a checkpoint of another operator, or of an earlier state form: not known)
-        return None
+def _count(key_groups: Optional[tuple[int, bool]]) -> Optional[int]:
+    return key_groups[0] if key_groups is not None else None
 
 
 def _log_missing_batches(spark: Any, path: str, checkpoint: str) -> tuple[int, ...]:
