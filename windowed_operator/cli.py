@@ -168,8 +168,12 @@ def _repartition(args: argparse.Namespace) -> int:
     spark_log = None if args.debug else spark_log_path("repartition")
 
     def move() -> int:
-        from .spark.repartition import repartition_checkpoint
+        from .spark.checkpoint_record import local_directory
+        from .spark.repartition import check_stopped, repartition_checkpoint
         from .spark.session import local_session
+
+        if local_directory(args.checkpoint) is not None and all(local_directory(p) is not None for p in args.file_sink):
+            check_stopped(args.checkpoint, args.quiet_seconds, tuple(args.file_sink))  # (before Spark starts)
 
         spark = local_session(master=args.master, app_name="windowed-operator-repartition", spark_log=spark_log,
                               extra_conf=dict(args.conf))

@@ -86,14 +86,8 @@ def repartition_checkpoint(spark: Any, checkpoint: str, partitions: int, *, file
     if manager is None or getattr(getattr(spark, "sparkContext", None), "_jvm", None) is None:
         raise RepartitionError("repartitioning needs a classic Spark session of Spark 4.2 or later "
                                "(spark._streamingCheckpointManager; Spark Connect has none)")
-    offsets = log_entries(checkpoint, "offsets", spark)
-    commits = log_entries(checkpoint, "commits", spark)
-    if not commits:
-        raise RepartitionError(f"checkpoint {checkpoint}: no batch committed (is it a query's checkpointLocation?)")
-    _refuse_running(spark, checkpoint, offsets, commits, quiet_seconds)
-    for path in file_sinks:  # (before anything moves)
-        if not log_entries(path, "_spark_metadata", spark):
-            raise RepartitionError(f"file sink {path}: no _spark_metadata log there (is it the sink's output path?)")
+    _refuse_active(spark, checkpoint)
+    check_stopped(checkpoint, quiet_seconds, file_sinks, spark)
     before = state_partitions(spark, checkpoint)
     if before == partitions and not file_sinks:
         raise RepartitionError(f"checkpoint {checkpoint} has {partitions} state partitions already")
@@ -109,8 +103,7 @@ def repartition_checkpoint(spark: Any, checkpoint: str, partitions: int, *, file
                          key_groups=_count(key_groups_of(spark, checkpoint)), file_sinks=filled)
 
 
-def _refuse_running(spark: Any, checkpoint: str, offsets: dict[int, float], commits: dict[int, float],
-                    quiet_seconds: float) -> None:
+def _refuse_active(spark: Any, checkpoint: str) -> None:
     for query in spark.streams.active:
         try:
             root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
@@ -119,6 +112,16 @@ def _refuse_running(spark: Any, checkpoint: str, offsets: dict[int, float], comm
         if _same_location(root, checkpoint):
             raise RepartitionError(f"checkpoint {checkpoint} is the checkpoint of the running query {query.id} "
                                    f"({query.name or 'unnamed'}): stop it first (query.stop())")
+
+
+def check_stopped(checkpoint: str, quiet_seconds: float = QUIET_SECONDS, file_sinks: tuple[str, ...] = (),
+                  spark: Any = None) -> None:
+    """Refuse a checkpoint whose query may be running, from its files alone (no session needed for a
+    local one: the command checks before starting Spark), and file sinks without a log."""
+    offsets = log_entries(checkpoint, "offsets", spark)
+    commits = log_entries(checkpoint, "commits", spark)
+    if not commits:
+        raise RepartitionError(f"checkpoint {checkpoint}: no batch committed (is it a query's checkpointLocation?)")
     last = max(offsets)
     if last not in commits:
         raise RepartitionError(
@@ -130,6 +133,9 @@ def _refuse_running(spark: Any, checkpoint: str, offsets: dict[int, float], comm
             f"checkpoint {checkpoint}: its last batch committed {age:.0f} s ago: its query may still be running "
             f"(Spark keeps no lock on a checkpoint); stop it and try again after {quiet_seconds:.0f} s, or pass "
             "quiet_seconds=0 (--quiet-seconds 0) once you know it is stopped")
+    for path in file_sinks:  # (before anything moves)
+        if not log_entries(path, "_spark_metadata", spark):
+            raise RepartitionError(f"file sink {path}: no _spark_metadata log there (is it the sink's output path?)")
 
 
 def _same_location(a: str, b: str) -> bool:
