@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,9 @@ def test_the_checkpoint_of_a_running_query_is_refused(spark, tmp_path):
              .writeStream.format("noop").outputMode("update").option("checkpointLocation", str(checkpoint))
              .trigger(processingTime="1 second").start())
     try:
-        query.processAllAvailable()
+        while query.lastProgress is None:  # (a batch committed; a rate source never runs out of input)
+            assert query.isActive, query.exception()
+            time.sleep(0.2)
         with pytest.raises(RepartitionError, match=f"checkpoint of the running query {query.id}"):
             repartition_checkpoint(spark, str(checkpoint), 4, quiet_seconds=0)
     finally:
