@@ -196,11 +196,11 @@ def key_groups_of(spark: Any, checkpoint: str, metas: Any = None) -> Optional[tu
     """The query's key groups and whether they are balanced over the partitions of its first start
     (``driver.key_groups``): from the checkpoint's record, else from its groups' fingerprints
     (``metas``: ``group_records`` rows, read if not given); None where neither says."""
-    from .checkpoint_record import read_record as read_checkpoint_record
+    from .driver.key_groups import recorded_key_groups
 
-    record = read_checkpoint_record(checkpoint, spark)
-    if "key_groups" in record:
-        return int(record["key_groups"]), record.get("values") is not None
+    kept = recorded_key_groups(checkpoint, spark)
+    if kept is not None:
+        return kept.count, kept.values is not None
     try:
         rows = metas if metas is not None else group_records(spark, checkpoint).limit(1).collect()
         counts = {json.loads(row["meta"])["fingerprint"]["key groups"] for row in rows}

@@ -83,10 +83,8 @@ def key_groups_for(spark: Any, key_groups: Optional[int], checkpoint: Optional[s
     placement, with ``key_groups`` or 16 (its state's fingerprint refuses another count)."""
     if checkpoint is None:
         return KeyGroups(resolve_key_groups(key_groups))
-    record = read_record(checkpoint, spark)
-    if "key_groups" in record:
-        kept = KeyGroups(int(record["key_groups"]),
-                         tuple(int(v) for v in record["values"]) if record.get("values") is not None else None)
+    kept = recorded_key_groups(checkpoint, spark)
+    if kept is not None:
         if key_groups is not None and _checked(key_groups) != kept.count:
             raise SparkOperatorError(
                 f"key_groups={key_groups}, but the checkpoint {checkpoint} keeps {kept.count} key groups "
@@ -102,6 +100,15 @@ def key_groups_for(spark: Any, key_groups: Optional[int], checkpoint: Optional[s
     update_record(checkpoint, {"key_groups": count, "values": list(values), "partitions_at_first_start": partitions},
                   spark)
     return KeyGroups(count, values)
+
+
+def recorded_key_groups(checkpoint: str, spark: Any = None) -> Optional[KeyGroups]:
+    """The key groups the checkpoint's ``RECORD`` keeps (None: it keeps none, as before balanced placement)."""
+    record = read_record(checkpoint, spark)
+    if "key_groups" not in record:
+        return None
+    return KeyGroups(int(record["key_groups"]),
+                     tuple(int(v) for v in record["values"]) if record.get("values") is not None else None)
 
 
 def balanced_values(count: int, partitions: int) -> tuple[int, ...]:
