@@ -311,3 +311,78 @@ def test_an_executor_lost_mid_batch_loses_and_repeats_nothing(tmp_path):
     expected = executor_loss.reference_rows(tmp_path, batches)
     assert len(expected) > 5
     assert crash.table_rows(tmp_path / "run" / "results.db", "sessions") == expected
+
+
+def shipping_recipe() -> str:
+    """The bash block of docs/guides/clusters.md that ships a packed virtual environment."""
+    text = (REPO / "docs" / "guides" / "clusters.md").read_text()
+    after = text.split("<!-- shipping recipe:", 1)[1]
+    return after.split("```bash\n", 1)[1].split("```", 1)[0]
+
+
+def library_source(directory: Path) -> Path:
+    """A copy of what ``pip install`` builds the library from (pip builds in the directory it is given)."""
+    directory.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, directory / name)
+    for package in ("windowed_operator", "triggers", "accumulations"):
+        shutil.copytree(REPO / package, directory / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return directory
+
+
+@pytest.mark.spark
+def test_the_docs_recipe_ships_a_packed_venv_with_archives(spark, tmp_path):
+    """The recipe of docs/guides/clusters.md, line for line (its master and the library's path
+    replaced): a venv with the library, packed by venv-pack, sent with ``--archives``; the executors'
+    Python is the archive's (the workers have no other way to the library: no PYTHONPATH, and
+    ``./job-env/bin/python`` exists only where the archive is unpacked).  The panes equal the same
+    job's in local mode."""
+    recipe = shipping_recipe()
+    assert "spark://host:7077" in recipe and "/path/to/windowed-operator" in recipe
+    run_dir = tmp_path / "run"
+    (run_dir / "examples").mkdir(parents=True)
+    shutil.copy(REPO / "examples" / "cluster_job.py", run_dir / "examples" / "cluster_job.py")
+    spec = importlib.util.spec_from_file_location("pipeline_examples", REPO / "examples" / "pipelines" / "run.py")
+    examples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(examples)
+    examples.generate(EXAMPLE, 200, root=run_dir / "examples" / "pipelines")
+    clicks = run_dir / "examples" / "pipelines" / "data" / EXAMPLE / "clicks"
+
+    with standalone_cluster(tmp_path / "cluster", workers=2) as (master, logs, _):
+        script = recipe.replace("spark://host:7077", master).replace(
+            "/path/to/windowed-operator", str(library_source(tmp_path / "library")))
+        log = tmp_path / "recipe.log"
+        env = clean_env(PATH=os.pathsep.join([str(Path(sys.executable).parent), str(spark_home() / "bin"),
+                                              os.environ.get("PATH", "")]),
+                        PIP_DISABLE_PIP_VERSION_CHECK="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
+        env.pop("PYTHONHOME", None)
+        started = time.monotonic()
+        with open(log, "wb") as out:
+            recipe_run = subprocess.Popen(["bash", "-euxc", script], cwd=run_dir, env=env, stdout=out,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            # Meanwhile, the same job in local mode in this process's shared session.
+            sys.path.insert(0, str(REPO / "examples"))
+            try:
+                import cluster_job
+            finally:
+                sys.path.remove(str(REPO / "examples"))
+            cluster_job.start(spark, str(clicks), str(tmp_path / "local-out"), str(tmp_path / "local-ckpt")
+                              ).awaitTermination(TIMEOUT)
+            code = recipe_run.wait(timeout=TIMEOUT)
+            assert code == 0, "the recipe failed:\n" + log.read_text()[-8000:]
+        finally:
+            if recipe_run.poll() is None:
+                os.killpg(recipe_run.pid, signal.SIGKILL)
+                recipe_run.wait()
+        seconds = time.monotonic() - started
+        # Each executor ran its Python workers from the unpacked archive.
+        unpacked = list((tmp_path / "cluster").glob("worker-*/app-*/*/job-env/bin/python"))
+        assert unpacked, "no executor unpacked job-env"
+        assert list((tmp_path / "cluster").glob("worker-*/app-*/*/job-env/lib/python*/site-packages/"
+                                                "windowed_operator/__init__.py")), "the library is not in job-env"
+
+    cluster_rows, local_rows = output_rows(run_dir / "sessions-out"), output_rows(tmp_path / "local-out")
+    assert local_rows and sum(local_rows.values()) > 20, "the job produced (almost) no panes"
+    assert cluster_rows == local_rows
+    print(f"the recipe (venv, pack, spark-submit) took {seconds:.1f} s; {sum(local_rows.values())} panes each")
