@@ -40,11 +40,12 @@ def printed_comments(code: str) -> list[str]:
 
 
 def bash_commands(paths: list[Path]) -> list[str]:
-    """Each command line of the bash blocks of ``paths``, in order, each once."""
+    """Each command of the bash blocks of ``paths`` (a line, with the lines it continues with a
+    trailing backslash), in order, each once."""
     commands: list[str] = []
     for path in paths:
         for block in re.findall(r"```bash\n(.*?)```", path.read_text(), flags=re.S):
-            for line in block.splitlines():
+            for line in re.sub(r"\\\n\s*", "", block).splitlines():
                 command = re.sub(r"\s+#.*$", "", line).strip()
                 if command and command not in commands:
                     commands.append(command)

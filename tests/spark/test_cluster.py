@@ -1,16 +1,21 @@
-"""`windowed-operator run --master spark://...` on a standalone cluster (a master and one worker on
-127.0.0.1, started from the scripts and jars inside the pyspark package) ships the library to the
-executors, and the pipeline's output equals its output in local mode.
+"""A standalone cluster (a master and two one-core workers on 127.0.0.1, started from the scripts and
+jars inside the pyspark package, shared by the module's tests) runs:
 
-The executors' Python must not find the library by itself, or the test proves nothing.  The repository
-is installed editable (a ``.pth`` file in site-packages installs an import hook), so the executors run
-Python through a wrapper that starts it with ``-S`` (no ``site``: no ``.pth`` files, so no hook) and
-site-packages on PYTHONPATH (pyspark, pandas, pyarrow... still import); a probe checks that this Python
-cannot import the library (it could after a non-editable install).  The driver (the CLI, run with the
-repository on its PYTHONPATH) names the wrapper in PYSPARK_PYTHON, which Spark hands to the executors;
-the master and the worker run in a temporary directory with no PYTHONPATH, so nothing else leads an
-executor to the repository.  Without shipping, the run fails with "No module named 'windowed_operator'"
-in the executor's TransformWithStateInPandas worker.
+- `windowed-operator run --master spark://...`, which ships the library to the executors; the
+  pipeline's output equals its output in local mode;
+- the packed-venv recipe of docs/guides/clusters.md (venv-pack, ``--archives``), line for line;
+- a query one of whose executors is SIGKILLed mid-batch, into a table equal to the local runner's.
+
+The executors' Python must not find the library by itself, or a test proves nothing.  The repository
+is installed editable (a ``.pth`` file in site-packages installs an import hook), so for ``run`` the
+executors run Python through a wrapper that starts it with ``-S`` (no ``site``: no ``.pth`` files, so no
+hook) and site-packages on PYTHONPATH (pyspark, pandas, pyarrow... still import); a probe checks that
+this Python cannot import the library (it could after a non-editable install).  The driver (the CLI,
+run with the repository on its PYTHONPATH) names the wrapper in PYSPARK_PYTHON, which Spark hands to
+the executors; the master and the workers run in a temporary directory with no PYTHONPATH, so nothing
+else leads an executor to the repository.  Without shipping, the run fails with "No module named
+'windowed_operator'" in the executor's TransformWithStateInPandas worker.  The recipe's executors run
+the venv's own Python (no system site-packages).
 """
 import contextlib
 import importlib.util
@@ -27,6 +32,7 @@ import time
 import urllib.request
 import zipfile
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -121,11 +127,28 @@ def standalone_cluster(tmp_path: Path, workers: int = 1):
                     process.wait(timeout=10)
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    """A standalone master and one worker (``standalone_cluster``): its URL and logs."""
-    with standalone_cluster(tmp_path) as (master, logs, _):
-        yield master, logs
+@dataclass(frozen=True)
+class Cluster:
+    master: str
+    root: Path  # the workers' directories: root/worker-N/APP_ID/EXECUTOR_ID/
+    logs: list[Path]
+    worker_pids: list[int]
+
+    def apps(self) -> set[str]:
+        return {app.name for app in self.root.glob("worker-*/app-*")}
+
+    def app_dirs(self, since: set[str]) -> list[Path]:
+        """The executor directories of the applications started after ``since`` was taken."""
+        return [d for d in self.root.glob("worker-*/app-*/*") if d.parent.name not in since]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One standalone master and two one-core workers (``standalone_cluster``) for the module's tests,
+    each running its application after the last one's ended (a start costs 10-20 s)."""
+    root = tmp_path_factory.mktemp("cluster")
+    with standalone_cluster(root, workers=2) as (master, logs, workers):
+        yield Cluster(master, root, logs, [w.pid for w in workers])
 
 
 def isolated_python(directory: Path) -> Path:
@@ -240,7 +263,7 @@ def test_run_refuses_a_conf_without_equals_naming_it(capsys):
 
 @pytest.mark.spark
 def test_run_on_a_standalone_cluster_ships_the_library_and_equals_local_mode(spark, cluster, tmp_path):
-    master, logs = cluster
+    master, before = cluster.master, cluster.apps()
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     spec = importlib.util.spec_from_file_location("pipeline_examples", REPO / "examples" / "pipelines" / "run.py")
@@ -281,18 +304,17 @@ def test_run_on_a_standalone_cluster_ships_the_library_and_equals_local_mode(spa
     assert local_rows and sum(local_rows.values()) > 20, "the example produced (almost) no panes"
     assert cluster_rows == local_rows
     # The panes were computed on the worker's executor, by a Python that imported the shipped zip.
-    stderr_files = list((tmp_path / "worker").glob("app-*/*/stderr"))
-    assert stderr_files, "no executor ran on the worker"
+    executors = cluster.app_dirs(since=before)
+    assert [d for d in executors if (d / "stderr").exists()], "no executor ran on the workers"
     built = list((tmp_path / "windowed-operator").glob("windowed_operator-*.zip"))
     assert len(built) == 1, built
-    shipped = list((tmp_path / "worker").glob(f"app-*/*/{built[0].name}"))
-    assert shipped, "the library zip did not reach the executor"
+    assert [d for d in executors if (d / built[0].name).exists()], "the library zip did not reach the executors"
     print(f"local mode {local_seconds:.1f} s, cluster {cluster_seconds:.1f} s (side by side), "
           f"{sum(local_rows.values())} panes each")
 
 
 @pytest.mark.spark
-def test_an_executor_lost_mid_batch_loses_and_repeats_nothing(tmp_path):
+def test_an_executor_lost_mid_batch_loses_and_repeats_nothing(cluster, tmp_path):
     """Two workers, the key groups over 4 state partitions on both executors; one executor's JVM is
     SIGKILLed while the driver's sink reads a batch (its jobs running on the executors): the query
     finishes, and the table equals the local runner's (benchmarks/executor_loss.py; its loop of 10 kills
@@ -304,9 +326,8 @@ def test_an_executor_lost_mid_batch_loses_and_repeats_nothing(tmp_path):
     import table_sink_crash as crash
 
     batches = crash.make_batches(seed=3, n_batches=3)
-    with standalone_cluster(tmp_path / "cluster", workers=2) as (master, _, workers):
-        outcome = executor_loss.run_with_executor_kills(tmp_path / "run", master, [w.pid for w in workers], batches,
-                                                        kills=1, rng=random.Random(2), say=lambda _: None)
+    outcome = executor_loss.run_with_executor_kills(tmp_path / "run", cluster.master, cluster.worker_pids, batches,
+                                                    kills=1, rng=random.Random(2), say=lambda _: None)
     assert len(outcome["kills"]) == 1, outcome
     expected = executor_loss.reference_rows(tmp_path, batches)
     assert len(expected) > 5
@@ -331,7 +352,7 @@ def library_source(directory: Path) -> Path:
 
 
 @pytest.mark.spark
-def test_the_docs_recipe_ships_a_packed_venv_with_archives(spark, tmp_path):
+def test_the_docs_recipe_ships_a_packed_venv_with_archives(spark, cluster, tmp_path):
     """The recipe of docs/guides/clusters.md, line for line (its master and the library's path
     replaced): a venv with the library, packed by venv-pack, sent with ``--archives``; the executors'
     Python is the archive's (the workers have no other way to the library: no PYTHONPATH, and
@@ -348,39 +369,38 @@ def test_the_docs_recipe_ships_a_packed_venv_with_archives(spark, tmp_path):
     examples.generate(EXAMPLE, 200, root=run_dir / "examples" / "pipelines")
     clicks = run_dir / "examples" / "pipelines" / "data" / EXAMPLE / "clicks"
 
-    with standalone_cluster(tmp_path / "cluster", workers=2) as (master, logs, _):
-        script = recipe.replace("spark://host:7077", master).replace(
-            "/path/to/windowed-operator", str(library_source(tmp_path / "library")))
-        log = tmp_path / "recipe.log"
-        env = clean_env(PATH=os.pathsep.join([str(Path(sys.executable).parent), str(spark_home() / "bin"),
-                                              os.environ.get("PATH", "")]),
-                        PIP_DISABLE_PIP_VERSION_CHECK="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
-        env.pop("PYTHONHOME", None)
-        started = time.monotonic()
-        with open(log, "wb") as out:
-            recipe_run = subprocess.Popen(["bash", "-euxc", script], cwd=run_dir, env=env, stdout=out,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+    before = cluster.apps()
+    script = recipe.replace("spark://host:7077", cluster.master).replace(
+        "/path/to/windowed-operator", str(library_source(tmp_path / "library")))
+    log = tmp_path / "recipe.log"
+    env = clean_env(PATH=os.pathsep.join([str(Path(sys.executable).parent), str(spark_home() / "bin"),
+                                          os.environ.get("PATH", "")]),
+                    PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.pop("PYTHONHOME", None)
+    started = time.monotonic()
+    with open(log, "wb") as out:
+        recipe_run = subprocess.Popen(["bash", "-euxc", script], cwd=run_dir, env=env, stdout=out,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # Meanwhile, the same job in local mode in this process's shared session.
+        sys.path.insert(0, str(REPO / "examples"))
         try:
-            # Meanwhile, the same job in local mode in this process's shared session.
-            sys.path.insert(0, str(REPO / "examples"))
-            try:
-                import cluster_job
-            finally:
-                sys.path.remove(str(REPO / "examples"))
-            cluster_job.start(spark, str(clicks), str(tmp_path / "local-out"), str(tmp_path / "local-ckpt")
-                              ).awaitTermination(TIMEOUT)
-            code = recipe_run.wait(timeout=TIMEOUT)
-            assert code == 0, "the recipe failed:\n" + log.read_text()[-8000:]
+            import cluster_job
         finally:
-            if recipe_run.poll() is None:
-                os.killpg(recipe_run.pid, signal.SIGKILL)
-                recipe_run.wait()
-        seconds = time.monotonic() - started
-        # Each executor ran its Python workers from the unpacked archive.
-        unpacked = list((tmp_path / "cluster").glob("worker-*/app-*/*/job-env/bin/python"))
-        assert unpacked, "no executor unpacked job-env"
-        assert list((tmp_path / "cluster").glob("worker-*/app-*/*/job-env/lib/python*/site-packages/"
-                                                "windowed_operator/__init__.py")), "the library is not in job-env"
+            sys.path.remove(str(REPO / "examples"))
+        cluster_job.start(spark, str(clicks), str(tmp_path / "local-out"), str(tmp_path / "local-ckpt")
+                          ).awaitTermination(TIMEOUT)
+        code = recipe_run.wait(timeout=TIMEOUT)
+        assert code == 0, "the recipe failed:\n" + log.read_text()[-8000:]
+    finally:
+        if recipe_run.poll() is None:
+            os.killpg(recipe_run.pid, signal.SIGKILL)
+            recipe_run.wait()
+    seconds = time.monotonic() - started
+    # Each executor ran its Python workers from the unpacked archive.
+    executors = cluster.app_dirs(since=before)
+    assert executors and all((d / "job-env" / "bin" / "python").exists() for d in executors), executors
+    assert all(list(d.glob("job-env/lib/python*/site-packages/windowed_operator/__init__.py")) for d in executors)
 
     cluster_rows, local_rows = output_rows(run_dir / "sessions-out"), output_rows(tmp_path / "local-out")
     assert local_rows and sum(local_rows.values()) > 20, "the job produced (almost) no panes"

@@ -8,6 +8,7 @@ import pytest
 from windowed_operator.pipeline import parse_pipeline
 from windowed_operator.spark import END_OF_INPUT
 from windowed_operator.error_summary import error_summary
+from windowed_operator.spark.driver.key_groups import murmur3_int, recorded_key_groups
 from windowed_operator.spark.pipeline_run import run_pipeline
 from windowed_operator.testing import TestStream
 
@@ -60,6 +61,10 @@ def test_pipeline_runs_on_spark_like_the_local_runner(spark, tmp_path):
     assert totals["spend_panes"].panes == len(sunk) and totals["spend_panes"].input_rows == len(rows) - 1
     assert lines[-1] == (f"spend_panes: {len(batch_lines)} batches, {len(rows) - 1} rows in, {len(sunk)} panes out, "
                          "1 late rows dropped")
+    # The sink's query applied the operator with its checkpoint: key groups balanced over its 2 state partitions.
+    kept = recorded_key_groups(str(tmp_path / "checkpoints" / "spend-0"))
+    assert kept is not None and kept.count == 16 and kept.values is not None
+    assert [murmur3_int(v) % 2 for v in kept.values] == [g % 2 for g in range(16)]
 
 
 def test_a_failed_query_is_raised_and_summarized_in_one_line(spark, tmp_path):

@@ -48,11 +48,18 @@ def source_frame(spark: SparkSession, name: str, spec: SourceSpec, workdir: Path
     return _memory_source(spark, name, spec.memory, workdir)
 
 
-def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict[str, DataFrame]:
-    """Every source and operator output as a streaming DataFrame, by name."""
-    frames = {name: source_frame(spark, name, spec, workdir) for name, spec in pipeline.sources.items()}
+def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path, checkpoint: Optional[str] = None,
+                 upstream_of: Optional[str] = None) -> dict[str, DataFrame]:
+    """Every source and operator output as a streaming DataFrame, by name (with ``upstream_of``: only
+    what that one reads), the operators applied with ``checkpoint=`` (the checkpoint of the query that
+    will run them: their key groups follow the cluster at its first start, ``spark.driver.key_groups``)."""
+    needed = _upstream(pipeline, upstream_of) if upstream_of is not None else None
+    frames = {name: source_frame(spark, name, spec, workdir) for name, spec in pipeline.sources.items()
+              if needed is None or name in needed}
     operators = pipeline.build_operators()
     for spec in pipeline.operators:
+        if needed is not None and spec.name not in needed:
+            continue
         op = operators[spec.name]
         inputs = []
         markers = [pipeline.sources[name].end_of_input for name in spec.inputs if name in pipeline.sources]
@@ -66,12 +73,26 @@ def build_frames(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict
                 df = df.withWatermark(ts or spec.timestamp,  # type: ignore[arg-type]
                                       f"{spec.upstream_delay} milliseconds")
             inputs.append(df)
-        frames[spec.name] = op.apply(*inputs, end_of_input=marker)
+        frames[spec.name] = op.apply(*inputs, end_of_input=marker, checkpoint=checkpoint)
     return frames
 
 
-def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> dict[str, DataFrame]:
-    """The frames planned with the native stages setting the sinks' checkpoints take
+def _upstream(pipeline: Pipeline, name: str) -> set[str]:
+    """``name`` and every source and operator it reads, directly or not."""
+    inputs = {spec.name: list(spec.inputs) for spec in pipeline.operators}
+    found: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo += inputs.get(current, [])
+    return found
+
+
+def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline, workdir: Path) -> list[DataFrame]:
+    """Each sink's frame, planned for its own query: its operators applied with the sink's checkpoint
+    (their key groups), and with the native stages setting the sinks' checkpoints take
     (``checkpoint_settings``), which each checkpoint then records; the session's own setting is
     restored once the frames are planned (the plan reads it when an operator is applied)."""
     checkpoints = sink_checkpoints(pipeline)
@@ -81,7 +102,8 @@ def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline,
                                    plain_paths_local=local)
     spark.conf.set(NATIVE_STAGES_CONF, str(native).lower())
     try:
-        frames = build_frames(spark, pipeline, workdir)
+        frames = [build_frames(spark, pipeline, workdir, checkpoint, upstream_of=sink.input)[sink.input]
+                  for sink, checkpoint in zip(pipeline.sinks, checkpoints)]
     finally:
         if given is None:
             spark.conf.unset(NATIVE_STAGES_CONF)
@@ -106,13 +128,13 @@ def sink_query_names(pipeline: Pipeline) -> list[str]:
             for i, sink in enumerate(pipeline.sinks)]
 
 
-def output_operators(pipeline: Pipeline, frames: dict[str, DataFrame]) -> dict[str, str]:
+def output_operators(pipeline: Pipeline, frames: Sequence[DataFrame]) -> dict[str, str]:
     """Each sink query's output operator (its observation name): the one whose panes it counts."""
     from .driver.feed import feed_of
 
     found = {}
-    for sink, name in zip(pipeline.sinks, sink_query_names(pipeline)):
-        feed = feed_of(frames[sink.input])
+    for frame, name in zip(frames, sink_query_names(pipeline)):
+        feed = feed_of(frame)
         if feed is not None and feed.observation:
             found[name] = feed.observation
     return found
@@ -134,12 +156,14 @@ def sink_frame(sink: SinkSpec, frame: DataFrame, operator: Any) -> DataFrame:
     return part
 
 
-def start_sinks(pipeline: Pipeline, frames: dict[str, DataFrame]) -> list[Any]:
+def start_sinks(pipeline: Pipeline, frames: Sequence[DataFrame]) -> list[Any]:
+    """A query for each sink, writing its frame (``_frames_as_checkpoints_were_started``)."""
     queries = []
     operators = pipeline.build_operators() if any(sink.table is not None or sink.output != "all"
                                                   for sink in pipeline.sinks) else {}
-    for sink, name, checkpoint in zip(pipeline.sinks, sink_query_names(pipeline), sink_checkpoints(pipeline)):
-        writer = sink_frame(sink, frames[sink.input], operators.get(sink.input)).writeStream.queryName(name)
+    for sink, frame, name, checkpoint in zip(pipeline.sinks, frames, sink_query_names(pipeline),
+                                             sink_checkpoints(pipeline)):
+        writer = sink_frame(sink, frame, operators.get(sink.input)).writeStream.queryName(name)
         writer = writer.option("checkpointLocation", checkpoint)
         if pipeline.trigger_interval:
             writer = writer.trigger(processingTime=f"{pipeline.trigger_interval} milliseconds")
