@@ -182,6 +182,33 @@ def output_rows(directory: Path) -> Counter:
     return rows
 
 
+def load_example(path: Path, name: str):
+    """A module of ``examples/`` (not a package: loaded from its file)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def generate_example_data(root: Path) -> None:
+    """The example's input under ``root/data/`` (``examples/pipelines/run.py generate``)."""
+    load_example(REPO / "examples" / "pipelines" / "run.py", "pipeline_examples").generate(EXAMPLE, 200, root=root)
+
+
+@contextlib.contextmanager
+def in_background(args: list[str], log: Path, **popen):
+    """``args`` started in a session of its own, its output in ``log``; killed (with its children) if
+    still running when the block ends."""
+    with open(log, "wb") as out:  # the child keeps its own descriptor
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, **popen)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 def test_the_library_zip_holds_the_three_packages_and_imports_without_site_packages_hook(tmp_path):
     zip_path = library_zip(tmp_path)
     assert library_zip(tmp_path) == zip_path  # same content, same file: reruns reuse it
@@ -266,10 +293,7 @@ def test_run_on_a_standalone_cluster_ships_the_library_and_equals_local_mode(spa
     master, before = cluster.master, cluster.apps()
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    spec = importlib.util.spec_from_file_location("pipeline_examples", REPO / "examples" / "pipelines" / "run.py")
-    examples = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(examples)
-    examples.generate(EXAMPLE, 200, root=run_dir)
+    generate_example_data(run_dir)
 
     python = isolated_python(tmp_path)
     probe = "import pyspark, pandas, pyarrow, numpy, pydantic, yaml; import windowed_operator"
@@ -279,25 +303,19 @@ def test_run_on_a_standalone_cluster_ships_the_library_and_equals_local_mode(spa
 
     started = time.monotonic()
     log = tmp_path / "cluster.log"
-    with open(log, "wb") as out:
-        driver = subprocess.Popen(
+    with in_background(
             [sys.executable, "-m", "windowed_operator.cli", "run", str(pipeline_file(run_dir, "cluster")),
              "--master", master, "--conf", "spark.executor.memory=768m", "--conf", "spark.ui.enabled=false",
              # on a cluster the user's settings decide (Spark's default is 200 shuffle partitions,
              # 200 state-store tasks a batch on this one-core worker)
-             "--conf", "spark.sql.shuffle.partitions=2"],
-            cwd=run_dir, env=clean_env(PYTHONPATH=str(REPO), PYSPARK_PYTHON=str(python), XDG_CACHE_HOME=str(tmp_path)),
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+             "--conf", "spark.sql.shuffle.partitions=2"], log,
+            cwd=run_dir, env=clean_env(PYTHONPATH=str(REPO), PYSPARK_PYTHON=str(python),
+                                       XDG_CACHE_HOME=str(tmp_path))) as driver:
         # Meanwhile, local mode in this process's shared session.
         run_pipeline(load_pipeline(pipeline_file(run_dir, "local")), spark=spark, out=io.StringIO())
         local_seconds = time.monotonic() - started
         code = driver.wait(timeout=TIMEOUT)
         assert code == 0, "the cluster run failed:\n" + log.read_text()[-6000:]
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait()
     cluster_seconds = time.monotonic() - started
 
     cluster_rows, local_rows = output_rows(run_dir / "output" / "cluster"), output_rows(run_dir / "output" / "local")
@@ -363,10 +381,7 @@ def test_the_docs_recipe_ships_a_packed_venv_with_archives(spark, cluster, tmp_p
     run_dir = tmp_path / "run"
     (run_dir / "examples").mkdir(parents=True)
     shutil.copy(REPO / "examples" / "cluster_job.py", run_dir / "examples" / "cluster_job.py")
-    spec = importlib.util.spec_from_file_location("pipeline_examples", REPO / "examples" / "pipelines" / "run.py")
-    examples = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(examples)
-    examples.generate(EXAMPLE, 200, root=run_dir / "examples" / "pipelines")
+    generate_example_data(run_dir / "examples" / "pipelines")
     clicks = run_dir / "examples" / "pipelines" / "data" / EXAMPLE / "clicks"
 
     before = cluster.apps()
@@ -378,24 +393,13 @@ def test_the_docs_recipe_ships_a_packed_venv_with_archives(spark, cluster, tmp_p
                     PIP_DISABLE_PIP_VERSION_CHECK="1")
     env.pop("PYTHONHOME", None)
     started = time.monotonic()
-    with open(log, "wb") as out:
-        recipe_run = subprocess.Popen(["bash", "-euxc", script], cwd=run_dir, env=env, stdout=out,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    with in_background(["bash", "-euxc", script], log, cwd=run_dir, env=env) as recipe_run:
         # Meanwhile, the same job in local mode in this process's shared session.
-        sys.path.insert(0, str(REPO / "examples"))
-        try:
-            import cluster_job
-        finally:
-            sys.path.remove(str(REPO / "examples"))
+        cluster_job = load_example(REPO / "examples" / "cluster_job.py", "cluster_job")
         cluster_job.start(spark, str(clicks), str(tmp_path / "local-out"), str(tmp_path / "local-ckpt")
                           ).awaitTermination(TIMEOUT)
         code = recipe_run.wait(timeout=TIMEOUT)
         assert code == 0, "the recipe failed:\n" + log.read_text()[-8000:]
-    finally:
-        if recipe_run.poll() is None:
-            os.killpg(recipe_run.pid, signal.SIGKILL)
-            recipe_run.wait()
     seconds = time.monotonic() - started
     # Each executor ran its Python workers from the unpacked archive.
     executors = cluster.app_dirs(since=before)
