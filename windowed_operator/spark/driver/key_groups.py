@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 from ..checkpoint_record import RECORD, has_batches, read_record, update_record
 from ..errors import SparkOperatorError
+from ..spark_hashes import murmur3_int, murmur3_long
 
 #: Key groups when apply() is not told the checkpoint: a constant, never derived from the session (a
 #: restart with another ``spark.sql.shuffle.partitions`` must find every key in the group it left it
@@ -38,7 +39,6 @@ DEFAULT_KEY_GROUPS = 16
 #: The largest group count a balanced placement takes (its values are ints below 2^31).
 MAX_KEY_GROUPS = 1 << 16
 
-_MASK = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
@@ -124,40 +124,6 @@ def balanced_values(count: int, partitions: int) -> tuple[int, ...]:
             missing -= 1
         value += 1
     return tuple(found[g % partitions][g // partitions] for g in range(count))
-
-
-# -- Spark's Murmur3 (Murmur3_x86_32, seed 42: ``hash()`` and hash partitioning) -------------------------
-def _rotl(value: int, bits: int) -> int:
-    return ((value << bits) | (value >> (32 - bits))) & _MASK
-
-
-def _mix_k1(k1: int) -> int:
-    return (_rotl((k1 * 0xCC9E2D51) & _MASK, 15) * 0x1B873593) & _MASK
-
-
-def _mix_h1(h1: int, k1: int) -> int:
-    return (_rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & _MASK
-
-
-def _fmix(h1: int, length: int) -> int:
-    h1 ^= length
-    h1 ^= h1 >> 16
-    h1 = (h1 * 0x85EBCA6B) & _MASK
-    h1 ^= h1 >> 13
-    h1 = (h1 * 0xC2B2AE35) & _MASK
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 & 0x80000000 else h1
-
-
-def murmur3_int(value: int, seed: int = 42) -> int:
-    """Spark's hash of an int (``Murmur3_x86_32.hashInt``)."""
-    return _fmix(_mix_h1(seed & _MASK, _mix_k1(value & _MASK)), 4)
-
-
-def murmur3_long(value: int, seed: int = 42) -> int:
-    """Spark's hash of a bigint (``Murmur3_x86_32.hashLong``)."""
-    value &= (1 << 64) - 1
-    return _fmix(_mix_h1(_mix_h1(seed & _MASK, _mix_k1(value & _MASK)), _mix_k1(value >> 32)), 8)
 
 
 __all__ = ["DEFAULT_KEY_GROUPS", "KeyGroups", "RECORD", "balanced_values", "first_count", "key_groups_for",
