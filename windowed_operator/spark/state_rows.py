@@ -1,0 +1,148 @@
+"""A stopped checkpoint's state as Spark's offline state tools see it: one row per stored entry, its
+key and value as UnsafeRow bytes, read into each key group's contents and written back.
+
+Spark's reader of every column family (``format("statestore")`` with ``_readAllColumnFamilies``,
+what its offline repartitioning reads) gives rows ``(partition_key, key_bytes, value_bytes,
+column_family_name)``, and its rewriter (``StateRewriter``) writes rows of the same form.  The
+operator's column families (``worker.group_store``) and their UnsafeRows:
+
+- ``wo_group``: key ``(group)``, value ``(meta string)``: the group's record;
+- ``wo_due``: key ``((group), (domain string, bucket bigint, part int))``, value ``(entries string)``;
+- ``wo_keys``: key ``((group), (key <the key column's type>))``, value ``(record string)``;
+- ``$eventTimers_keyToTimestamp``: key ``((group), expiry bigint)``; ``$eventTimers_timestampToKey``:
+  key ``(expiry bigint, (group))``; both with an empty value (one null field).
+
+An UnsafeRow is a null bitset (8 bytes per 64 fields), one 8-byte slot per field (a fixed-width value,
+or ``offset << 32 | size`` of a variable-width one: a string, a nested row) and the variable-width
+bytes, each padded to 8.  The group is a one-field row (a bigint, or an int under a balanced
+placement: ``driver.key_groups``).  A key of ``wo_keys`` is kept as its bytes (its type is the
+key column's); ``GroupContents.key_rows`` pairs those bytes with each key's record.
+
+Pure Python: imports nothing of pyspark's.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Union
+
+META_FAMILY, DUE_FAMILY, KEYS_FAMILY = "wo_group", "wo_due", "wo_keys"
+KEY_TO_TIME, TIME_TO_KEY = "$eventTimers_keyToTimestamp", "$eventTimers_timestampToKey"
+#: The value of a timer's entries: one field, null.
+_EMPTY_VALUE = struct.pack("<qq", 1, 0)
+
+
+@dataclass
+class GroupContents:
+    """One key group's state: its record, its parts by (domain, bucket, part), each key's record by the
+    key's UnsafeRow bytes, and its timers."""
+
+    meta: Optional[str] = None
+    parts: dict[tuple[str, int, int], str] = field(default_factory=dict)
+    key_rows: dict[bytes, str] = field(default_factory=dict)
+    timers: set[int] = field(default_factory=set)
+
+
+# -- UnsafeRow pieces --------------------------------------------------------------------------------------
+def _bitset_bytes(fields: int) -> int:
+    return ((fields + 63) // 64) * 8
+
+
+def _padded(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 8)
+
+
+def _slot(row: bytes, fields: int, index: int) -> int:
+    return struct.unpack_from("<q", row, _bitset_bytes(fields) + 8 * index)[0]
+
+
+def _is_null(row: bytes, index: int) -> bool:
+    return bool(row[index // 8] >> (index % 8) & 1)
+
+
+def _variable(row: bytes, fields: int, index: int) -> bytes:
+    slot = _slot(row, fields, index) & ((1 << 64) - 1)
+    offset, size = slot >> 32, slot & 0xFFFFFFFF
+    return row[offset:offset + size]
+
+
+def encode_row(values: list[Union[int, str, bytes, None]]) -> bytes:
+    """An UnsafeRow of ``values``: int (a bigint or int slot), str, bytes (a nested row), None."""
+    fields = len(values)
+    head = _bitset_bytes(fields) + 8 * fields
+    bitset = bytearray(_bitset_bytes(fields))
+    slots, tail = [], b""
+    for i, value in enumerate(values):
+        if value is None:
+            bitset[i // 8] |= 1 << (i % 8)
+            slots.append(0)
+        elif isinstance(value, int):
+            slots.append(value)
+        else:
+            data = value.encode("utf-8") if isinstance(value, str) else value
+            slots.append((head + len(tail)) << 32 | len(data))
+            tail += _padded(data)
+    return bytes(bitset) + b"".join(struct.pack("<Q", s & ((1 << 64) - 1)) for s in slots) + tail
+
+
+def string_field(row: bytes) -> Optional[str]:
+    """The one string of a one-field row (a value of the operator's state variables)."""
+    return None if _is_null(row, 0) else _variable(row, 1, 0).decode("utf-8")
+
+
+def group_row(value: int, int_typed: bool) -> bytes:
+    """The group's one-field row (an int keeps its sign in the low 4 bytes of the slot, as Spark writes it)."""
+    return encode_row([value & 0xFFFFFFFF if int_typed else value])
+
+
+def group_of_row(row: bytes, int_typed: bool) -> int:
+    slot = _slot(row, 1, 0)
+    return struct.unpack("<i", struct.pack("<I", slot & 0xFFFFFFFF))[0] if int_typed else slot
+
+
+# -- rows <-> groups ---------------------------------------------------------------------------------------
+def read_groups(rows: Iterable[tuple[bytes, Optional[bytes], str]], int_typed: bool) -> dict[int, GroupContents]:
+    """Each group's contents from the reader's ``(key_bytes, value_bytes, column_family_name)`` rows."""
+    groups: dict[int, GroupContents] = {}
+
+    def contents(row: bytes) -> GroupContents:
+        return groups.setdefault(group_of_row(row, int_typed), GroupContents())
+
+    for key, value, family in rows:
+        key = bytes(key)
+        if family == META_FAMILY:
+            contents(key).meta = string_field(bytes(value or b""))
+        elif family == DUE_FAMILY:
+            place = _variable(key, 2, 1)
+            domain, bucket, part = _variable(place, 3, 0).decode("utf-8"), _slot(place, 3, 1), _slot(place, 3, 2)
+            contents(_variable(key, 2, 0)).parts[(domain, bucket, struct.unpack("<i", struct.pack(
+                "<I", part & 0xFFFFFFFF))[0])] = string_field(bytes(value or b"")) or ""
+        elif family == KEYS_FAMILY:
+            contents(_variable(key, 2, 0)).key_rows[_variable(key, 2, 1)] = string_field(bytes(value or b"")) or ""
+        elif family == KEY_TO_TIME:
+            contents(_variable(key, 2, 0)).timers.add(_slot(key, 2, 1))
+        elif family == TIME_TO_KEY:
+            contents(_variable(key, 2, 1)).timers.add(_slot(key, 2, 0))
+        else:
+            raise ValueError(f"a column family the operator does not write: {family!r}")
+    return groups
+
+
+def group_rows(group: int, contents: GroupContents, int_typed: bool) -> list[tuple[bytes, bytes, str]]:
+    """The ``(key_bytes, value_bytes, column_family_name)`` rows of one group's contents."""
+    me = group_row(group, int_typed)
+    rows: list[tuple[bytes, bytes, str]] = []
+    if contents.meta is not None:
+        rows.append((me, encode_row([contents.meta]), META_FAMILY))
+    for (domain, bucket, part), text in sorted(contents.parts.items()):
+        rows.append((encode_row([me, encode_row([domain, bucket, part & 0xFFFFFFFF])]), encode_row([text]),
+                     DUE_FAMILY))
+    for key, text in contents.key_rows.items():
+        rows.append((encode_row([me, key]), encode_row([text]), KEYS_FAMILY))
+    for expiry in sorted(contents.timers):
+        rows.append((encode_row([me, expiry]), _EMPTY_VALUE, KEY_TO_TIME))
+        rows.append((encode_row([expiry, me]), _EMPTY_VALUE, TIME_TO_KEY))
+    return rows
+
+
+__all__ = ["GroupContents", "encode_row", "group_rows", "read_groups", "string_field"]
