@@ -86,7 +86,7 @@ def repartition_checkpoint(spark: Any, checkpoint: str, partitions: int, *, file
     if manager is None or getattr(getattr(spark, "sparkContext", None), "_jvm", None) is None:
         raise RepartitionError("repartitioning needs a classic Spark session of Spark 4.2 or later "
                                "(spark._streamingCheckpointManager; Spark Connect has none)")
-    _refuse_active(spark, checkpoint)
+    refuse_active(spark, checkpoint)
     check_stopped(checkpoint, quiet_seconds, file_sinks, spark)
     before = state_partitions(spark, checkpoint)
     if before == partitions and not file_sinks:
@@ -98,12 +98,12 @@ def repartition_checkpoint(spark: Any, checkpoint: str, partitions: int, *, file
             raise RepartitionError(f"checkpoint {checkpoint}: Spark refused to repartition it: "
                                    f"{error_summary(exc)}") from exc
     batch_id = max(log_entries(checkpoint, "commits", spark))
-    filled = tuple((path, _log_missing_batches(spark, path, checkpoint)) for path in file_sinks)
+    filled = tuple((path, log_missing_batches(spark, path, checkpoint)) for path in file_sinks)
     return Repartitioned(checkpoint=checkpoint, partitions_before=before, partitions=partitions, batch_id=batch_id,
                          key_groups=_count(key_groups_of(spark, checkpoint)), file_sinks=filled)
 
 
-def _refuse_active(spark: Any, checkpoint: str) -> None:
+def refuse_active(spark: Any, checkpoint: str) -> None:
     for query in spark.streams.active:
         try:
             root = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
@@ -150,7 +150,7 @@ def _count(key_groups: Optional[tuple[int, bool]]) -> Optional[int]:
     return key_groups[0] if key_groups is not None else None
 
 
-def _log_missing_batches(spark: Any, path: str, checkpoint: str) -> tuple[int, ...]:
+def log_missing_batches(spark: Any, path: str, checkpoint: str) -> tuple[int, ...]:
     """Log with no files, in the file sink at ``path``, each batch the checkpoint committed after its
     log's last one (batches that went through no sink); the ids logged."""
     logged = log_entries(path, "_spark_metadata", spark)

@@ -159,7 +159,7 @@ def xxhash64(value: Any, spark_type: str, seed: int = SEED) -> int:
     """Spark's ``xxhash64`` of ``value`` (as pyspark collects it: int, float, str, bytes, bool,
     Decimal, date, datetime, tuple/list/dict/Row) of the Spark type ``spark_type`` (its
     ``simpleString``, e.g. ``bigint``, ``struct<a:string,b:int>``)."""
-    return _hash(value, _parse(spark_type.strip().lower()), seed)
+    return _hash(value, parse_type(spark_type.strip().lower()), seed)
 
 
 def key_group(value: Any, spark_type: str, key_groups: int) -> int:
@@ -236,7 +236,9 @@ def _java_big_integer_bytes(value: int) -> bytes:
 
 
 # -- types by simpleString -----------------------------------------------------------------------------
-def _parse(text: str) -> Any:
+def parse_type(text: str) -> Any:
+    """A type's simpleString as this module reads it: a name, or ``("struct", ((name, type), ...))``,
+    ``("array", type)``."""
     kind, rest = _parse_at(text, 0)
     if rest != len(text):
         raise UnsupportedKeyType(f"cannot read the type {text!r}")

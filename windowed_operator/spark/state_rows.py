@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Union
+from typing import Any, Iterable, Optional, Union
+
+from .spark_hashes import UnsupportedKeyType, parse_type as _parse_type
 
 META_FAMILY, DUE_FAMILY, KEYS_FAMILY = "wo_group", "wo_due", "wo_keys"
 KEY_TO_TIME, TIME_TO_KEY = "$eventTimers_keyToTimestamp", "$eventTimers_timestampToKey"
@@ -100,6 +102,43 @@ def group_of_row(row: bytes, int_typed: bool) -> int:
     return struct.unpack("<i", struct.pack("<I", slot & 0xFFFFFFFF))[0] if int_typed else slot
 
 
+def read_key(row: bytes, key_type: str) -> Any:
+    """The key of a ``wo_keys`` entry (its row ``(key <key_type>)``) as pyspark would collect it (a
+    date as its days, a timestamp as its microseconds: what ``spark_hashes`` hashes alike)."""
+    return _read_field(row, 1, 0, _parse_type(key_type.strip().lower()))
+
+
+def _read_field(row: bytes, fields: int, index: int, kind: Any) -> Any:
+    if _is_null(row, index):
+        return None
+    if isinstance(kind, tuple):
+        if kind[0] != "struct":
+            raise UnsupportedKeyType(f"cannot read a stored key of type {kind[0]}")
+        nested = _variable(row, fields, index)
+        return tuple(_read_field(nested, len(kind[1]), i, field_kind) for i, (_, field_kind) in enumerate(kind[1]))
+    slot = _slot(row, fields, index)
+    low = slot & 0xFFFFFFFF
+    if kind == "boolean":
+        return bool(slot & 0xFF)
+    if kind in ("tinyint", "byte"):
+        return struct.unpack("<b", struct.pack("<B", slot & 0xFF))[0]
+    if kind in ("smallint", "short"):
+        return struct.unpack("<h", struct.pack("<H", slot & 0xFFFF))[0]
+    if kind in ("int", "integer", "date"):
+        return struct.unpack("<i", struct.pack("<I", low))[0]
+    if kind in ("bigint", "long", "timestamp", "timestamp_ltz", "timestamp_ntz"):
+        return slot
+    if kind in ("float", "real"):
+        return struct.unpack("<f", struct.pack("<I", low))[0]
+    if kind == "double":
+        return struct.unpack("<d", struct.pack("<q", slot))[0]
+    if kind == "string":
+        return _variable(row, fields, index).decode("utf-8")
+    if kind == "binary":
+        return _variable(row, fields, index)
+    raise UnsupportedKeyType(f"cannot read a stored key of type {kind!r}")
+
+
 # -- rows <-> groups ---------------------------------------------------------------------------------------
 def read_groups(rows: Iterable[tuple[bytes, Optional[bytes], str]], int_typed: bool) -> dict[int, GroupContents]:
     """Each group's contents from the reader's ``(key_bytes, value_bytes, column_family_name)`` rows."""
@@ -145,4 +184,4 @@ def group_rows(group: int, contents: GroupContents, int_typed: bool) -> list[tup
     return rows
 
 
-__all__ = ["GroupContents", "encode_row", "group_rows", "read_groups", "string_field"]
+__all__ = ["GroupContents", "encode_row", "group_rows", "read_groups", "read_key", "string_field"]

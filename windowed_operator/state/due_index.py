@@ -19,6 +19,7 @@ a MapState; tests give it a dict that counts calls.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Optional, Protocol
 
@@ -33,6 +34,16 @@ Entry = tuple[Hashable, int]  # (key, due time)
 
 
 Place = tuple[int, int]  # (bucket, part)
+
+
+def entries_text(entries: list[Entry], value: Any) -> str:
+    """A part's entries as stored: ``[[key, due], ...]``, each key in the codec's tagged form (``value``)."""
+    return json.dumps([[value(key), due] for key, due in entries], separators=(",", ":"))
+
+
+def entries_of(text: str, read_value: Any) -> list[Entry]:
+    """A stored part's entries (``entries_text``) back, each key read with the codec's ``read_value``."""
+    return [(read_value(key), due) for key, due in json.loads(text)]
 
 
 class IndexStore(Protocol):

@@ -20,10 +20,9 @@ the group's call (``flush``): a group's end is one round trip.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Hashable, Optional
 
-from ...state.due_index import Entry
+from ...state.due_index import Entry, entries_of, entries_text
 from ...state.codec import KeyStateCodec
 from .pipelined_map import PendingWrites, PipelinedMap
 # DUE_STATE, KEYS_STATE, META_STATE: re-exported (spark/inspect.py and the Spark tests import them from here)
@@ -112,14 +111,13 @@ class SparkGroupStore:
 
     # -- the due index ----------------------------------------------------------------------------
     def get_parts(self, domain: str, places: list[tuple[int, int]]) -> list[list[Entry]]:
-        return [[(self.codec.read_value(key), due) for key, due in json.loads(text)] if text is not None else []
+        return [entries_of(text, self.codec.read_value) if text is not None else []
                 for text in self.get_texts(domain, places)]
 
     def put_parts(self, domain: str, items: list[tuple[int, int, list[Entry]]]) -> None:
-        self.put_texts(domain, [
-            (bucket, part, json.dumps([[self.codec.value(_plain(key)), due] for key, due in entries],
-                                      separators=(",", ":")))
-            for bucket, part, entries in items])
+        self.put_texts(domain, [(bucket, part, entries_text([(_plain(key), due) for key, due in entries],
+                                                            self.codec.value))
+                                for bucket, part, entries in items])
 
     def remove_parts(self, domain: str, places: list[tuple[int, int]]) -> None:
         self.remove_texts(domain, places)
