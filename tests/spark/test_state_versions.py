@@ -88,16 +88,33 @@ def uninterrupted(spark, tmp_path_factory):
     return run
 
 
+#: The key groups the latest version's stored checkpoints are rescaled to (from 16) before they are
+#: continued: every new group gathers keys of several old ones, and every old group's keys scatter.
+RESCALED = 5
+
+
 @pytest.mark.parametrize("version,case", STORED)
-def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, uninterrupted, version, case):
+def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, uninterrupted, monkeypatch, version, case):
+    """Each stored checkpoint continues as an uninterrupted run; the latest version's are first moved
+    to 3 state partitions (``repartition``) and to 5 key groups (``rescale``)."""
     fixture = _fixture()
     op = fixture.operators()[case]
     expected, fresh = uninterrupted(case)
     checkpoint = _copy(version, case, tmp_path / "checkpoint")
     if version == LATEST:
         from windowed_operator.spark.repartition import repartition_checkpoint
+        from windowed_operator.spark.rescale import RescaleError, rescale_checkpoint
 
         assert repartition_checkpoint(spark, str(checkpoint), 3, quiet_seconds=0).partitions_before == 2
+        if case == "non_keyed":
+            with pytest.raises(RescaleError, match="no keyed operator of its query holds state"):
+                rescale_checkpoint(spark, str(checkpoint), RESCALED, quiet_seconds=0)
+        else:
+            done = rescale_checkpoint(spark, str(checkpoint), RESCALED, quiet_seconds=0)
+            assert (done.key_groups_before, done.key_groups, done.partitions) == (16, RESCALED, 3)
+            assert done.operators[0][2] > 0, "keys moved"
+            # (a checkpoint started before balanced placement: restarted with the count, not told the checkpoint)
+            monkeypatch.setitem(fixture.APPLY, case, {**fixture.APPLY.get(case, {}), "key_groups": RESCALED})
     shutil.rmtree(fixture.SOURCE.parent, ignore_errors=True)
     try:
         fixture.write_source(len(fixture.BATCHES))

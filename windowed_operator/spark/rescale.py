@@ -51,7 +51,7 @@ class Rescaled:
     key_groups: int
     batch_id: int
     partitions: int
-    #: Per stateful operator: (old groups holding state, new groups holding state, keys moved).
+    #: Per stateful operator: (old groups holding state, new groups holding state, keys placed).
     operators: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     file_sinks: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
@@ -164,8 +164,12 @@ class _Rewrite:
                 keys[key] = record
             stored[old_index[value]] = StoredGroup(metas[value], dict(c.parts), keys)
 
+        placed: dict[Hashable, int] = {}
+
         def group_of(key: Hashable) -> int:
-            return key_group(key, key_type, self.new.count) if keyed else 0
+            if key not in placed:
+                placed[key] = key_group(key, key_type, self.new.count) if keyed else 0
+            return placed[key]
 
         try:
             groups = rekey(stored, group_of, self.old.count, self.new.count, keyed=keyed)
@@ -181,8 +185,7 @@ class _Rewrite:
                                     key_rows={key_bytes[key]: record for key, record in group.keys.items()},
                                     timers=timers)
             out += [((value,), key, val, family) for key, val, family in group_rows(value, written, int_typed)]
-        held = sum(len(g.keys) for g in stored.values())
-        self.moved[operator] = (len(stored), len(groups), held or _keys_in_texts(groups))
+        self.moved[operator] = (len(stored), len(groups), len(placed))
         return out
 
     def _operator_of(self, fingerprint: dict) -> tuple[int, str]:
@@ -194,11 +197,6 @@ class _Rewrite:
 
     class Java:
         implements = ["scala.Function1"]
-
-
-def _keys_in_texts(groups: dict[int, StoredGroup]) -> int:
-    """Keys held in key shards (their count is in each group's record)."""
-    return sum(int((g.meta.get("key_shards") or g.meta.get("row_shards") or {}).get("held", 0)) for g in groups.values())
 
 
 def _operators(spark: Any, checkpoint: str) -> list[int]:
