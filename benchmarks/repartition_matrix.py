@@ -75,9 +75,10 @@ def case_parts(case: str) -> tuple[Any, dict, dict, Callable[[Any], Any]]:
     return op, dict(options), {}, step
 
 
-def run(spark: Any, case: str, sink: str, directory: Path, ends: bool = True) -> None:
+def run(spark: Any, case: str, sink: str, directory: Path, ends: bool = True, key_groups: Any = None) -> None:
     """Run ``case`` over what the source holds into ``sink`` under ``directory`` (checkpoint and output);
-    ``ends``: the source holds the end of input."""
+    ``ends``: the source holds the end of input; ``key_groups``: the count a rescaled checkpoint keeps
+    (told to a case not told its checkpoint, which keeps no record of it)."""
     from windowed_operator.merge_operator import MergeOperatorBase
     from windowed_operator.sinks import TableSink
     from windowed_operator.spark import stop_at_end_of_input
@@ -86,6 +87,8 @@ def run(spark: Any, case: str, sink: str, directory: Path, ends: bool = True) ->
     checkpoint = str(directory / "checkpoint")
     if options.pop("checkpoint", False):
         options["checkpoint"] = checkpoint
+    elif key_groups is not None:
+        options["key_groups"] = key_groups
     df = step(spark.readStream.schema(fixture.SCHEMA).option("maxFilesPerTrigger", 1).json(str(fixture.SOURCE)))
     inputs = [df.where(f"amount % 2 = {odd} or end_of_input") for odd in (1, 0)] \
         if isinstance(op, MergeOperatorBase) else [df]
@@ -172,11 +175,14 @@ def results(spark: Any, sink: str, directory: Path) -> Counter:
 
 
 def check(spark: Any, case: str, sink: str, work: Path, partitions: tuple[int, ...] = (5,),
-          repair: bool = False) -> dict[str, Any]:
+          repair: bool = False, key_groups: tuple[int, ...] = ()) -> dict[str, Any]:
     """The case into the sink, uninterrupted and across a repartitioning to each of ``partitions``
     (restarting after each, on a share of the remaining batches): whether they agree, and figures.
-    ``repair``: a file sink's log is filled by a second call (the same partitions) after each move."""
+    ``repair``: a file sink's log is filled by a second call (the same partitions) after each move;
+    ``key_groups``: after the i-th repartitioning, a rescale to the i-th count (the moves list it as
+    ``("groups", before, after, seconds)``)."""
     from windowed_operator.spark.repartition import repartition_checkpoint
+    from windowed_operator.spark.rescale import rescale_checkpoint
 
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(fixture.SOURCE, ignore_errors=True)
@@ -191,8 +197,9 @@ def check(spark: Any, case: str, sink: str, work: Path, partitions: tuple[int, .
             for i in range(len(partitions))]
     fixture.write_source(fixture.SPLIT)
     run(spark, case, sink, work / "moved", ends=False)
-    moves = []
-    for count, cut in zip(partitions, cuts):
+    moves: list[tuple] = []
+    groups = None
+    for i, (count, cut) in enumerate(zip(partitions, cuts)):
         started = time.perf_counter()
         file_sinks = (str(work / "moved" / "out"),) if sink == "file" else ()
         done = repartition_checkpoint(spark, str(work / "moved" / "checkpoint"), count, quiet_seconds=0,
@@ -202,8 +209,14 @@ def check(spark: Any, case: str, sink: str, work: Path, partitions: tuple[int, .
                                             file_sinks=file_sinks)
             assert filled.file_sinks == ((file_sinks[0], (done.batch_id,)),), filled
         moves.append((done.partitions_before, done.partitions, round(time.perf_counter() - started, 1)))
+        if i < len(key_groups):
+            started = time.perf_counter()
+            rescaled = rescale_checkpoint(spark, str(work / "moved" / "checkpoint"), key_groups[i], quiet_seconds=0,
+                                          file_sinks=file_sinks)
+            groups = rescaled.key_groups
+            moves.append(("groups", rescaled.key_groups_before, groups, round(time.perf_counter() - started, 1)))
         fixture.write_source(cut)
-        run(spark, case, sink, work / "moved", ends=cut == len(fixture.BATCHES))
+        run(spark, case, sink, work / "moved", ends=cut == len(fixture.BATCHES), key_groups=groups)
     found = results(spark, sink, work / "moved")
     return {"case": case, "sink": sink, "equal": found == expected, "rows": sum(expected.values()), "moves": moves}
 
@@ -213,6 +226,8 @@ def main() -> int:
     parser.add_argument("--cases", nargs="*", default=[*FIXTURE_CASES, *extra_cases()])
     parser.add_argument("--sinks", nargs="*", default=list(SINKS), choices=SINKS)
     parser.add_argument("--twice", action="store_true", help="2 -> 5 partitions, a restart, 5 -> 3, a restart")
+    parser.add_argument("--key-groups", nargs="*", type=int, default=[],
+                        help="after each repartitioning, rescale to these key groups (e.g. 40 7)")
     parser.add_argument("--work", default="/tmp/windowed-operator-repartition-matrix")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -225,7 +240,8 @@ def main() -> int:
     failed = 0
     for case in args.cases:
         for sink in args.sinks:
-            outcome = check(spark, case, sink, Path(args.work) / "run", partitions)
+            outcome = check(spark, case, sink, Path(args.work) / "run", partitions,
+                            key_groups=tuple(args.key_groups))
             if outcome["equal"] is None:
                 print(f"{case:<26} {sink:<13} {'n/a':<9} {'':>5}  the table sink refuses it: "
                       f"{outcome['why'][:90]}...", flush=True)

@@ -18,8 +18,9 @@ def test_an_unsafe_row_is_a_bitset_fixed_slots_and_padded_variable_bytes():
 
 def test_a_groups_contents_round_trip_through_rows_with_bigint_or_int_groups():
     contents = GroupContents(meta='{"wm":1}', parts={("keys", 0, 0): '"a"\t[1,null,[]]', ("event", 17, 2): "[]"},
-                             key_rows={encode_row(["a"]): "[1,null,[]]"}, timers={1_767_225_615_000, 5})
+                             key_rows={encode_row(["a"]): "[1,null,[]]"},
+                             timers={"$eventTimers": {1_767_225_615_000, 5}, "$procTimers": {9}})
     for group, int_typed in ((12, False), (7, True), (2 ** 40, False), (-3, True)):
         rows = group_rows(group, contents, int_typed)
-        assert len(rows) == 1 + 2 + 1 + 2 * 2
+        assert len(rows) == 1 + 2 + 1 + 3 * 2
         assert read_groups(rows, int_typed) == {group: contents}

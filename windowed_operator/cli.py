@@ -70,12 +70,13 @@ DEMO_PLOT = os.path.join(tempfile.gettempdir(), "windowed-operator-demo-timeline
 
 def _main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command in ("state", "demo", "repartition") or (args.command == "run" and not args.local):
+    if args.command in ("state", "demo", "repartition", "rescale") or (args.command == "run" and not args.local):
         refused = _missing_spark(getattr(args, "file", None) or args.command)
         if refused is not None:
             return refused
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
-        "state": _state, "validate": _pipeline, "run": _pipeline, "demo": _demo, "repartition": _repartition}
+        "state": _state, "validate": _pipeline, "run": _pipeline, "demo": _demo, "repartition": _move_checkpoint,
+        "rescale": _move_checkpoint}
     return commands[args.command](args)
 
 
@@ -130,19 +131,24 @@ def _parser() -> argparse.ArgumentParser:
     repartition = sub.add_parser(
         "repartition", help="move a stopped query's state to another number of state partitions (a cluster of "
                             "another size); Spark 4.2+")
-    repartition.add_argument("checkpoint", help="the query's checkpointLocation")
     repartition.add_argument("--partitions", type=int, required=True, help="the new number of state partitions")
-    repartition.add_argument("--file-sink", action="append", default=[], metavar="PATH",
+    rescale = sub.add_parser(
+        "rescale", help="move a stopped query's state to another number of key groups (the most tasks its "
+                        "stateful work spreads over); a restart told the checkpoint goes on with them")
+    rescale.add_argument("--key-groups", type=int, required=True, help="the new number of key groups")
+    for command in (repartition, rescale):
+        command.add_argument("checkpoint", help="the query's checkpointLocation")
+        command.add_argument("--file-sink", action="append", default=[], metavar="PATH",
                              help="the output path of a Spark file sink the query writes (repeatable): its log "
                                   "gets the new batch")
-    repartition.add_argument("--quiet-seconds", type=float, default=60.0,
+        command.add_argument("--quiet-seconds", type=float, default=60.0,
                              help="refuse a checkpoint whose last batch committed more recently (default 60: its "
                                   "query may be running); 0 once you know it is stopped")
-    repartition.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
-    for command in (run, repartition):
+        command.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
+    for command in (run, repartition, rescale):
         command.add_argument("--conf", action="append", default=[], type=_conf_pair, metavar="KEY=VALUE",
                              help="a Spark setting for the session (repeatable), e.g. --conf spark.executor.memory=2g")
-    for command in (demo, run, state, repartition):
+    for command in (demo, run, state, repartition, rescale):
         command.add_argument("--debug", action="store_true",
                              help="show Spark's console output and full tracebacks (default: Spark's output goes "
                                   "to a log file, errors print as one line)")
@@ -164,21 +170,24 @@ def _state(args: argparse.Namespace) -> int:
     return _run_reporting_errors(args.checkpoint, args.debug, spark_log, show_state)
 
 
-def _repartition(args: argparse.Namespace) -> int:
-    spark_log = None if args.debug else spark_log_path("repartition")
+def _move_checkpoint(args: argparse.Namespace) -> int:
+    """``repartition`` (another number of state partitions) and ``rescale`` (another number of key groups)."""
+    spark_log = None if args.debug else spark_log_path(args.command)
 
     def move() -> int:
         from .spark.checkpoint_record import local_directory
         from .spark.repartition import check_stopped, repartition_checkpoint
+        from .spark.rescale import rescale_checkpoint
         from .spark.session import local_session
 
         if local_directory(args.checkpoint) is not None and all(local_directory(p) is not None for p in args.file_sink):
             check_stopped(args.checkpoint, args.quiet_seconds, tuple(args.file_sink))  # (before Spark starts)
 
-        spark = local_session(master=args.master, app_name="windowed-operator-repartition", spark_log=spark_log,
+        spark = local_session(master=args.master, app_name=f"windowed-operator-{args.command}", spark_log=spark_log,
                               extra_conf=dict(args.conf))
-        done = repartition_checkpoint(spark, args.checkpoint, args.partitions, file_sinks=tuple(args.file_sink),
-                                      quiet_seconds=args.quiet_seconds)
+        options = {"file_sinks": tuple(args.file_sink), "quiet_seconds": args.quiet_seconds}
+        done = repartition_checkpoint(spark, args.checkpoint, args.partitions, **options) \
+            if args.command == "repartition" else rescale_checkpoint(spark, args.checkpoint, args.key_groups, **options)
         for line in done.lines():
             print(line)
         return 0

@@ -179,8 +179,10 @@ class _Rewrite:
         out: list[tuple] = []
         for index, group in groups.items():
             value = (self.new.values[index] if self.new.values else index) if keyed else 0
-            timers = set().union(*(contents[by_index[source]].timers for source in group.sources)) \
-                if group.sources else set()
+            timers: dict[str, set[int]] = {}
+            for source in group.sources:
+                for kind, expiries in contents[by_index[source]].timers.items():
+                    timers.setdefault(kind, set()).update(expiries)
             written = GroupContents(meta=_COMPACT(group.meta), parts=group.parts,
                                     key_rows={key_bytes[key]: record for key, record in group.keys.items()},
                                     timers=timers)

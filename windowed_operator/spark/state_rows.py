@@ -10,7 +10,8 @@ operator's column families (``worker.group_store``) and their UnsafeRows:
 - ``wo_due``: key ``((group), (domain string, bucket bigint, part int))``, value ``(entries string)``;
 - ``wo_keys``: key ``((group), (key <the key column's type>))``, value ``(record string)``;
 - ``$eventTimers_keyToTimestamp``: key ``((group), expiry bigint)``; ``$eventTimers_timestampToKey``:
-  key ``(expiry bigint, (group))``; both with an empty value (one null field).
+  key ``(expiry bigint, (group))``; both with an empty value (one null field); ``$procTimers_...`` the
+  same for processing-time timers.
 
 An UnsafeRow is a null bitset (8 bytes per 64 fields), one 8-byte slot per field (a fixed-width value,
 or ``offset << 32 | size`` of a variable-width one: a string, a nested row) and the variable-width
@@ -29,7 +30,10 @@ from typing import Any, Iterable, Optional, Union
 from .spark_hashes import UnsupportedKeyType, parse_type as _parse_type
 
 META_FAMILY, DUE_FAMILY, KEYS_FAMILY = "wo_group", "wo_due", "wo_keys"
-KEY_TO_TIME, TIME_TO_KEY = "$eventTimers_keyToTimestamp", "$eventTimers_timestampToKey"
+#: The timers' column families: ``<prefix>_keyToTimestamp`` and ``<prefix>_timestampToKey`` for event-time
+#: and processing-time timers.
+TIMER_PREFIXES = ("$eventTimers", "$procTimers")
+KEY_TO_TIME, TIME_TO_KEY = "_keyToTimestamp", "_timestampToKey"
 #: The value of a timer's entries: one field, null.
 _EMPTY_VALUE = struct.pack("<qq", 1, 0)
 
@@ -42,7 +46,8 @@ class GroupContents:
     meta: Optional[str] = None
     parts: dict[tuple[str, int, int], str] = field(default_factory=dict)
     key_rows: dict[bytes, str] = field(default_factory=dict)
-    timers: set[int] = field(default_factory=set)
+    #: Each timer kind's (``TIMER_PREFIXES``) expiries.
+    timers: dict[str, set[int]] = field(default_factory=dict)
 
 
 # -- UnsafeRow pieces --------------------------------------------------------------------------------------
@@ -158,10 +163,10 @@ def read_groups(rows: Iterable[tuple[bytes, Optional[bytes], str]], int_typed: b
                 "<I", part & 0xFFFFFFFF))[0])] = string_field(bytes(value or b"")) or ""
         elif family == KEYS_FAMILY:
             contents(_variable(key, 2, 0)).key_rows[_variable(key, 2, 1)] = string_field(bytes(value or b"")) or ""
-        elif family == KEY_TO_TIME:
-            contents(_variable(key, 2, 0)).timers.add(_slot(key, 2, 1))
-        elif family == TIME_TO_KEY:
-            contents(_variable(key, 2, 1)).timers.add(_slot(key, 2, 0))
+        elif family.startswith(TIMER_PREFIXES) and family.endswith(KEY_TO_TIME):
+            contents(_variable(key, 2, 0)).timers.setdefault(family[:-len(KEY_TO_TIME)], set()).add(_slot(key, 2, 1))
+        elif family.startswith(TIMER_PREFIXES) and family.endswith(TIME_TO_KEY):
+            contents(_variable(key, 2, 1)).timers.setdefault(family[:-len(TIME_TO_KEY)], set()).add(_slot(key, 2, 0))
         else:
             raise ValueError(f"a column family the operator does not write: {family!r}")
     return groups
@@ -178,9 +183,10 @@ def group_rows(group: int, contents: GroupContents, int_typed: bool) -> list[tup
                      DUE_FAMILY))
     for key, text in contents.key_rows.items():
         rows.append((encode_row([me, key]), encode_row([text]), KEYS_FAMILY))
-    for expiry in sorted(contents.timers):
-        rows.append((encode_row([me, expiry]), _EMPTY_VALUE, KEY_TO_TIME))
-        rows.append((encode_row([expiry, me]), _EMPTY_VALUE, TIME_TO_KEY))
+    for prefix, expiries in sorted(contents.timers.items()):
+        for expiry in sorted(expiries):
+            rows.append((encode_row([me, expiry]), _EMPTY_VALUE, prefix + KEY_TO_TIME))
+            rows.append((encode_row([expiry, me]), _EMPTY_VALUE, prefix + TIME_TO_KEY))
     return rows
 
 

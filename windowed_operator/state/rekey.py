@@ -16,9 +16,12 @@ several old ones.  Everything a group stores is split by the key it belongs to:
   earlier than the rows' own costs a read of a shard with nothing due, which changes nothing), and
   the index holds the new shards under them;
 - the group's record: the watermark last applied is the latest of the groups joined (a group's
-  watermark lags only while nothing of it is due: its timer would have called it), the timer the
-  earliest, the fingerprint says the new count, the indexes and the stores' bookkeeping are those
-  of what the new group holds.
+  watermark lags only while nothing of it is due: its timer would have called it), and so are its
+  other clocks (an upstream's watermark, the processing time last applied, the last input, each
+  partition's largest event time and last input under a per-partition watermark, each merge input's);
+  the timer is the earliest, the fingerprint says the new count, the indexes and the stores'
+  bookkeeping are those of what the new group holds.  Fields that are no clock (the pause an idle
+  clock takes out of a stop, the run it last saw) must agree, or the rescale is refused naming them.
 
 Pure: texts in, texts out (``spark.rescale`` reads and writes them from a checkpoint).
 """
@@ -47,7 +50,7 @@ INDEX_DOMAINS = (EVENT, PROCESSING)
 ROWS_DOMAIN, ROWS_META = ROW_SHARDS["sessions"].domain, ROW_SHARDS["sessions"].meta_key
 KEY_SHARDS_META = "key_shards"
 #: The group record's fields this module knows how to join (others must agree across the groups joined).
-_JOINED = {"wm", "timer", "fingerprint", "up", "pt", f"{EVENT}_index", f"{PROCESSING}_index", KEY_SHARDS_META, ROWS_META,
+_JOINED = {"wm", "timer", "fingerprint", "up", "pt", "input", "seen", "parts", "sides", f"{EVENT}_index", f"{PROCESSING}_index", KEY_SHARDS_META, ROWS_META,
            PANE_LOG.meta_key, WINDOW_LOG.meta_key}
 _CODEC = KeyStateCodec()
 Place = tuple[str, int, int]
@@ -297,10 +300,7 @@ def _joined_meta(metas: list[dict[str, Any]], key_groups: int) -> dict[str, Any]
     watermarks = [m["wm"] for m in metas if m.get("wm") is not None]
     if watermarks:
         joined["wm"] = max(watermarks)
-    for name in ("up", "pt"):  # (an upstream's watermark, the processing time last applied: never back)
-        values = [m[name] for m in metas if m.get(name) is not None]
-        if values:
-            joined[name] = max(values)
+    joined.update(_joined_clocks(metas))
     timers = [m["timer"] for m in metas if m.get("timer") is not None]
     if any("timer" in m for m in metas):
         joined["timer"] = min(timers) if timers else None
@@ -311,6 +311,33 @@ def _joined_meta(metas: list[dict[str, Any]], key_groups: int) -> dict[str, Any]
         if any(name in m for m in metas):
             joined[name] = None
     return joined
+
+
+#: Clocks in a group's record (never back): joined as their latest.
+_CLOCKS = ("up", "pt", "input", "seen")
+
+
+def _joined_clocks(holders: list[dict[str, Any]]) -> dict[str, Any]:
+    """The clocks of several groups' records (or of one merge input's part of them) as one: each the
+    latest; per-partition trackers (``parts``) partition by partition; merge inputs (``sides``) input by input."""
+    out: dict[str, Any] = {}
+    for name in _CLOCKS + ("max",):
+        values = [h[name] for h in holders if h.get(name) is not None]
+        if values:
+            out[name] = max(values)
+    trackers = [h["parts"] for h in holders if h.get("parts") is not None]
+    if trackers:
+        partitions: dict[str, list] = {}
+        for tracker in trackers:
+            for partition, largest, last in tracker["partitions"]:
+                seen = partitions.setdefault(json.dumps(partition), [partition, largest, last])
+                seen[1], seen[2] = max(seen[1], largest), max(seen[2], last)
+        out["parts"] = {"watermark": max(t["watermark"] for t in trackers), "partitions": list(partitions.values())}
+    sides = [h["sides"] for h in holders if h.get("sides") is not None]
+    if sides:
+        out["sides"] = {side: _joined_clocks([s[side] for s in sides if side in s])
+                        for side in dict.fromkeys(side for s in sides for side in s)}
+    return out
 
 
 def _joined_rows(g: _Gathered, store: TextStore, indexes: dict[str, DueIndex], meta: dict[str, Any]) -> dict:
