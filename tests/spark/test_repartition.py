@@ -1,5 +1,6 @@
-"""A stopped query's checkpoint moved to another number of state partitions restarts exactly
-(``windowed_operator.spark.repartition``); a running one is refused.
+"""A stopped query's checkpoint moved to another number of state partitions
+(``windowed_operator.spark.repartition``) or key groups (``windowed_operator.spark.rescale``) restarts
+exactly; a running one is refused.
 
 Every layout restarts after a repartitioning in ``test_state_versions`` (the newest version's stored
 checkpoints are moved before they are continued); here the sinks that need something of it (Spark's
@@ -39,11 +40,13 @@ def matrix(tmp_path, monkeypatch):
 def test_a_checkpoint_moved_to_more_partitions_then_fewer_restarts_exactly(spark, tmp_path, matrix, case, sink):
     """Sessions with early firings and retractions into Spark's JSON file sink (read back through its
     log: the repartitioning's batches are logged with no files, by a second call as a repair of a
-    checkpoint moved without naming the sink), a chain into the table sink: 2 -> 5 partitions, a
-    restart, 5 -> 3, a restart; the output equals an uninterrupted run's."""
-    outcome = matrix.check(spark, case, sink, tmp_path / "run", partitions=(5, 3), repair=True)
+    checkpoint moved without naming the sink), a chain into the table sink: 2 -> 5 partitions and
+    16 -> 40 key groups, a restart, 5 -> 3 partitions and 40 -> 7 groups, a restart; the output
+    equals an uninterrupted run's."""
+    outcome = matrix.check(spark, case, sink, tmp_path / "run", partitions=(5, 3), repair=True, key_groups=(40, 7))
     assert outcome["rows"] > 0
-    assert [m[:2] for m in outcome["moves"]] == [(2, 5), (5, 3)]
+    assert [m[:3] for m in outcome["moves"]] == [(2, 5, m[2]) for m in outcome["moves"][:1]] + [
+        ("groups", 16, 40), (5, 3, outcome["moves"][2][2]), ("groups", 40, 7)]
     assert outcome["equal"], outcome
 
 
@@ -97,6 +100,27 @@ def test_the_command_refuses_a_fresh_checkpoint_and_moves_a_quiet_one(spark, tmp
     assert _partitions(checkpoint) == 3
 
 
+def test_rescale_refuses_a_fresh_checkpoint_or_an_unchanged_count_and_moves_a_quiet_one(spark, tmp_path, capsys):
+    from windowed_operator.cli import main
+    from windowed_operator.spark.driver.key_groups import recorded_key_groups
+    from windowed_operator.spark.rescale import RescaleError, rescale_checkpoint
+
+    checkpoint = _copy_stored(tmp_path / "checkpoint")
+    assert main(["rescale", str(checkpoint), "--key-groups", "4"]) == 1
+    assert "its query may still be running" in capsys.readouterr().err
+    with pytest.raises(RescaleError, match="has 16 key groups already"):
+        rescale_checkpoint(spark, str(checkpoint), 16, quiet_seconds=0)
+    with pytest.raises(RescaleError, match=r"key_groups must be an integer from 1 to 65536, got 0"):
+        rescale_checkpoint(spark, str(checkpoint), 0, quiet_seconds=0)
+    commits = [p.name for p in (checkpoint / "commits").iterdir() if p.name.isdigit()]
+    assert main(["rescale", str(checkpoint), "--key-groups", "4", "--quiet-seconds", "0"]) == 0
+    said = capsys.readouterr().out
+    assert f"{checkpoint}: state moved from 16 to 4 key groups" in said
+    assert "operator 0: 1 key placed, from 3 groups into 4" in said, "(the pane log's one key with state: 3 groups held)"
+    assert recorded_key_groups(str(checkpoint), spark).count == 4
+    assert sum(p.name.isdigit() for p in (checkpoint / "commits").iterdir()) == len(commits) + 1, "one batch more"
+
+
 def test_the_checkpoint_of_a_running_query_is_refused(spark, tmp_path):
     checkpoint = tmp_path / "checkpoint"
     query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load().groupBy("value").count()
@@ -108,5 +132,9 @@ def test_the_checkpoint_of_a_running_query_is_refused(spark, tmp_path):
             time.sleep(0.2)
         with pytest.raises(RepartitionError, match=f"checkpoint of the running query {query.id}"):
             repartition_checkpoint(spark, str(checkpoint), 4, quiet_seconds=0)
+        from windowed_operator.spark.rescale import rescale_checkpoint
+
+        with pytest.raises(RepartitionError, match=f"checkpoint of the running query {query.id}"):
+            rescale_checkpoint(spark, str(checkpoint), 4, quiet_seconds=0)
     finally:
         query.stop()

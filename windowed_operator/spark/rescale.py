@@ -59,7 +59,8 @@ class Rescaled:
         out = [f"{self.checkpoint}: state moved from {self.key_groups_before} to {self.key_groups} key groups "
                f"(batch {self.batch_id}, which reads no input); start the query again, told the checkpoint, to go on"]
         for operator, (before, after, keys) in sorted(self.operators.items()):
-            out.append(f"operator {operator}: {keys} keys, from {before} groups into {after}")
+            out.append(f"operator {operator}: {keys} key{'' if keys == 1 else 's'} placed, from {before} group"
+                       f"{'' if before == 1 else 's'} into {after}")
         if self.key_groups < self.partitions:
             out.append(f"note: {self.partitions - self.key_groups} of the {self.partitions} state partitions hold no "
                        "group; repartition the checkpoint to fewer, or choose more key groups")
