@@ -242,7 +242,8 @@ WINGS = ("model", "engine", "state", "runners", "spark.base", "spark.scan", "spa
          "spark.driver", "sinks", "pipeline", "spark.entry", "cli")
 #: Modules of ``spark/`` itself (not of a sub-package) by wing; the rest of ``spark/`` is ``spark.base``.
 SPARK_PLAN = frozenset({"paths", "plan", "outputs"})
-SPARK_ENTRY = frozenset({"", "pipeline_run", "demo", "inspect", "checkpoint_settings", "worker_daemon", "repartition"})
+SPARK_ENTRY = frozenset({"", "pipeline_run", "demo", "inspect", "checkpoint_settings", "worker_daemon", "repartition",
+                          "rescale"})
 #: (``error_summary`` is a pure function of an exception's text, which the CLI and the Spark runner's
 #: errors both use: a top-level module of the model wing.)
 CLI = frozenset({"windowed_operator.cli"})

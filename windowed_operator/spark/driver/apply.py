@@ -34,9 +34,9 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     """Return the streaming DataFrame of panes of ``op`` over the streaming DataFrame ``df``.
 
     ``key_groups``: how many state values the keys are hashed into, at most one task each (without
-    ``checkpoint``: 16 whatever the session; fixed for the life of a checkpoint: a restart with another
-    number is refused, like any change the stored state cannot follow, see
-    ``windowed_operator.state.fingerprint``);
+    ``checkpoint``: 16 whatever the session; kept by the checkpoint: a restart with another number is
+    refused, like any change the stored state cannot follow, see ``windowed_operator.state.fingerprint``,
+    until the stopped query's state is moved to it: ``windowed_operator.spark.rescale``);
     ``checkpoint``: the query's ``checkpointLocation``, told so that its parallelism follows the cluster
     (``driver.key_groups``): at its first start the key groups are chosen from the session's state
     partitions (``spark.sql.shuffle.partitions``, at least 16) and placed evenly over them, kept in the

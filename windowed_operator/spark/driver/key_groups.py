@@ -88,7 +88,8 @@ def key_groups_for(spark: Any, key_groups: Optional[int], checkpoint: Optional[s
         if key_groups is not None and _checked(key_groups) != kept.count:
             raise SparkOperatorError(
                 f"key_groups={key_groups}, but the checkpoint {checkpoint} keeps {kept.count} key groups "
-                f"({RECORD}): a checkpoint's key groups never change; leave key_groups out, or start a new checkpoint")
+                f"({RECORD}): leave key_groups out, or move the stopped query's state to {key_groups} groups first "
+                f"(windowed-operator rescale {checkpoint} --key-groups {key_groups})")
         return kept
     if has_batches(checkpoint, spark):
         return KeyGroups(resolve_key_groups(key_groups))  # (no record written: its count is the fingerprint's)
