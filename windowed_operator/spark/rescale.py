@@ -106,9 +106,10 @@ def rescale_checkpoint(spark: Any, checkpoint: str, key_groups: int, *, file_sin
             raise rewrite.error
     except BaseException as exc:
         _delete_entry(spark, checkpoint, "offsets", last + 1)  # (nothing committed: the checkpoint is as it was)
-        if isinstance(exc, RescaleError):
-            raise
-        raise RescaleError(f"checkpoint {checkpoint}: its state could not be rescaled: {error_summary(exc)}") from exc
+        cause = rewrite.error or exc  # (the transform's own error, which reached here wrapped by the JVM)
+        if isinstance(cause, RescaleError):
+            raise cause from None
+        raise RescaleError(f"checkpoint {checkpoint}: its state could not be rescaled: {error_summary(cause)}") from cause
     update_record(checkpoint, {"key_groups": key_groups, "values": list(new.values) if new.values else None}, spark)
     _copy_entry(spark, checkpoint, "commits", last, last + 1)
     filled = tuple((path, log_missing_batches(spark, path, checkpoint)) for path in file_sinks)
@@ -192,7 +193,8 @@ class _Rewrite:
         return out
 
     def _operator_of(self, fingerprint: dict) -> tuple[int, str]:
-        matches = [(op, key_type) for op, (fp, key_type) in self.key_types.items() if fp in (None, fingerprint)]
+        matches = [(op, key_type) for op, (fp, key_type) in self.key_types.items() if fp == fingerprint] or \
+            [(op, key_type) for op, (fp, key_type) in self.key_types.items() if fp is None]
         if len(matches) != 1:
             raise RescaleError("cannot tell which stateful operator a set of state rows belongs to "
                                f"(fingerprint {fingerprint}): {len(matches)} operators match")
