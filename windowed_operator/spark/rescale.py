@@ -57,7 +57,8 @@ class Rescaled:
 
     def lines(self) -> list[str]:
         out = [f"{self.checkpoint}: state moved from {self.key_groups_before} to {self.key_groups} key groups "
-               f"(batch {self.batch_id}, which reads no input); start the query again, told the checkpoint, to go on"]
+               f"(batch {self.batch_id}, which reads no input); start the query again with apply(df, checkpoint=...) "
+               f"(or key_groups={self.key_groups}) to go on"]
         for operator, (before, after, keys) in sorted(self.operators.items()):
             out.append(f"operator {operator}: {keys} key{'' if keys == 1 else 's'} placed, from {before} group"
                        f"{'' if before == 1 else 's'} into {after}")
