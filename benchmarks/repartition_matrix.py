@@ -182,7 +182,7 @@ def check(spark: Any, case: str, sink: str, work: Path, partitions: tuple[int, .
     ``key_groups``: after the i-th repartitioning, a rescale to the i-th count (the moves list it as
     ``("groups", before, after, seconds)``)."""
     from windowed_operator.spark.repartition import repartition_checkpoint
-    from windowed_operator.spark.rescale import rescale_checkpoint
+    from windowed_operator.spark.rescale import RescaleError, rescale_checkpoint
 
     shutil.rmtree(work, ignore_errors=True)
     shutil.rmtree(fixture.SOURCE, ignore_errors=True)
@@ -211,10 +211,16 @@ def check(spark: Any, case: str, sink: str, work: Path, partitions: tuple[int, .
         moves.append((done.partitions_before, done.partitions, round(time.perf_counter() - started, 1)))
         if i < len(key_groups):
             started = time.perf_counter()
-            rescaled = rescale_checkpoint(spark, str(work / "moved" / "checkpoint"), key_groups[i], quiet_seconds=0,
-                                          file_sinks=file_sinks)
-            groups = rescaled.key_groups
-            moves.append(("groups", rescaled.key_groups_before, groups, round(time.perf_counter() - started, 1)))
+            try:
+                rescaled = rescale_checkpoint(spark, str(work / "moved" / "checkpoint"), key_groups[i],
+                                              quiet_seconds=0, file_sinks=file_sinks)
+            except RescaleError as refused:
+                if "no keyed operator" not in str(refused):
+                    raise
+                moves.append(("groups", "not keyed: nothing to rescale"))
+            else:
+                groups = rescaled.key_groups
+                moves.append(("groups", rescaled.key_groups_before, groups, round(time.perf_counter() - started, 1)))
         fixture.write_source(cut)
         run(spark, case, sink, work / "moved", ends=cut == len(fixture.BATCHES), key_groups=groups)
     found = results(spark, sink, work / "moved")
