@@ -25,6 +25,7 @@ NOT_HERE = {
     "ZIP=$(python -m windowed_operator.spark.shipping)": "spark-submit to a cluster",
     "PYTHONPATH=$ZIP spark-submit": "spark-submit to a cluster",
     "windowed-operator repartition CHECKPOINT": "a stopped query's checkpoint (tests/spark/test_repartition.py)",
+    "windowed-operator rescale CHECKPOINT": "a stopped query's checkpoint (tests/spark/test_repartition.py)",
     "python -m venv job-env": "the packed-venv recipe, for a cluster (tests/spark/test_cluster.py runs it)",
     "job-env/bin/": "the packed-venv recipe, for a cluster (tests/spark/test_cluster.py runs it)",
     "export PYSPARK_DRIVER_PYTHON=python PYSPARK_PYTHON=./job-env": "the packed-venv recipe (test_cluster.py)",
