@@ -83,15 +83,15 @@ def rescale_checkpoint(spark: Any, checkpoint: str, key_groups: int, *, file_sin
     refuse_active(spark, checkpoint)
     check_stopped(checkpoint, quiet_seconds, file_sinks, spark)
     operators = _operators(spark, checkpoint)
+    key_types = {op: _key_type(spark, checkpoint, op) for op in operators}
     kept = recorded_key_groups(checkpoint, spark)
-    before = kept.count if kept is not None else _fingerprint_count(spark, checkpoint, operators)
+    before = kept.count if kept is not None else _fingerprint_count(checkpoint, key_types)
     if before == key_groups:
         raise RescaleError(f"checkpoint {checkpoint} has {key_groups} key groups already")
     partitions = state_partitions(spark, checkpoint)
     balanced = kept is not None and kept.values is not None
     new = KeyGroups(key_groups, balanced_values(key_groups, partitions) if balanced else None)
     old = kept if kept is not None else KeyGroups(before)
-    key_types = {op: _key_type(spark, checkpoint, op) for op in operators}
     moved: dict[int, tuple[int, int, int]] = {}
     rewrite = _Rewrite(spark, old, new, partitions, key_types, moved)
 
@@ -229,10 +229,10 @@ def _key_type(spark: Any, checkpoint: str, operator: int) -> tuple[Optional[dict
     return (json.loads(metas[0][0]).get("fingerprint") if metas else None), key_type
 
 
-def _fingerprint_count(spark: Any, checkpoint: str, operators: list[int]) -> int:
+def _fingerprint_count(checkpoint: str, key_types: dict[int, tuple[Optional[dict], str]]) -> int:
+    """The key groups the operators' fingerprints name (``_key_type`` of each operator)."""
     counts = set()
-    for operator in operators:
-        fingerprint, _ = _key_type(spark, checkpoint, operator)
+    for fingerprint, _ in key_types.values():
         if fingerprint is not None and fingerprint.get("key column") not in (None, "None"):
             counts.add(int(fingerprint["key groups"]))
     if not counts:

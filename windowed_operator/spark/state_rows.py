@@ -97,6 +97,11 @@ def string_field(row: bytes) -> Optional[str]:
     return None if _is_null(row, 0) else _variable(row, 1, 0).decode("utf-8")
 
 
+def _int32(slot: int) -> int:
+    """An int slot's value (its low 4 bytes, signed)."""
+    return struct.unpack("<i", struct.pack("<I", slot & 0xFFFFFFFF))[0]
+
+
 def group_row(value: int, int_typed: bool) -> bytes:
     """The group's one-field row (an int keeps its sign in the low 4 bytes of the slot, as Spark writes it)."""
     return encode_row([value & 0xFFFFFFFF if int_typed else value])
@@ -104,7 +109,7 @@ def group_row(value: int, int_typed: bool) -> bytes:
 
 def group_of_row(row: bytes, int_typed: bool) -> int:
     slot = _slot(row, 1, 0)
-    return struct.unpack("<i", struct.pack("<I", slot & 0xFFFFFFFF))[0] if int_typed else slot
+    return _int32(slot) if int_typed else slot
 
 
 def read_key(row: bytes, key_type: str) -> Any:
@@ -130,7 +135,7 @@ def _read_field(row: bytes, fields: int, index: int, kind: Any) -> Any:
     if kind in ("smallint", "short"):
         return struct.unpack("<h", struct.pack("<H", slot & 0xFFFF))[0]
     if kind in ("int", "integer", "date"):
-        return struct.unpack("<i", struct.pack("<I", low))[0]
+        return _int32(slot)
     if kind in ("bigint", "long", "timestamp", "timestamp_ltz", "timestamp_ntz"):
         return slot
     if kind in ("float", "real"):
@@ -159,8 +164,7 @@ def read_groups(rows: Iterable[tuple[bytes, Optional[bytes], str]], int_typed: b
         elif family == DUE_FAMILY:
             place = _variable(key, 2, 1)
             domain, bucket, part = _variable(place, 3, 0).decode("utf-8"), _slot(place, 3, 1), _slot(place, 3, 2)
-            contents(_variable(key, 2, 0)).parts[(domain, bucket, struct.unpack("<i", struct.pack(
-                "<I", part & 0xFFFFFFFF))[0])] = string_field(bytes(value or b"")) or ""
+            contents(_variable(key, 2, 0)).parts[(domain, bucket, _int32(part))] = string_field(bytes(value or b"")) or ""
         elif family == KEYS_FAMILY:
             contents(_variable(key, 2, 0)).key_rows[_variable(key, 2, 1)] = string_field(bytes(value or b"")) or ""
         elif family.startswith(TIMER_PREFIXES) and family.endswith(KEY_TO_TIME):

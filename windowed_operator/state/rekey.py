@@ -35,24 +35,21 @@ import numpy as np
 
 from ..engine.columnar_triggers import RowTable
 from ..time import MIN_TIMESTAMP
-from .codec import KeyStateCodec
 from .due_index import DueIndex, Entry, entries_of, entries_text
+from .group_state import EVENT, PROCESSING, SHARDS as KEY_SHARDS_META
 from .key_shards import DOMAIN as KEY_SHARDS_DOMAIN, KeyShards, parse_shard
 from .layouts import PANE_LOG, ROW_SHARDS, WINDOW_LOG
 from .record_columns import decode_sided, encode_sided
 from .records import _decoded
 from .row_columns_text import key_runs, rows_texts, table_of_data
 from .row_shards import joined
-from .shards import compact_json, key_hash, key_json
+from .shards import KEY_CODEC as _CODEC, compact_json, key_hash, key_json
 
-EVENT, PROCESSING = "event", "processing"
 INDEX_DOMAINS = (EVENT, PROCESSING)
 ROWS_DOMAIN, ROWS_META = ROW_SHARDS["sessions"].domain, ROW_SHARDS["sessions"].meta_key
-KEY_SHARDS_META = "key_shards"
 #: The group record's fields this module knows how to join (others must agree across the groups joined).
 _JOINED = {"wm", "timer", "fingerprint", "up", "pt", "input", "seen", "parts", "sides", f"{EVENT}_index", f"{PROCESSING}_index", KEY_SHARDS_META, ROWS_META,
            PANE_LOG.meta_key, WINDOW_LOG.meta_key}
-_CODEC = KeyStateCodec()
 Place = tuple[str, int, int]
 
 
