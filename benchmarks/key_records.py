@@ -4,7 +4,7 @@
 
 A micro-batch of the columnar paths reads each touched key's record (JSON text), builds one table
 of the keys' rows, runs the table, splits it back per key and writes each key's record again
-(``columnar_records.run_columnar_batch``).  Here the store is a dict of texts (no JVM): what is
+(``records.KeyRecords.run_batch``).  Here the store is a dict of texts (no JVM): what is
 left is our own decoding, building, splitting and encoding, which ``state_scale.py`` and Nexmark
 pay per touched key on top of Spark's state store calls.  Cases are the state-scale benchmark's
 (tumbling 1 h Sum, sessions 30 min Count: the default trigger; hopping 1 h / 10 min Sum with early
@@ -31,7 +31,8 @@ from triggers import TriggerOption  # noqa: E402
 from windowed_operator import SessionWindows, TimeWindows  # noqa: E402
 from windowed_operator.engine.columnar import Panes  # noqa: E402
 from windowed_operator.engine.columnar_records import columnar_engine  # noqa: E402
-from windowed_operator.state.records import columnar_records, run_columnar_batch  # noqa: E402
+from windowed_operator.state.group_batch import StoreBatch, TableEngine  # noqa: E402
+from windowed_operator.state.records import KeyRecords, columnar_records  # noqa: E402
 from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402
 from windowed_operator.state.group_state import GroupState  # noqa: E402
 
@@ -143,7 +144,7 @@ def run_case(case: str, keys: int, touched: int, batches: int, seed: int,
 
         start = time.perf_counter()
         with collector_paused() if paused else nullcontext():
-            run_columnar_batch(records, group, batch_keys.tolist(), watermark, 0, run)
+            KeyRecords(records).run_batch(StoreBatch(group, batch_keys.tolist(), watermark, 0), TableEngine(run))
             group.save(wm=watermark)
         steps["total"] = time.perf_counter() - start
         records.build, records.split = build, split

@@ -3,10 +3,10 @@
     python benchmarks/row_shards.py                  # every case, 3 rounds
 
 A batch of the columnar paths on per-key records reads the touched keys' records, builds one table,
-runs it, splits it per key and writes each record (``columnar_records.run_columnar_batch``, with the
+runs it, splits it per key and writes each record (``records.KeyRecords.run_batch``, with the
 records in ``key_shards``, as Spark keeps them by default before row shards); on row shards it reads
 the touched shards' column texts into one table, runs it and cuts it back into texts
-(``row_shards.run_row_shards_batch``).  The store is a dict of texts (no JVM), so the figures are our
+(``row_shards.RowShardStore.run_batch``).  The store is a dict of texts (no JVM), so the figures are our
 own Python per batch; the state entries and bytes a batch reads and writes (what the JVM's state
 store is paid for) are counted too.  Cases: Nexmark q11's shape (sessions, early firings every N
 elements, retracting; batches come back to most keys) and q12's (the global window fired by
@@ -37,10 +37,11 @@ from triggers import TriggerOption  # noqa: E402
 from windowed_operator import GlobalWindow, SessionWindows  # noqa: E402
 from windowed_operator.engine.columnar import Panes  # noqa: E402
 from windowed_operator.engine.columnar_records import columnar_engine  # noqa: E402
-from windowed_operator.state.records import columnar_records, run_columnar_batch  # noqa: E402
+from windowed_operator.state.group_batch import StoreBatch, TableEngine  # noqa: E402
+from windowed_operator.state.records import KeyRecords, columnar_records  # noqa: E402
 from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402
 from windowed_operator.state.group_state import GroupState  # noqa: E402
-from windowed_operator.state.row_shards import RowShards, run_row_shards_batch  # noqa: E402
+from windowed_operator.state.row_shards import RowShardStore  # noqa: E402
 
 Q11 = (SessionWindows(10_000), TriggerOption.at_watermark().with_early_firings_at_every(count=5)
        .accumulating_and_retracting_fired_panes())
@@ -99,11 +100,8 @@ def run_case(case: str, layout: str, batches: int, seed: int) -> list[tuple[floa
         with collector_paused():
             group = GroupState(store, records.codec, {"operator": case}, case,
                                sharded=layout == "keys")
-            if layout == "keys":
-                run_columnar_batch(records, group, keys.tolist(), watermark, now, run)
-            else:
-                run_row_shards_batch(RowShards(group, store, engine, records.codec.kind), keys.tolist(), watermark,
-                                     now, run)
+            layout_store = KeyRecords(records) if layout == "keys" else RowShardStore(store, engine, records.codec.kind)
+            layout_store.run_batch(StoreBatch(group, keys.tolist(), watermark, now), TableEngine(run))
             group.save(wm=watermark)
         if b > 1:  # (the first batch creates every key, the second learns how many a batch touches)
             out.append((time.perf_counter() - start, store.entries, store.bytes))

@@ -9,7 +9,8 @@ from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, SessionWindows, TimeWindows
 from windowed_operator.engine.columnar import ColumnarCore, PaneTable, Panes
 from windowed_operator.engine.columnar_records import columnar_engine
-from windowed_operator.state.records import columnar_records, run_columnar_batch
+from windowed_operator.state.group_batch import StoreBatch, TableEngine
+from windowed_operator.state.records import KeyRecords, columnar_records
 from windowed_operator.engine.columnar_triggers import RowTable
 from windowed_operator.state.group_state import GroupState
 
@@ -67,7 +68,7 @@ def test_per_key_records_give_the_panes_of_the_whole_table(name, steps):
             table = engine.on_processing_time(engine.on_watermark(table, watermark, got), now, got)
             return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=now)
 
-        run_columnar_batch(records, group, keys.tolist(), watermark, now, run)
+        KeyRecords(records).run_batch(StoreBatch(group, keys.tolist(), watermark, now), TableEngine(run))
         group.save(wm=watermark)
         assert panes_of(got) == panes_of(expected)
     assert not store.keys  # every window expired: every key removed

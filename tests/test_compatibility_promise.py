@@ -3,6 +3,7 @@ state versions read, the layouts and the transitions into each (``state.layouts`
 changes a restart may make (``fingerprint.SAFE_CHANGES``), so the page cannot drift."""
 import re
 from pathlib import Path
+import pytest
 
 from windowed_operator.state.fingerprint import SAFE_CHANGES
 from windowed_operator.state import layouts
@@ -76,11 +77,45 @@ def test_every_row_names_its_store_and_the_stores_use_the_rows_names():
     from windowed_operator.state.records import PaneRecords
     from windowed_operator.state.window_log import WindowLog
 
+    from windowed_operator.state.stores import store_class
+
     for row in (*layouts.LAYOUTS, layouts.KEY_SHARDS):
         module, name = row.store.split(".")
         assert isinstance(getattr(importlib.import_module(f"windowed_operator.state.{module}"), name), type), row
+    for row in layouts.LAYOUTS:  # every layout's store serves the one protocol, opened from the row
+        assert callable(store_class(row).opened) and callable(store_class(row).run_batch), row
     assert (PaneLog.layout, PaneLog.domain, PaneLog.meta_key) == (
         layouts.PANE_LOG.name, layouts.PANE_LOG.domain, layouts.PANE_LOG.meta_key)
     assert (WindowLog.layout, WindowLog.domain, WindowLog.meta_key) == (
         layouts.WINDOW_LOG.name, layouts.WINDOW_LOG.domain, layouts.WINDOW_LOG.meta_key)
     assert PaneRecords.layout == layouts.PER_KEY_PANE_ROWS.name
+
+
+@pytest.mark.parametrize("window, trigger, lateness, expected", [
+    ("tumbling", "default", 0, "pane log"),
+    ("tumbling", "default", 5, "per-key pane rows in key shards"),
+    ("sessions", "default", 0, "session rows in row shards"),
+    ("tumbling", "early", 0, "window rows in row shards"),
+])
+def test_a_runner_opens_the_store_the_chosen_layout_names(window, trigger, lateness, expected):
+    """``stores.open_state`` chooses the layout once and opens the store its registry row names: the
+    one dispatch a runner makes."""
+    from accumulations import Sum
+    from triggers import TriggerOption
+    from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows
+    from windowed_operator.engine.build import build_core
+    from windowed_operator.spark.paths import Facts, build_table, choose_paths
+    from windowed_operator.state.stores import open_state, store_class
+
+    from helpers import MemoryStore
+
+    option = TriggerOption.default() if trigger == "default" else \
+        TriggerOption.at_watermark().with_early_firings_at_every(count=2)
+    op = KeyedWindowedOperator(TimeWindows(10) if window == "tumbling" else SessionWindows(10), Sum("v"),
+                               trigger=option, allowed_lateness=lateness, key="k", timestamp="t")
+    paths, _ = choose_paths(Facts(op))
+    table = build_table(paths.engine, op) if paths.engine.table else None
+    state = open_state(MemoryStore(), op, build_core(op), table, fed=False, time_mode="EventTime", key_groups=4,
+                       key_column="k")
+    assert state.fingerprint["state layout"] == expected
+    assert type(state.store) is store_class(state.layout)

@@ -13,7 +13,8 @@ from windowed_operator import CumulativeWindows, TimeWindows
 from windowed_operator.engine.columnar import PaneTable, Panes
 from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.pane_log import DOMAIN, META, PaneLog, supports_pane_log
-from windowed_operator.state.part_log import run_part_log_batch
+from windowed_operator.state.group_batch import StoreBatch, TableEngine
+from windowed_operator.state.part_log import run_part_log
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import MemoryStore, near_boundaries
@@ -77,7 +78,7 @@ def _check_against_the_whole_table(name, steps, partials, compact_parts):
                                                processing_time=0)[0]
             return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=0)
 
-        due = run_part_log_batch(log, store, meta, watermark, run)
+        due = run_part_log(log, store, meta, watermark, run)
         meta["wm"] = watermark
         assert panes_of(got) == panes_of(expected)
         assert due == engine.next_event_time(whole)
@@ -96,7 +97,7 @@ def test_elements_are_written_without_reading_and_a_pane_is_read_when_its_window
         def run(table):
             return engine.process(table, keys, np.full(len(keys), ts, dtype=np.int64), np.ones(len(keys), dtype=np.int64),
                                   watermark, out, [], lambda i: None, processing_time=0)
-        due = run_part_log_batch(log, store, meta, watermark, run)
+        due = run_part_log(log, store, meta, watermark, run)
         meta["wm"] = watermark
         return due
 
@@ -122,7 +123,7 @@ def test_keys_of_any_stored_type_come_back_equal():
         def run(table):
             return engine.process(table, keys[:n], np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64) * 1.5,
                                   watermark, out, [], lambda i: None, processing_time=0)
-        run_part_log_batch(log, store, meta, watermark, run)
+        run_part_log(log, store, meta, watermark, run)
         meta["wm"] = watermark
 
     out = Panes()
@@ -157,12 +158,13 @@ def test_moving_per_key_records_into_the_pane_log_keeps_every_pane(steps, switch
     """Before any batch the group may move into the pane log (a restart lowering allowed lateness to
     none, here without late data, so the panes are the same; nothing moves back: raising it is
     refused): the move keeps all rows."""
-    from windowed_operator.state.records import columnar_records, run_columnar_batch
+    from windowed_operator.state.records import KeyRecords, columnar_records
     from windowed_operator.state.group_state import GroupState
     from windowed_operator.state.transitions import key_records_to_pane_log
 
     engine, acc = engine_of("hopping mean")
-    log, records, store = PaneLog(engine), columnar_records(engine), MemoryStore()
+    store = MemoryStore()
+    log, records = PaneLog(engine, store), columnar_records(engine)
     whole, watermark, on_log = PaneTable(), -3, False
     for (rows, step), flip in zip([*steps, ([], MAX_TIMESTAMP)], switch):
         watermark = min(watermark + step, MAX_TIMESTAMP)
@@ -181,9 +183,9 @@ def test_moving_per_key_records_into_the_pane_log_keeps_every_pane(steps, switch
             on_log = True
             key_records_to_pane_log(group, log, store)
         if on_log:
-            run_part_log_batch(log, store, group.meta, watermark, run)
+            log.run_batch(StoreBatch(group, [], watermark, 0), TableEngine(run))
         else:
-            run_columnar_batch(records, group, keys.tolist(), watermark, 0, run)
+            KeyRecords(records).run_batch(StoreBatch(group, keys.tolist(), watermark, 0), TableEngine(run))
         group.save(wm=watermark)
         assert panes_of(got) == panes_of(expected)
     assert not store.keys and not [p for p in store.parts if p[0] == DOMAIN]

@@ -13,10 +13,11 @@ from windowed_operator import SessionWindows, TimeWindows
 from windowed_operator.engine.columnar import Panes
 from windowed_operator.engine.columnar_panes import object_array
 from windowed_operator.engine.columnar_records import columnar_engine
-from windowed_operator.state.records import columnar_records, run_columnar_batch
+from windowed_operator.state.group_batch import Moved, StoreBatch, TableEngine
+from windowed_operator.state.records import KeyRecords, columnar_records
 from windowed_operator.engine.columnar_triggers import RowTable
 from windowed_operator.state.group_state import GroupState
-from windowed_operator.state.row_shards import DOMAIN, META, MIN_KEYS_PER_SHARD, ROW_KEY_US, RowShards, run_row_shards_batch
+from windowed_operator.state.row_shards import DOMAIN, META, MIN_KEYS_PER_SHARD, ROW_KEY_US, RowShards, RowShardStore
 from windowed_operator.state.transitions import key_records_to_row_shards
 
 from helpers import MemoryStore, near_boundaries
@@ -66,12 +67,12 @@ def one_batch(layout, engine, records, store, rows, watermark, now, got, model=(
         return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=now)
 
     if layout == "rows":
-        shards = RowShards(group, store, engine, records.codec.kind, min_keys=model[0], key_us=model[1])
+        shards = RowShardStore(store, engine, records.codec.kind, min_keys=model[0], key_us=model[1])
         moved = key_records_to_row_shards(group, records) if META not in group.meta and group.meta else None
-        run_row_shards_batch(shards, batch_keys, watermark, now, run, moved)
+        shards.run_batch(StoreBatch(group, batch_keys, watermark, now, Moved(rows=moved)), TableEngine(run))
     else:
         assert META not in group.meta, "nothing moves out of row shards"
-        run_columnar_batch(records, group, batch_keys, watermark, now, run)
+        KeyRecords(records).run_batch(StoreBatch(group, batch_keys, watermark, now), TableEngine(run))
     group.save(wm=watermark)
     return values
 

@@ -16,7 +16,8 @@ from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows
 from windowed_operator.engine.columnar import Panes
 from windowed_operator.engine.columnar_records import columnar_engine
-from windowed_operator.state.records import columnar_records, run_columnar_batch
+from windowed_operator.state.group_batch import StoreBatch, TableEngine
+from windowed_operator.state.records import KeyRecords, columnar_records
 from windowed_operator.engine.columnar_windows import ColumnarWindows, supports_columnar_windows
 from windowed_operator.panes import TimestampCombiner
 from windowed_operator.state.fingerprint import restart_problems
@@ -59,9 +60,8 @@ def columnar_batch(engine, records, store, elements, watermark, count, now=0):
     ts = np.array([t for _, t, _ in elements], dtype=np.int64)
     values = None if count else np.array([v for _, _, v in elements], dtype=np.int64)
     out = Panes()
-    run_columnar_batch(records, group, keys.tolist(), watermark, now,
-                       lambda table: engine.process(table, keys, ts, values, watermark, out, [], lambda i: None,
-                                                    processing_time=now))
+    KeyRecords(records).run_batch(StoreBatch(group, keys.tolist(), watermark, now), TableEngine(
+        lambda table: engine.process(table, keys, ts, values, watermark, out, [], lambda i: None, processing_time=now)))
     group.save(wm=watermark)
     return Counter(pane(*row) for row in zip(out.keys, out.starts, out.ends, out.values, out.timing,
                                              out.pane_index, out.is_last, out.is_retraction))

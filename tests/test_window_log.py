@@ -1,6 +1,7 @@
 """The window log gives the panes and drops of the per-key layout, reading state only for the windows
 that fire."""
 import json
+from types import SimpleNamespace
 from unittest import mock
 
 import numpy as np
@@ -13,7 +14,7 @@ from accumulations.merge import SidedAccumulation, SidedValues
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, GlobalWindow, TimeWindows
 from windowed_operator.engine.core import WindowedCore
-from windowed_operator.state.group_batch import GroupBatch, next_due, run_group_steps
+from windowed_operator.state.group_batch import GroupBatch, KeyEngine, StoreBatch, next_due, run_group_steps
 from windowed_operator.state.group_state import GroupState
 from windowed_operator.panes import TimestampCombiner
 from windowed_operator.state.codec import KeyStateCodec
@@ -21,10 +22,19 @@ from windowed_operator.time import MAX_TIMESTAMP
 from windowed_operator.engine.vectorized import process_batch_arrays
 from windowed_operator.windows.base import Window
 from windowed_operator.engine.range_ops import factorize
-from windowed_operator.state.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog, run_window_log_batch,
+from windowed_operator.state.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog,
                                           supports_window_log)
 
 from helpers import MemoryStore, near_boundaries
+
+
+def window_log_batch(log, meta, work, watermark, arrays=None):
+    """The window log's batch (``WindowLog.run_batch``) on a bare record (a log reads only the
+    group's record): the panes fired, the elements' panes and drops, when the group next has work."""
+    result = log.run_batch(StoreBatch(SimpleNamespace(meta=meta), [], watermark, 0),
+                           KeyEngine(log.core, GroupBatch(work=list(work)), arrays))
+    fired, _, added = result.by_phase
+    return fired, added, result.due
 
 WINDOWS = {"tumbling": TimeWindows(10), "hopping": TimeWindows(10).slide_by(4),
            "cumulative": CumulativeWindows(20, 5), "global": GlobalWindow()}
@@ -118,7 +128,8 @@ def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulati
     reference, core = cores(window, accumulation, trigger, combiner)
     arrays = form == "arrays" and accumulation in ("sum", "mean")
     batch = form == "batch" and accumulation in ("sum", "mean", "join")
-    log, store, meta = WindowLog(core), MemoryStore(), {}
+    store = MemoryStore()
+    log, meta = WindowLog(core, store=store), {}
     keyed = MemoryStore()
     watermark = -3
     with mock.patch("windowed_operator.state.part_log.COMPACT_PARTS", compact_parts):
@@ -130,11 +141,10 @@ def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulati
             group.commit(next_due(reference))
             group.save(wm=watermark)
             if batch:
-                fired, added, due = run_window_log_batch(log, store, meta, [], watermark, 0,
-                                                         batch_arrays(core, rows))
+                fired, added, due = window_log_batch(log, meta, [], watermark, batch_arrays(core, rows))
             else:
                 work = (array_work if arrays else element_work)(core, rows)
-                fired, added, due = run_window_log_batch(log, store, meta, at(work, watermark), watermark, 0)
+                fired, added, due = window_log_batch(log, meta, at(work, watermark), watermark)
             meta["wm"] = watermark
             assert panes(fired.outputs + added.outputs) == panes(expected.merged().outputs)
             assert drops(fired.dropped + added.dropped) == drops(expected.merged().dropped)
@@ -147,12 +157,13 @@ def test_the_window_log_gives_the_panes_of_the_per_key_layout(window, accumulati
 
 def test_elements_are_written_without_reading_and_a_window_is_read_when_it_fires():
     core = WindowedCore(TimeWindows(10), SidedAccumulation(inner=InnerJoin()), TriggerOption.default())
-    log, store, meta = WindowLog(core), MemoryStore(), {"wm": 0}
+    store = MemoryStore()
+    log, meta = WindowLog(core, store=store), {"wm": 0}
 
     def batch(ts, watermark, side):
         work = [(f"k{i}", lambda k, state, i=i: core.process_batch(k, state, [(ts, (side, {"id": i}), None)],
                                                                     watermark, 0)) for i in range(1000)]
-        fired, added, due = run_window_log_batch(log, store, meta, work, watermark, 0)
+        fired, added, due = window_log_batch(log, meta, work, watermark)
         meta["wm"] = watermark
         return fired.outputs, due
 
@@ -239,9 +250,9 @@ def test_moving_per_key_windows_into_the_window_log_keeps_every_pane(steps, swit
         group = GroupState(store, KeyStateCodec(), {}, "op")
         work = at(element_work(now, rows), watermark)
         if on_log:
-            log = WindowLog(now)
+            log = WindowLog(now, store=store)
             got = key_windows_to_window_log(group, log, store, watermark, 0) if flip else None
-            fired, added, _ = run_window_log_batch(log, store, group.meta, work, watermark, 0)
+            fired, added, _ = window_log_batch(log, group.meta, work, watermark)
             outputs = (got.outputs if got else []) + fired.outputs + added.outputs
         else:
             outputs = run_group_steps(now, group, GroupBatch(work=work), watermark, 0).merged().outputs

@@ -6,7 +6,7 @@ state version 8's form (a join's inputs by column, ``record_columns``) against v
 
 Every person and auction of the stream goes to one key group, in ``--batches`` micro-batches by
 arrival; each batch first fires the windows its watermark (the largest event time before it less
-the stream's disorder bound) expires, then appends its rows (``run_window_log_batch``, as the Spark
+the stream's disorder bound) expires, then appends its rows (``WindowLog.run_batch``, as the Spark
 processor calls it, with the collector paused, on an in-memory store).  Both forms must give the same panes.
 
 Results are recorded in ``benchmarks/results/nexmark_window_log_steps.txt`` (``... | tee benchmarks/results/nexmark_window_log_steps.txt``),
@@ -18,6 +18,7 @@ import argparse
 import statistics
 import sys
 import time
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ from accumulations.merge import SidedValues  # noqa: E402
 from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402
 from windowed_operator.engine.range_ops import factorize  # noqa: E402
 from windowed_operator.time import MAX_TIMESTAMP, MIN_TIMESTAMP  # noqa: E402
-from windowed_operator.state.window_log import ArrayElements, WindowLog, run_window_log_batch  # noqa: E402
+from windowed_operator.state.group_batch import KeyEngine, StoreBatch  # noqa: E402
+from windowed_operator.state.window_log import ArrayElements, WindowLog  # noqa: E402
 from windowed_operator.engine.build import build_core
 
 
@@ -78,20 +80,21 @@ def _batches(stream: NexmarkConfig, n: int) -> list[tuple[pd.DataFrame, ArrayEle
 
 
 def run(core: Any, batches: list, disorder: int, by_column: bool) -> tuple[float, list]:
-    log = WindowLog(core)
-    log.keeps_inputs = by_column
     store, meta, panes = _Store(), {}, []
+    log = WindowLog(core, store=store)
+    log.keeps_inputs = by_column
+    record = SimpleNamespace(meta=meta)  # (a log reads only the group's record)
     watermark = high = MIN_TIMESTAMP
     start = time.perf_counter()
     for frame, arrays in batches:
         with collector_paused():  # (as the Spark processor runs a key group's call)
-            fired, _, _ = run_window_log_batch(log, store, meta, [], watermark, 0, arrays)
+            fired = log.run_batch(StoreBatch(record, [], watermark, 0), KeyEngine(core, arrays=arrays)).by_phase[0]
         panes += fired.outputs
         meta["wm"] = watermark
         high = max(high, int(frame.dateTime.max()))
         watermark = high - disorder
     with collector_paused():
-        fired, _, _ = run_window_log_batch(log, store, meta, [], MAX_TIMESTAMP, 0, None)
+        fired = log.run_batch(StoreBatch(record, [], MAX_TIMESTAMP, 0), KeyEngine(core)).by_phase[0]
     panes += fired.outputs
     return time.perf_counter() - start, panes
 

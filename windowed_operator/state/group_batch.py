@@ -1,5 +1,13 @@
-"""One micro-batch of one key group on per-key state, in three steps: the watermark's, processing
-time's, then the elements'.
+"""One micro-batch of one key group: the one protocol every state layout's store serves
+(``LayoutStore.run_batch``), and the per-key windows' store, in three steps: the watermark's,
+processing time's, then the elements'.
+
+Every layout's store (``layouts.Layout.store`` names it; ``stores.open_store`` opens it once per
+operator) takes the group's batch (``StoreBatch``: the group, its keys with elements, the clocks,
+and what moving the group in from another layout left) and an engine bound to the batch
+(``KeyEngine``: the object core and its work per key; ``TableEngine``: a table engine's step over a
+table of rows), and returns one ``BatchResult``: the panes by step and when the group next has work.
+The store decides what it reads and writes; the engine decides every pane.
 
 The runner reads each key with rows (``GroupState.touch``), asks the due indexes for keys with work
 due and runs those that really have some; ``GroupState.commit`` writes back what changed.  Kept
@@ -15,11 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, Optional, Protocol, Union
 
+from ..engine.columnar import Panes
 from ..engine.core import Emission, WindowedCore
 from ..engine.key_state import KeyState
 from .group_state import GroupState
+from .layouts import PER_KEY_WINDOWS
 
 #: Runs the core on one key's rows: ``(key, state) -> Emission``.
 KeyWork = Callable[[Optional[Hashable], KeyState], Emission]
@@ -95,3 +105,80 @@ def run_group_batch(core: WindowedCore, group: GroupState, work: Work, watermark
 def next_due(core: WindowedCore) -> Callable[[KeyState], tuple[Optional[int], Optional[int]]]:
     """When a key is due next, in event time and in processing time (what ``commit`` indexes)."""
     return lambda state: (core.next_event_time(state), core.next_processing_time(state))
+
+
+# -- the one protocol of every layout's store ------------------------------------------------------
+
+@dataclass
+class Moved:
+    """What moving a group in from another layout (``transitions.move_in``) leaves the batch to do:
+    emit ``released`` (panes due under the new lateness), run and write ``rows`` (rows bound for row
+    shards)."""
+    released: Emission = field(default_factory=Emission)
+    rows: Any = None
+
+
+@dataclass
+class StoreBatch:
+    """One key group's batch as a store takes it: ``keys`` are the keys with elements (a table
+    engine's; a key engine's work names its own)."""
+    group: GroupState
+    keys: list
+    watermark: int
+    processing_time: int
+    moved: Moved = field(default_factory=Moved)
+
+
+@dataclass
+class KeyEngine:
+    """The object core bound to one batch: the work per key (``batch``) and, on the window log, the
+    batch's elements of every key as arrays (``window_log.ArrayElements``)."""
+    core: WindowedCore
+    batch: GroupBatch = field(default_factory=GroupBatch)
+    arrays: Any = None
+
+
+@dataclass
+class TableEngine:
+    """A table engine bound to one batch: ``run`` applies the watermark, processing time and the
+    batch's elements to a table of the group's rows and returns the table to store; the panes it
+    makes are its own, by step (``out``)."""
+    run: Callable[[Any], Any]
+    out: tuple[Any, Any, Any] = field(default_factory=lambda: (Panes(), Panes(), Panes()))
+
+
+GroupEngine = Union[KeyEngine, TableEngine]
+
+
+@dataclass
+class BatchResult:
+    """What a store's batch returns: the panes by step (``Phase``; Emissions of a key engine, the
+    table engine's own ``out``), and when the group next has work where the store keeps it itself
+    (``due``, ``held``: whether anything is held; both None: the group's due indexes tell)."""
+    by_phase: tuple[Any, Any, Any]
+    due: Optional[int] = None
+    held: Optional[bool] = None
+
+
+class LayoutStore(Protocol):
+    """A state layout's store (``layouts.Layout.store``): runs one batch of one group."""
+
+    def run_batch(self, batch: StoreBatch, engine: Any) -> BatchResult: ...
+
+
+class PerKeyWindows:
+    """The per-key windows' store (``layouts.PER_KEY_WINDOWS``): each key's windows in its own record."""
+
+    layout = PER_KEY_WINDOWS
+
+    def __init__(self, core: WindowedCore) -> None:
+        self.core = core
+
+    @classmethod
+    def opened(cls, stores: Any) -> "PerKeyWindows":
+        return cls(stores.core)
+
+    def run_batch(self, batch: StoreBatch, engine: KeyEngine) -> BatchResult:
+        phased = run_group_steps(engine.core, batch.group, engine.batch, batch.watermark, batch.processing_time)
+        batch.group.commit(next_due(engine.core))
+        return BatchResult(phased.by_phase)

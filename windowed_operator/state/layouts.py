@@ -55,7 +55,9 @@ class Move:
 class Layout:
     """One state layout, as a checkpoint names it."""
     name: str
-    #: The class reading and writing it (module.Class in ``windowed_operator.state``).
+    #: The class reading and writing it, module.Class in ``windowed_operator.state``: a
+    #: ``group_batch.LayoutStore`` that ``stores.open_store`` opens (a stored-only layout's store
+    #: reads it as the batch moves it out).
     store: str
     #: Which table's records it holds: ``panes``, ``sessions`` or ``windows`` (columnar), "" (the
     #: object and array paths' windows).
@@ -80,14 +82,14 @@ class Layout:
 
 
 PER_KEY_WINDOWS = Layout(
-    "per-key windows", "codec.KeyStateCodec", "", "", "", (), ("6", "7", "8"))
+    "per-key windows", "group_batch.PerKeyWindows", "", "", "", (), ("6", "7", "8"))
 PER_KEY_PANE_ROWS = Layout(
-    "per-key pane rows", "records.PaneRecords", "panes", "", "", (), ("6", "7", "8"))
+    "per-key pane rows", "records.KeyRecords", "panes", "", "", (), ("6", "7", "8"))
 PER_KEY_SESSION_ROWS = Layout(
-    "per-key session rows", "records.SessionRecords", "sessions", "", "",
+    "per-key session rows", "records.KeyRecords", "sessions", "", "",
     (Move("per-key windows", "windows_as_rows", by_key=True),), ("6", "7", "8"), chosen=False)
 PER_KEY_WINDOW_ROWS = Layout(
-    "per-key window rows", "records.WindowRecords", "windows", "", "",
+    "per-key window rows", "records.KeyRecords", "windows", "", "",
     (Move("per-key windows", "windows_as_rows", by_key=True),), ("6", "7", "8"), chosen=False)
 PANE_LOG = Layout(
     "pane log", "pane_log.PaneLog", "panes", "panes", "pane_log",
@@ -96,11 +98,11 @@ WINDOW_LOG = Layout(
     "window log", "window_log.WindowLog", "", "windows", "window_log",
     (Move("per-key windows", "key_windows_to_window_log"),), ("7", "8"))
 SESSION_ROW_SHARDS = Layout(
-    "session rows in row shards", "row_shards.RowShards", "sessions", "rows", "row_shards",
+    "session rows in row shards", "row_shards.RowShardStore", "sessions", "rows", "row_shards",
     (Move("per-key session rows", "key_records_to_row_shards"),
      Move("per-key windows", "key_records_to_row_shards")), ("7", "8"))
 WINDOW_ROW_SHARDS = Layout(
-    "window rows in row shards", "row_shards.RowShards", "windows", "rows", "row_shards",
+    "window rows in row shards", "row_shards.RowShardStore", "windows", "rows", "row_shards",
     (Move("per-key window rows", "key_records_to_row_shards"),
      Move("per-key windows", "key_records_to_row_shards")), ("7", "8"))
 

@@ -70,7 +70,7 @@ def write_whole_buckets(log: PartLog, store: PartStore, meta: dict, texts: dict[
 
 
 
-def run_part_log_batch(log: PartLog, store: PartStore, meta: dict, watermark: int,
+def run_part_log(log: PartLog, store: PartStore, meta: dict, watermark: int,
                        run: Callable[[Any], Any]) -> Optional[int]:
     """One batch of one group: read the buckets due, ``run`` the engine on their table (it fires,
     drops, and adds the batch's elements), write the loaded buckets back folded (or remove them once

@@ -5,7 +5,7 @@ Three tables: the pane table of windows assigned by timestamp under the default 
 (``columnar``, records ``KeyPanes``), the session table (``columnar_sessions``, records
 ``KeySessions``) and the window table of windows assigned by timestamp under early/late firings
 (``columnar_windows``, records ``KeyWindows``); ``PaneRecords``, ``SessionRecords`` and
-``WindowRecords`` build and split them, and ``run_columnar_batch`` runs any.
+``WindowRecords`` build and split them, and ``KeyRecords`` runs a batch on any (the store of the per-key rows).
 
 The columnar core (``columnar.ColumnarCore``) works on a ``PaneTable``: rows of (key, pane start,
 accumulator columns, the watermark when data first came), sorted by key then pane start, plus the
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Callable, Hashable, Iterable, Optional, Protocol
+from typing import Any, Callable, Hashable, Optional, Protocol
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from ..time import MIN_TIMESTAMP
 from ..time_rules import expiry_due
 from . import legacy
 from .codec import KeyStateCodec
-from .group_state import GroupState
+from .group_batch import BatchResult, StoreBatch, TableEngine
 from .layouts import PER_KEY_PANE_ROWS, PER_KEY_SESSION_ROWS, PER_KEY_WINDOW_ROWS, Layout
 
 
@@ -376,17 +376,30 @@ def columnar_records(engine: Engine) -> ColumnarRecords:
     return PaneRecords(engine)
 
 
-def run_columnar_batch(records: ColumnarRecords, group: GroupState, batch_keys: Iterable[Hashable],
-                       watermark: int, processing_time: int, run: Callable[[Any], Any]) -> None:
-    """One batch of one group on per-key records: load the batch's keys and the keys due (in event
-    time or processing time), build their table at the group's last watermark, ``run`` the path on
-    it, and hand each key's records back to the group (``group.save`` remains to do)."""
-    keys = list(dict.fromkeys(batch_keys))
-    group.preload(keys)
-    touched = set(keys)
-    keys += [key for key in group.due_keys(watermark, processing_time) if key not in touched]
-    table = run(records.build(keys, [group.loaded[k].state for k in keys], group.meta.get("wm", MIN_TIMESTAMP)))
-    for key, state in records.split(table, keys).items():  # every key of ``keys``: all written back
-        group.touch(key)
-        group.loaded[key].state = state
-    group.commit(lambda state: (state.next_due, state.next_processing_due))
+class KeyRecords:
+    """The per-key rows' store (``layouts.PER_KEY_PANE_ROWS``, and the per-key session and window rows
+    a checkpoint may hold): each key's rows in its own record."""
+
+    def __init__(self, records: ColumnarRecords) -> None:
+        self.records = records
+
+    @classmethod
+    def opened(cls, stores: Any) -> "KeyRecords":
+        return cls(stores.records)
+
+    def run_batch(self, batch: StoreBatch, engine: TableEngine) -> BatchResult:
+        """Load the batch's keys and the keys due (in event time or processing time), build their
+        table at the group's last watermark, run the engine on it, and hand each key's records back to
+        the group (``group.save`` remains to do)."""
+        group, records = batch.group, self.records
+        keys = list(dict.fromkeys(batch.keys))
+        group.preload(keys)
+        touched = set(keys)
+        keys += [key for key in group.due_keys(batch.watermark, batch.processing_time) if key not in touched]
+        table = engine.run(records.build(keys, [group.loaded[k].state for k in keys],
+                                         group.meta.get("wm", MIN_TIMESTAMP)))
+        for key, state in records.split(table, keys).items():  # every key of ``keys``: all written back
+            group.touch(key)
+            group.loaded[key].state = state
+        group.commit(lambda state: (state.next_due, state.next_processing_due))
+        return BatchResult(engine.out)

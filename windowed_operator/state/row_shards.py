@@ -37,13 +37,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Optional, cast
+from typing import Any, Hashable, Iterable, Optional, cast
 
 import numpy as np
 
 from ..engine.columnar_triggers import NOT_SET, RowTable
 from ..time import MIN_TIMESTAMP
 from ..time_rules import is_timer_due
+from .group_batch import BatchResult, StoreBatch, TableEngine
 from .group_state import EVENT, PROCESSING, GroupState
 from .layouts import ROW_SHARDS
 from .part_log import PartStore
@@ -91,7 +92,7 @@ def unique_keys(table: RowTable) -> list[Hashable]:
 
 class RowShards(ShardBook):
     """One group's rows by shard, for one batch: ``load`` the shards it needs, ``write`` the table
-    the engine left (``run_row_shards_batch`` does both)."""
+    the engine left (``RowShardStore.run_batch`` does both)."""
 
     def __init__(self, group: GroupState, store: PartStore, engine: Any, kind: str, *,
                  min_keys: float = MIN_KEYS_PER_SHARD, key_us: float = ROW_KEY_US) -> None:
@@ -221,25 +222,38 @@ class RowShards(ShardBook):
         return joined([table, rest], table.watermark)
 
 
-def run_row_shards_batch(shards: RowShards, batch_keys: Iterable[Hashable], watermark: int, processing_time: int,
-                         run: Callable[[RowTable], RowTable], moved: Optional[RowTable] = None) -> None:
-    """One batch of one group on row shards: read the shards of the batch's keys and the shards due,
-    ``run`` the engine on their rows as one table at the group's last watermark (with ``moved``: rows
-    moving in from key records), write them back.  The group's ``save`` remains to do."""
-    group = shards.group
-    last = group.meta.get("wm", MIN_TIMESTAMP)
-    keys = list(dict.fromkeys(batch_keys))
-    addresses = dict(zip(keys, shards.shards_of(keys)))
-    shards.load(addresses.values(), last)
-    shards.load_due(watermark, processing_time, last)
-    held = shards.addresses() if shards.count > 1 or shards.touched is None else {}
-    came_back = sum(1 for key in keys if key in held) if shards.touched is None else 0
-    table = shards.read_table(last)
-    if moved is not None and len(moved):
-        moved_keys = unique_keys(moved)
-        addresses.update(zip(moved_keys, shards.shards_of(moved_keys)))
-        table = joined([table, moved], last)
-    shards.write(run(table), {**held, **addresses}, len(keys), came_back)
-    for index in group.indexes.values():
-        index.flush()
-    group.meta[META] = shards.to_record()
+class RowShardStore:
+    """The row shards' store (``layouts.SESSION_ROW_SHARDS``, ``WINDOW_ROW_SHARDS``)."""
+
+    def __init__(self, store: PartStore, engine: Any, kind: str, **model: float) -> None:
+        self.store, self.engine, self.kind = store, engine, kind
+        self.model = model  # (the cost model's parameters: ``RowShards``)
+
+    @classmethod
+    def opened(cls, stores: Any) -> "RowShardStore":
+        return cls(stores.store, stores.columnar, stores.records.codec.kind)
+
+    def run_batch(self, batch: StoreBatch, engine: TableEngine) -> BatchResult:
+        """Read the shards of the batch's keys and the shards due, run the engine on their rows as
+        one table at the group's last watermark (with the rows moving in from key records, if any),
+        write them back.  The group's ``save`` remains to do."""
+        group, watermark = batch.group, batch.watermark
+        shards = RowShards(group, self.store, self.engine, self.kind, **self.model)
+        last = group.meta.get("wm", MIN_TIMESTAMP)
+        keys = list(dict.fromkeys(batch.keys))
+        addresses = dict(zip(keys, shards.shards_of(keys)))
+        shards.load(addresses.values(), last)
+        shards.load_due(watermark, batch.processing_time, last)
+        held = shards.addresses() if shards.count > 1 or shards.touched is None else {}
+        came_back = sum(1 for key in keys if key in held) if shards.touched is None else 0
+        table = shards.read_table(last)
+        moved = batch.moved.rows
+        if moved is not None and len(moved):
+            moved_keys = unique_keys(moved)
+            addresses.update(zip(moved_keys, shards.shards_of(moved_keys)))
+            table = joined([table, moved], last)
+        shards.write(engine.run(table), {**held, **addresses}, len(keys), came_back)
+        for index in group.indexes.values():
+            index.flush()
+        group.meta[META] = shards.to_record()
+        return BatchResult(engine.out)

@@ -26,13 +26,14 @@ itself at its first commit (``GroupState._move_records``, ``layouts.KEY_SHARDS``
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..engine.columnar_triggers import RowTable
 from ..engine.core import Emission
 from ..time import MIN_TIMESTAMP
-from .group_state import SHARDS, GroupState
+from .group_batch import Moved
+from .group_state import SHARDS, GroupState, GroupStore
 from .layouts import BY_NAME, Layout, record_layout
 from .pane_log import PaneLog
 from .part_log import PartStore, write_whole_buckets
@@ -50,29 +51,21 @@ def stored_layout(group: GroupState) -> str | None:
 class Stores:
     """What the running operator keeps its state with: the group store, the object core and its
     codec, and on the columnar paths the engine and its per-key records."""
-    store: PartStore
+    store: GroupStore
     core: Any
     codec: Any
     columnar: Any = None
     records: Optional[ColumnarRecords] = None
 
     def pane_log(self) -> PaneLog:
-        return PaneLog(self.columnar)
+        return PaneLog(self.columnar, self.store)
 
     def window_log(self) -> WindowLog:
-        return WindowLog(self.core, self.codec)
+        return WindowLog(self.core, self.codec, self.store)
 
     def row_records(self) -> RowRecords:
         assert isinstance(self.records, RowRecords)
         return self.records
-
-
-@dataclass
-class Moved:
-    """What moving a group in leaves the batch to do: emit ``released`` (panes due under the new
-    lateness), run and write ``rows`` (rows bound for row shards)."""
-    released: Emission = field(default_factory=Emission)
-    rows: Optional[RowTable] = None
 
 
 def move_in(group: GroupState, layout: Layout, stores: Stores, watermark: int, processing_time: int) -> Moved:

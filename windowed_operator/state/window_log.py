@@ -39,9 +39,9 @@ from ..time import MIN_TIMESTAMP
 from ..time_rules import is_timer_due
 from ..windows.base import Window
 from .codec import KeyStateCodec
-from .group_batch import Work
+from .group_batch import BatchResult, KeyEngine, StoreBatch, Work
 from .layouts import WINDOW_LOG
-from .part_log import PartStore, run_part_log_batch
+from .part_log import PartStore, held_buckets, run_part_log
 from .record_columns import decode_sided, encode_sided
 from .records import _decoded, _encoded
 
@@ -115,14 +115,39 @@ class WindowLog:
     domain = DOMAIN
     meta_key = META
 
-    def __init__(self, core: WindowedCore, codec: Optional[KeyStateCodec] = None) -> None:
-        self.core = core
+    def __init__(self, core: WindowedCore, codec: Optional[KeyStateCodec] = None,
+                 store: Optional[PartStore] = None) -> None:
+        self.core, self.store = core, store
         self.accumulation = core.accumulation
         self.codec = codec or KeyStateCodec()
         #: Holds matter only to the EARLIEST/LATEST combiners: the others store none.
         self.keeps_holds = core.emitter.combiner != TimestampCombiner.END_OF_WINDOW
         #: A join's or cogroup's accumulators are its inputs, stored by column (``record_columns``).
         self.keeps_inputs = keeps_inputs(self.accumulation)
+
+    @classmethod
+    def opened(cls, stores: Any) -> "WindowLog":
+        return cls(stores.core, stores.codec, stores.store)
+
+    def run_batch(self, batch: StoreBatch, engine: KeyEngine) -> BatchResult:
+        """The panes of the windows the watermark expires (read from their buckets; after the panes
+        moving the group in released), then the batch's elements appended (``engine.arrays`` first,
+        then its work).  Updates the group's record (the caller saves it)."""
+        assert self.store is not None
+        fired, added = batch.moved.released, Emission()
+        watermark, processing_time = batch.watermark, batch.processing_time
+
+        def run(rows: WindowRows) -> WindowRows:
+            left, panes = self.fire(rows, watermark, processing_time)
+            fired.extend(panes)
+            if engine.arrays is not None:
+                added.extend(self.add_arrays(left, engine.arrays, watermark))
+            added.extend(self.add(left, engine.batch.work))
+            return left
+
+        meta = batch.group.meta
+        due = run_part_log(self, self.store, meta, watermark, run)
+        return BatchResult((fired, Emission(), added), due, bool(held_buckets(self, meta)))
 
     # -- buckets ----------------------------------------------------------------------------------
     def bucket(self, window: Window) -> int:
@@ -295,22 +320,3 @@ def _extreme(pick: Any, a: Optional[int], b: Optional[int]) -> Optional[int]:
     return b if a is None else a if b is None else pick(a, b)
 
 
-def run_window_log_batch(log: WindowLog, store: PartStore, meta: dict, work: Work, watermark: int,
-                         processing_time: int, arrays: Optional[ArrayElements] = None
-                         ) -> tuple[Emission, Emission, Optional[int]]:
-    """One batch of one group: the panes of the windows the watermark expires (read from their
-    buckets), then the batch's elements appended (``arrays`` first, then ``work``); returns those
-    panes, the elements' drops, and when the group next has work.  Updates ``meta`` (the caller
-    saves it)."""
-    fired, added = Emission(), Emission()
-
-    def run(rows: WindowRows) -> WindowRows:
-        left, panes = log.fire(rows, watermark, processing_time)
-        fired.extend(panes)
-        if arrays is not None:
-            added.extend(log.add_arrays(left, arrays, watermark))
-        added.extend(log.add(left, work))
-        return left
-
-    due = run_part_log_batch(log, store, meta, watermark, run)
-    return fired, added, due
