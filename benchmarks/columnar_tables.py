@@ -29,7 +29,8 @@ from accumulations import Sum  # noqa: E402
 from triggers import TriggerOption  # noqa: E402
 from windowed_operator import SessionWindows, TimeWindows  # noqa: E402
 from windowed_operator.engine.columnar import PaneTable, Panes  # noqa: E402
-from windowed_operator.engine.columnar_records import columnar_engine  # noqa: E402
+from windowed_operator import KeyedWindowedOperator  # noqa: E402
+from windowed_operator.spark.paths import build_table, table_engine  # noqa: E402
 from windowed_operator.engine.columnar_triggers import RowTable, TriggeredRows  # noqa: E402
 
 WINDOWS = {"tumbling 10 s": TimeWindows(10_000), "hopping 60 s / 1 s": TimeWindows(60_000).slide_by(1_000),
@@ -41,7 +42,8 @@ TRIGGERS = {"default": TriggerOption.default(), "early": EARLY.accumulating_fire
 
 def run_case(window: Any, trigger: TriggerOption, df: pd.DataFrame, per_batch: int) -> tuple[float, int]:
     """Seconds spent in the table over the whole stream, and the panes it emitted."""
-    engine = columnar_engine(window, Sum(), trigger, 0, label="bench", column="amount")
+    op = KeyedWindowedOperator(window, Sum(), trigger=trigger, value="amount")
+    engine = build_table(table_engine(op), op)  # (the rule production runs)
     table: Any = RowTable() if isinstance(engine, TriggeredRows) else PaneTable()
     layout = window.pane_layout()
     watermark, spent, panes = 0, 0.0, 0

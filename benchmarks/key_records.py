@@ -30,7 +30,8 @@ from accumulations import Count, Sum  # noqa: E402
 from triggers import TriggerOption  # noqa: E402
 from windowed_operator import SessionWindows, TimeWindows  # noqa: E402
 from windowed_operator.engine.columnar import Panes  # noqa: E402
-from windowed_operator.engine.columnar_records import columnar_engine  # noqa: E402
+from windowed_operator import KeyedWindowedOperator  # noqa: E402
+from windowed_operator.spark.paths import build_table, table_engine  # noqa: E402
 from windowed_operator.state.group_batch import StoreBatch, TableEngine  # noqa: E402
 from windowed_operator.state.records import KeyRecords, columnar_records  # noqa: E402
 from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402
@@ -111,7 +112,8 @@ class Timed:
 def run_case(case: str, keys: int, touched: int, batches: int, seed: int,
              paused: bool = True) -> list[dict[str, float]]:
     window, accumulation, trigger, step_ms = CASES[case]
-    engine = columnar_engine(window, accumulation, trigger, 0, label=case, column="v")
+    op = KeyedWindowedOperator(window, accumulation, trigger=trigger, value="v")
+    engine = build_table(table_engine(op), op)  # (the rule production runs)
     records = columnar_records(engine)
     store = TextStore()
     names = np.array([f"k{i:07d}" for i in range(keys)], dtype=object)

@@ -36,7 +36,8 @@ from accumulations import Count  # noqa: E402
 from triggers import TriggerOption  # noqa: E402
 from windowed_operator import GlobalWindow, SessionWindows  # noqa: E402
 from windowed_operator.engine.columnar import Panes  # noqa: E402
-from windowed_operator.engine.columnar_records import columnar_engine  # noqa: E402
+from windowed_operator import KeyedWindowedOperator  # noqa: E402
+from windowed_operator.spark.paths import build_table, table_engine  # noqa: E402
 from windowed_operator.state.group_batch import StoreBatch, TableEngine  # noqa: E402
 from windowed_operator.state.records import KeyRecords, columnar_records  # noqa: E402
 from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402
@@ -75,7 +76,8 @@ class CountingStore(TextStore):
 def run_case(case: str, layout: str, batches: int, seed: int) -> list[tuple[float, int, int]]:
     """(seconds, entries, bytes) per steady batch."""
     window, trigger, held, touched = CASES[case]
-    engine = columnar_engine(window, Count(), trigger, 60_000, label=case, column=None)
+    op = KeyedWindowedOperator(window, Count(), trigger=trigger, allowed_lateness=60_000)
+    engine = build_table(table_engine(op), op)  # (the rule production runs)
     records = columnar_records(engine)
     store = CountingStore()
     names = np.array([f"k{i:07d}" for i in range(held)], dtype=object)

@@ -220,3 +220,19 @@ def element_arrays(elements, reads_values=True):
     ts = np.array([t for _, t, _ in elements], dtype=np.int64)
     values = np.array([v for _, _, v in elements], dtype=np.int64) if reads_values else None
     return keys, ts, values
+
+
+def table_engine_of(window, accumulation, trigger, lateness=0):
+    """The table engine production builds for a keyed operator of these parts (``spark.paths``:
+    ``table_engine`` chooses, ``build_table`` builds), so that tests run the rule production runs."""
+    import warnings
+
+    from windowed_operator import KeyedWindowedOperator
+    from windowed_operator.spark.paths import build_table, table_engine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (a trigger that may finish before the lateness ends warns)
+        op = KeyedWindowedOperator(window, accumulation, trigger=trigger, allowed_lateness=lateness)
+    engine = table_engine(op)
+    assert engine is not None, f"no table engine serves {op.label()}"
+    return build_table(engine, op)

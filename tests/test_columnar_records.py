@@ -8,13 +8,12 @@ from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, SessionWindows, TimeWindows
 from windowed_operator.engine.columnar import ColumnarCore, PaneTable, Panes
-from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.group_batch import StoreBatch, TableEngine
 from windowed_operator.state.records import KeyRecords, columnar_records
 from windowed_operator.engine.columnar_triggers import RowTable
 from windowed_operator.state.group_state import GroupState
 
-from helpers import MemoryStore, near_boundaries
+from helpers import table_engine_of, MemoryStore, near_boundaries
 
 TIMED = TriggerOption.at_watermark().with_early_firings_at_every(duration=5)
 CASES = {
@@ -50,7 +49,7 @@ def test_per_key_records_give_the_panes_of_the_whole_table(name, steps):
     """Keys a batch does not touch are loaded when their event-time or processing-time work is due
     (the group's due indexes), and give the panes they would give in one table of every key."""
     window, acc, trigger, lateness = CASES[name]
-    engine = columnar_engine(window, acc, trigger, lateness, label="op", column=None)
+    engine = table_engine_of(window, acc, trigger, lateness)
     whole = PaneTable() if isinstance(engine, ColumnarCore) else RowTable()
     records = columnar_records(engine)
     store, watermark, now = MemoryStore(), -3, 0

@@ -11,13 +11,12 @@ from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, TimeWindows
 from windowed_operator.engine.columnar import PaneTable, Panes
-from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.pane_log import DOMAIN, META, PaneLog, supports_pane_log
 from windowed_operator.state.group_batch import StoreBatch, TableEngine
 from windowed_operator.state.part_log import run_part_log
 from windowed_operator.time import MAX_TIMESTAMP
 
-from helpers import MemoryStore, near_boundaries
+from helpers import table_engine_of, MemoryStore, near_boundaries
 
 
 
@@ -43,7 +42,7 @@ batches = st.lists(st.tuples(st.lists(st.tuples(st.sampled_from(["a", "b", 3, 4,
 def engine_of(name):
     window, acc = CASES[name]
     trigger = TriggerOption.default().accumulating_fired_panes() if "accumulating" in name else TriggerOption.default()
-    return columnar_engine(window, acc, trigger, 0, label="op", column=None), acc
+    return table_engine_of(window, acc, trigger, 0), acc
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -136,10 +135,10 @@ def test_keys_of_any_stored_type_come_back_equal():
 
 def test_only_the_default_trigger_without_lateness_is_served():
     window, acc = CASES["tumbling sum"]
-    assert supports_pane_log(columnar_engine(window, acc, TriggerOption.default(), 0, label="op", column=None))
-    assert not supports_pane_log(columnar_engine(window, acc, TriggerOption.default(), 1, label="op", column=None))
+    assert supports_pane_log(table_engine_of(window, acc, TriggerOption.default(), 0))
+    assert not supports_pane_log(table_engine_of(window, acc, TriggerOption.default(), 1))
     early = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
-    assert not supports_pane_log(columnar_engine(window, acc, early, 0, label="op", column=None))
+    assert not supports_pane_log(table_engine_of(window, acc, early, 0))
 
 
 def test_a_key_in_several_parts_of_a_pane_is_one_row_once_read():

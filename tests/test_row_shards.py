@@ -12,7 +12,6 @@ from triggers import TriggerOption
 from windowed_operator import SessionWindows, TimeWindows
 from windowed_operator.engine.columnar import Panes
 from windowed_operator.engine.columnar_panes import object_array
-from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.group_batch import Moved, StoreBatch, TableEngine
 from windowed_operator.state.records import KeyRecords, columnar_records
 from windowed_operator.engine.columnar_triggers import RowTable
@@ -20,7 +19,7 @@ from windowed_operator.state.group_state import GroupState
 from windowed_operator.state.row_shards import DOMAIN, META, MIN_KEYS_PER_SHARD, ROW_KEY_US, RowShards, RowShardStore
 from windowed_operator.state.transitions import key_records_to_row_shards
 
-from helpers import MemoryStore, near_boundaries
+from helpers import table_engine_of, MemoryStore, near_boundaries
 
 TIMED = TriggerOption.at_watermark().with_early_firings_at_every(duration=5)
 CASES = {
@@ -87,7 +86,7 @@ def test_row_shards_give_the_panes_of_the_whole_table(name, model, steps):
     whole table gives, with the group moving from key records (with or without key shards) into row
     shards at any batch; at the end every row expired and nothing is stored."""
     window, acc, trigger, lateness = CASES[name]
-    engine = columnar_engine(window, acc, trigger, lateness, label="op", column=None)
+    engine = table_engine_of(window, acc, trigger, lateness)
     records = columnar_records(engine)
     whole, store, watermark, now = RowTable(), MemoryStore(), -3, 0
     in_rows = False
@@ -111,7 +110,7 @@ def test_a_batch_touching_one_key_of_many_reads_one_shard():
     once and spreads the rows at about a key a shard; from then on a batch coming back to one key
     reads one shard of a key or two, not every row: the calls and bytes follow the keys touched."""
     window, acc, trigger, lateness = CASES["sessions sum, early every 5 ms, late every 2"]
-    engine = columnar_engine(window, acc, trigger, lateness, label="op", column=None)
+    engine = table_engine_of(window, acc, trigger, lateness)
     records = columnar_records(engine)
     store = MemoryStore()
     many = [(f"user{i}", 10, 1) for i in range(4096)]
@@ -134,7 +133,7 @@ def test_a_shard_holds_at_most_its_share_of_keys(monkeypatch):
 
     monkeypatch.setattr(row_shards, "MAX_KEYS_PER_SHARD", 100)
     window, acc, trigger, lateness = CASES["sessions count, early every 3 elements"]
-    engine = columnar_engine(window, acc, trigger, lateness, label="op", column=None)
+    engine = table_engine_of(window, acc, trigger, lateness)
     records = columnar_records(engine)
     store = MemoryStore()
     one_batch("rows", engine, records, store, [(f"u{i}", 10, 1) for i in range(1000)], 0, 0, Panes(), counting=True)

@@ -15,7 +15,6 @@ from accumulations import Count, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows
 from windowed_operator.engine.columnar import Panes
-from windowed_operator.engine.columnar_records import columnar_engine
 from windowed_operator.state.group_batch import StoreBatch, TableEngine
 from windowed_operator.state.records import KeyRecords, columnar_records
 from windowed_operator.engine.columnar_windows import ColumnarWindows, supports_columnar_windows
@@ -26,7 +25,7 @@ from windowed_operator.state.group_state import GroupState
 from windowed_operator.state.codec import KeyStateCodec
 from windowed_operator.time import MAX_TIMESTAMP
 
-from helpers import MemoryStore, near_boundaries
+from helpers import table_engine_of, MemoryStore, near_boundaries
 from windowed_operator.engine.build import build_core
 
 ACCS = {"sum": Sum(), "count": Count(), "mean": Mean()}
@@ -103,7 +102,7 @@ def test_object_path_records_continue_on_the_columnar_window_path(steps, split, 
     op = KeyedWindowedOperator(WINDOWS[window], ACCS[acc], trigger=option, allowed_lateness=lateness)
     if not supports_columnar_windows(op.window, op.accumulation, op.trigger, TimestampCombiner.END_OF_WINDOW):
         return
-    engine = columnar_engine(op.window, op.accumulation, op.trigger, op.allowed_lateness, label="op", column=None)
+    engine = table_engine_of(op.window, op.accumulation, op.trigger, op.allowed_lateness)
     if not isinstance(engine, ColumnarWindows):
         return  # the default trigger without retractions has run on the pane table since before version 6
     _continue_across_the_switch(op, steps, split, acc == "count")
@@ -127,7 +126,7 @@ def test_object_path_session_records_with_early_and_late_firings_continue(steps,
 
 def _continue_across_the_switch(op, steps, split, count):
     core = build_core(op)
-    engine = columnar_engine(op.window, op.accumulation, op.trigger, op.allowed_lateness, label="op", column=None)
+    engine = table_engine_of(op.window, op.accumulation, op.trigger, op.allowed_lateness)
     records = columnar_records(engine)
     steps = [*steps, ([], MAX_TIMESTAMP)]
     split = min(split, len(steps) - 1)
@@ -163,7 +162,7 @@ def test_session_rows_written_before_count_triggers_continue(steps, split, acc, 
     columns (phase, count, finished): read back, the phase comes from the end-of-window hold, and the
     stream continues as if uninterrupted."""
     op = KeyedWindowedOperator(SessionWindows(6), ACCS[acc], trigger=MODES[mode], allowed_lateness=lateness)
-    engine = columnar_engine(op.window, op.accumulation, op.trigger, op.allowed_lateness, label="op", column=None)
+    engine = table_engine_of(op.window, op.accumulation, op.trigger, op.allowed_lateness)
     records = columnar_records(engine)
     steps = [*steps, ([], MAX_TIMESTAMP)]
     split = min(split, len(steps) - 1)
