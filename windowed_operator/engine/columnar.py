@@ -191,6 +191,11 @@ class _Windows:
 
 
 class ColumnarCore:
+    """The pane table: windows assigned by timestamp under Beam's default trigger, as a table of
+    (key, pane start) rows with accumulator columns (``PaneTable``).  A window's value is the fold of
+    the panes under it (pane sharing), so elements only add to their pane's row; the watermark fires
+    and expires whole windows at once.  Gives the object engine's panes for every operator it serves."""
+
     def __init__(self, window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
         form = columnar_form(accumulation)

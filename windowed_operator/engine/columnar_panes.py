@@ -46,6 +46,10 @@ class WindowRows(Protocol):
 
 
 class ColumnarEmitter:
+    """The table engines' panes: the rows that fire, as columns (``Panes``), under the accumulation
+    mode (values, retractions, timing, index, flags), with the accumulator columns reset or kept for
+    the next pane."""
+
     def __init__(self, form: ColumnarForm, accumulation: Accumulation, option: TriggerOption, *,
                  label: str = "operator", column: Optional[str] = None) -> None:
         self.form = form

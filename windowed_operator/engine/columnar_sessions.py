@@ -56,6 +56,10 @@ def supports_columnar_sessions(window: Any, accumulation: Accumulation, trigger:
 
 
 class ColumnarSessions(TriggeredRows):
+    """The session table: session windows as rows (key, start, end, accumulator columns, trigger
+    state), merged as elements extend or bridge them, fired by the row trigger (``columnar_triggers``).
+    Gives the object engine's panes, merges and retractions included."""
+
     def __init__(self, window: SessionWindows, accumulation: Accumulation, trigger: TriggerOption,
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
         super().__init__(accumulation, trigger, allowed_lateness, label=label, column=column)

@@ -52,6 +52,10 @@ def supports_columnar_windows(window: WindowOption, accumulation: Accumulation, 
 
 
 class ColumnarWindows(TriggeredRows):
+    """The window table: windows assigned by timestamp under early or late firings, or with
+    retractions, as one row per (key, window) with accumulator columns and the row trigger's state
+    (``columnar_triggers``), where each window needs state of its own."""
+
     def __init__(self, window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                  allowed_lateness: int, *, label: str = "operator", column: Optional[str] = None) -> None:
         super().__init__(accumulation, trigger, allowed_lateness, label=label, column=column)

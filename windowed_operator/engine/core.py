@@ -43,6 +43,11 @@ class Emission:
 
 
 class WindowedCore:
+    """The object engine: Beam's windowing for one key at a time, element by element or on arrays
+    (``vectorized``).  Assigns windows, runs the trigger state machines, fires, accumulates and expires
+    windows on a ``KeyState`` (``process_batch``, ``on_watermark``, ``on_processing_time``), with
+    every time rule from ``time_rules``.  The reference the table engines are property-tested against."""
+
     def __init__(self, window_option: WindowOption, accumulation: Accumulation, trigger_option: TriggerOption,
                  allowed_lateness: int = 0,
                  timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, *,

@@ -18,6 +18,10 @@ from .key_state import WindowState
 
 
 class PaneEmitter:
+    """The object engine's pane: what a firing window emits under the accumulation mode (the value,
+    its retraction, the pane's timing, index and flags, its timestamp by the combiner), and what it
+    keeps for the next pane."""
+
     def __init__(self, accumulation: Accumulation, option: TriggerOption, combiner: TimestampCombiner,
                  label: str = "operator", column: Optional[str] = None) -> None:
         self.accumulation = accumulation

@@ -1,4 +1,5 @@
-"""Per-key operator state: plain data, so a runner can pickle it into one value per key.
+"""Per-key operator state: plain data, which the state codec writes as one JSON record per key
+(``state.codec``; nothing is pickled since state version 6).
 
 One coalesced state value per key was measured 10x faster than an entry per window (docs/
 contributing/architecture.md, "What Spark's stateful API gives and costs"), so everything a key needs (its windows, their trigger state and timers, and the element
@@ -15,6 +16,9 @@ from ..windows.base import Window
 
 @dataclass(slots=True)
 class WindowState:
+    """One window of a key: its accumulator, trigger state and timers, its pane indexes, the
+    elements pending since the last pane and their timestamp holds, and whether it fired or closed."""
+
     acc: Any
     trigger_state: dict = field(default_factory=dict)
     #: ``"<trigger path>@<domain>" -> time``; set by triggers through their context.

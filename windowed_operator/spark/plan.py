@@ -110,6 +110,10 @@ def each_group(keyed: bool, key_groups: int, group_values: Optional[tuple[int, .
 
 @dataclass(frozen=True)
 class SparkPlan:
+    """Everything a stateful stage's worker needs, resolved on the driver and pickled to the
+    executors: the operator, its columns and types, the time mode, the paths (``paths.Paths``), the
+    key groups, and what the stage reads and hands on.  The worker decides nothing the plan says."""
+
     operator: WindowingOptions
     keyed: bool
     time_mode: str  # "EventTime" or "ProcessingTime"

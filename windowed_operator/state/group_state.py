@@ -92,6 +92,12 @@ class _Loaded:
 
 @dataclass
 class GroupState:
+    """One key group's state in a batch: its record (``meta``: clocks, fingerprint, bookkeeping of
+    the layout), its keys' records read on demand (``preload``, ``touch``) from entries or key shards,
+    and the due indexes naming the keys with work due; ``commit`` writes what changed and ``save`` the
+    record.  The fingerprint is checked when the record is read: a restart that changed what the state
+    depends on is refused."""
+
     store: GroupStore
     codec: StateCodec
     fingerprint: dict[str, str]

@@ -38,6 +38,10 @@ def _plain(key: Any) -> Any:
 
 
 class SparkGroupStore:
+    """A key group's state in Spark's state store, as ``state`` reads and writes it: the group's
+    record (a ValueState), its keys' records and its parts (MapStates), and the due index's parts;
+    reads and writes of many keys go in one round trip to the JVM (``pipelined_map``)."""
+
     def __init__(self, state: DeclaredState, key_type: Optional[str], handle: Any = None) -> None:
         self.keyed = key_type is not None
         self.meta, self.keys, self.parts = state.meta, state.keys, state.parts
