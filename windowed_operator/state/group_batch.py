@@ -29,7 +29,6 @@ from ..engine.columnar import Panes
 from ..engine.core import Emission, WindowedCore
 from ..engine.key_state import KeyState
 from .group_state import GroupState
-from .layouts import PER_KEY_WINDOWS
 
 #: Runs the core on one key's rows: ``(key, state) -> Emission``.
 KeyWork = Callable[[Optional[Hashable], KeyState], Emission]
@@ -169,14 +168,9 @@ class LayoutStore(Protocol):
 class PerKeyWindows:
     """The per-key windows' store (``layouts.PER_KEY_WINDOWS``): each key's windows in its own record."""
 
-    layout = PER_KEY_WINDOWS
-
-    def __init__(self, core: WindowedCore) -> None:
-        self.core = core
-
     @classmethod
     def opened(cls, stores: Any) -> "PerKeyWindows":
-        return cls(stores.core)
+        return cls()  # (it keeps nothing: the engine brings the core)
 
     def run_batch(self, batch: StoreBatch, engine: KeyEngine) -> BatchResult:
         phased = run_group_steps(engine.core, batch.group, engine.batch, batch.watermark, batch.processing_time)
