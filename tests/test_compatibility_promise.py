@@ -98,13 +98,13 @@ def test_every_row_names_its_store_and_the_stores_use_the_rows_names():
     ("tumbling", "early", 0, "window rows in row shards"),
 ])
 def test_a_runner_opens_the_store_the_chosen_layout_names(window, trigger, lateness, expected):
-    """``stores.open_state`` chooses the layout once and opens the store its registry row names: the
-    one dispatch a runner makes."""
+    """The layout chosen once (``paths.stage_layout``), ``stores.open_state`` opens the store its
+    registry row names: the one dispatch a runner makes."""
     from accumulations import Sum
     from triggers import TriggerOption
     from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows
     from windowed_operator.engine.build import build_core
-    from windowed_operator.spark.paths import Facts, build_table, choose_paths
+    from windowed_operator.spark.paths import Facts, build_table, choose_paths, stage_layout
     from windowed_operator.state.stores import open_state, store_class
 
     from helpers import MemoryStore
@@ -115,7 +115,8 @@ def test_a_runner_opens_the_store_the_chosen_layout_names(window, trigger, laten
                                trigger=option, allowed_lateness=lateness, key="k", timestamp="t")
     paths, _ = choose_paths(Facts(op))
     table = build_table(paths.engine, op) if paths.engine.table else None
-    state = open_state(MemoryStore(), op, build_core(op), table, fed=False, time_mode="EventTime", key_groups=4,
+    layout = stage_layout(op, paths.engine, fed=False, time_mode="EventTime")
+    state = open_state(MemoryStore(), op, build_core(op), table, layout=layout, time_mode="EventTime", key_groups=4,
                        key_column="k")
     assert state.fingerprint["state layout"] == expected
     assert type(state.store) is store_class(state.layout)

@@ -11,7 +11,7 @@ from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, TimeWindows
 from windowed_operator.engine.columnar import PaneTable, Panes
-from windowed_operator.state.pane_log import DOMAIN, META, PaneLog, supports_pane_log
+from windowed_operator.state.pane_log import DOMAIN, META, PaneLog
 from windowed_operator.state.group_batch import StoreBatch, TableEngine
 from windowed_operator.state.part_log import run_part_log
 from windowed_operator.time import MAX_TIMESTAMP
@@ -131,14 +131,6 @@ def test_keys_of_any_stored_type_come_back_equal():
     batch(10, out, 0)
     assert dict(zip(np.asarray(out.keys).tolist(), np.asarray(out.values).tolist())) == {
         "x": 0.0, 7: 3.0, 2 ** 70: 6.0, ("a", 1): 9.0, dt.datetime(2026, 1, 2, 3, 4, 5): 12.0, None: 15.0}
-
-
-def test_only_the_default_trigger_without_lateness_is_served():
-    window, acc = CASES["tumbling sum"]
-    assert supports_pane_log(table_engine_of(window, acc, TriggerOption.default(), 0))
-    assert not supports_pane_log(table_engine_of(window, acc, TriggerOption.default(), 1))
-    early = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
-    assert not supports_pane_log(table_engine_of(window, acc, early, 0))
 
 
 def test_a_key_in_several_parts_of_a_pane_is_one_row_once_read():

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from accumulations import AllMax, ApproxCountDistinct, Count, Sum
-from windowed_operator import KeyedWindowedOperator, SessionWindows, SlidingWindows, TimeWindows, bounded_disorder
-from windowed_operator.spark.paths import WHOLE_ROWS, Engine, Facts, Fold, Paths, choose_paths
+from triggers import TriggerOption
+from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows, SlidingWindows,
+                               TimeWindows, bounded_disorder)
+from windowed_operator.spark.paths import WHOLE_ROWS, Engine, Facts, Fold, Paths, choose_paths, stage_layout
 
 
 def _op(window, accumulation, **options):
@@ -52,3 +54,42 @@ def test_the_value_column_is_the_one_the_chosen_engine_reads():
 def test_paths_default_to_the_element_path_row_by_row():
     assert Paths() == Paths(engine=Engine.ELEMENT, fold=Fold.NONE)
     assert not Paths().folded_in_scan and not Paths().engine.table
+
+
+EARLY = TriggerOption.at_watermark().with_early_firings_at_every(count=2)
+LATE = TriggerOption.at_watermark().with_late_firings_at_every(count=2)
+LAYOUT_CASES = [
+    # (window, trigger, allowed lateness, engine, fed, time mode, layout)
+    (TimeWindows(10), TriggerOption.default(), 0, Engine.PANE_TABLE, False, "EventTime", "pane log"),
+    (TimeWindows(10), TriggerOption.default(), 1, Engine.PANE_TABLE, False, "EventTime",
+     "per-key pane rows in key shards"),
+    (TimeWindows(10), TriggerOption.default(), 0, Engine.PANE_TABLE, False, "ProcessingTime",
+     "per-key pane rows in key shards"),
+    (SessionWindows(5), TriggerOption.default(), 0, Engine.SESSION_TABLE, False, "EventTime",
+     "session rows in row shards"),
+    (TimeWindows(10), EARLY, 0, Engine.WINDOW_TABLE, False, "EventTime", "window rows in row shards"),
+    # the object paths: windows by window where they fire once at their end (default or bare at_watermark)
+    (TimeWindows(10), TriggerOption.default(), 0, Engine.ARRAY, False, "EventTime", "window log"),
+    (TimeWindows(10), TriggerOption.at_watermark(), 0, Engine.ELEMENT, False, "EventTime", "window log"),
+    (GlobalWindow(), TriggerOption.default(), 0, Engine.ELEMENT, False, "EventTime", "window log"),
+    (CumulativeWindows(10, 2), TriggerOption.default(), 0, Engine.ARRAY, False, "EventTime", "window log"),
+    (TimeWindows(10), TriggerOption.default(), 1, Engine.ELEMENT, False, "EventTime", "per-key windows in key shards"),
+    (TimeWindows(10), EARLY, 0, Engine.ELEMENT, False, "EventTime", "per-key windows in key shards"),
+    (TimeWindows(10), LATE, 0, Engine.ELEMENT, False, "EventTime", "per-key windows in key shards"),
+    (TimeWindows(10), TriggerOption.default(), 0, Engine.ELEMENT, True, "EventTime", "per-key windows in key shards"),
+    (TimeWindows(10), TriggerOption.default(), 0, Engine.ELEMENT, False, "ProcessingTime",
+     "per-key windows in key shards"),
+    (SessionWindows(5), TriggerOption.default(), 0, Engine.ELEMENT, False, "EventTime",
+     "per-key windows in key shards"),
+    (SlidingWindows(5), TriggerOption.default(), 0, Engine.ELEMENT, False, "EventTime",
+     "per-key windows in key shards"),
+]
+
+
+@pytest.mark.parametrize("window, trigger, lateness, engine, fed, time_mode, layout", LAYOUT_CASES)
+def test_the_state_layout_follows_the_engine_and_a_trigger_that_fires_once(window, trigger, lateness, engine, fed,
+                                                                          time_mode, layout):
+    op = _op(window, Sum("v"), trigger=trigger, allowed_lateness=lateness)
+    assert stage_layout(op, engine, fed=fed, time_mode=time_mode) == layout
+    bare = trigger.kind == "default" or (trigger.early is None and trigger.late is None)
+    assert trigger.fires_once_at_end(lateness) == (bare and lateness == 0)

@@ -22,8 +22,7 @@ from windowed_operator.time import MAX_TIMESTAMP
 from windowed_operator.engine.vectorized import process_batch_arrays
 from windowed_operator.windows.base import Window
 from windowed_operator.engine.range_ops import factorize
-from windowed_operator.state.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog,
-                                          supports_window_log)
+from windowed_operator.state.window_log import (DOMAIN, META, ArrayElements, Partial, WindowLog)
 
 from helpers import MemoryStore, near_boundaries
 
@@ -178,20 +177,6 @@ def test_elements_are_written_without_reading_and_a_window_is_read_when_it_fires
     assert store.calls["get_text"] == 2 and store.calls["remove_text"] == 2 and store.calls["put_text"] == 3
     assert list(store.parts) == [(DOMAIN, 20, 0)]
 
-
-def test_only_windows_fired_once_at_their_end_without_lateness_are_served():
-    def core(window=TimeWindows(10), trigger=TriggerOption.default(), lateness=0):
-        return WindowedCore(window, Sum(), trigger, lateness)
-
-    assert supports_window_log(core())
-    assert supports_window_log(core(trigger=TriggerOption.at_watermark()))
-    assert supports_window_log(core(window=GlobalWindow()))
-    assert not supports_window_log(core(lateness=1))
-    assert not supports_window_log(core(trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=2)))
-    assert not supports_window_log(core(trigger=TriggerOption.at_watermark().with_late_firings_at_every(count=2)))
-    from windowed_operator import SessionWindows, SlidingWindows
-    assert not supports_window_log(core(window=SessionWindows(5)))
-    assert not supports_window_log(core(window=SlidingWindows(5)))
 
 
 def test_a_bucket_holds_every_window_due_at_its_time_and_keeps_the_order_partials_were_written():

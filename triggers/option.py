@@ -136,6 +136,14 @@ class TriggerOption(Config):
             late=self.late.to_trigger() if self.late is not None else None,
         )
 
+    def fires_once_at_end(self, allowed_lateness: int) -> bool:
+        """Whether each window gets exactly one pane, ON_TIME, when the watermark passes its end:
+        Beam's default trigger or a bare ``at_watermark()`` (no early or late firings), with no
+        allowed lateness (so no late pane).  Elements then never join a window that fired: what the
+        state logs (pane log, window log) and the native later stage rely on."""
+        bare = self.kind == "default" or (self.kind == "at_watermark" and self.early is None and self.late is None)
+        return bare and allowed_lateness == 0
+
     @property
     def retracting(self) -> bool:
         """Whether the mode is accumulating-and-retracting."""

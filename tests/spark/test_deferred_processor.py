@@ -16,9 +16,10 @@ import pickle, sys
 from accumulations import Sum
 from windowed_operator import KeyedWindowedOperator, TimeWindows
 from windowed_operator.spark.worker.deferred import DeferredProcessor
-from windowed_operator.spark.plan import SparkPlan
-plan = SparkPlan(operator=KeyedWindowedOperator(TimeWindows(10), Sum("v"), key="k", timestamp="t"), keyed=True,
-                 time_mode="EventTime", value_type="bigint", key_type="string", side_outputs=False)
+from windowed_operator.spark.paths import Paths
+from windowed_operator.spark.plan import build_plan
+plan = build_plan(KeyedWindowedOperator(TimeWindows(10), Sum("v"), key="k", timestamp="t"), Paths(),
+                  time_mode="EventTime", value_type="bigint", key_type="string")
 blob = pickle.dumps(DeferredProcessor.of(plan))
 for name in [m for m in sys.modules if m.startswith(("windowed_operator", "accumulations", "triggers", "pandas",
                                                          "numpy", "pydantic"))]:

@@ -8,7 +8,8 @@ import pandas as pd
 
 from accumulations import Count
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
-from windowed_operator.spark.plan import SparkPlan
+from windowed_operator.spark.paths import Paths
+from windowed_operator.spark.plan import build_plan
 from windowed_operator.spark.scan.heartbeat import BEAT_COLUMN
 from windowed_operator.spark.worker.timers import GroupTimers
 from windowed_operator.time import MIN_TIMESTAMP
@@ -28,8 +29,8 @@ class SparkClock:
 
 def timers(watermark):
     op = KeyedWindowedOperator(TimeWindows(100), Count(), key="user", timestamp="ts", watermark=watermark)
-    plan = SparkPlan(operator=op, keyed=True, time_mode="ProcessingTime", value_type="bigint", key_type="string",
-                     side_outputs=False, key_column="user", time_column="ts", heartbeats=True)
+    plan = build_plan(op, Paths(), time_mode="ProcessingTime", value_type="bigint", key_type="string",
+                      key_column="user", time_column="ts", heartbeats=True)
     return GroupTimers(plan, store=None)
 
 
@@ -119,9 +120,9 @@ def test_a_later_stage_takes_the_upstreams_watermark_rows_in_their_batch_never_b
     upstream = KeyedWindowedOperator(TimeWindows(100), Count(), key="user", timestamp="ts",
                                      watermark=bounded_disorder(DELAY, partition="part"))
     later = KeyedWindowedOperator(None, Count())
-    plan = SparkPlan(operator=later, keyed=True, time_mode="ProcessingTime", value_type="bigint", key_type="string",
-                     side_outputs=False, key_column="key", upstream=upstream, heartbeats=True,
-                     upstream_watermark_rows=True, hands_on_watermark=True)
+    plan = build_plan(later, Paths(), time_mode="ProcessingTime", value_type="bigint", key_type="string",
+                      key_column="key", upstream=upstream, heartbeats=True, upstream_watermark_rows=True,
+                      hands_on_watermark=True)
     assert plan.reports_watermark and plan.wakes_every_batch and plan.partition_column is None
     group_timers = GroupTimers(plan, store=None)
     beats = WatermarkBeats((0, 1, 2), WATERMARK_COLUMN)
@@ -159,8 +160,8 @@ def test_idleness_is_measured_on_a_clock_that_stops_with_the_query(monkeypatch):
     idle = 20_000
     op = KeyedWindowedOperator(TimeWindows(10_000), Count(), key="user", timestamp="ts",
                                watermark=bounded_disorder(DELAY, idle_timeout=idle))
-    plan = SparkPlan(operator=op, keyed=True, time_mode="ProcessingTime", value_type="bigint", key_type="string",
-                     side_outputs=False, key_column="user", heartbeats=True)
+    plan = build_plan(op, Paths(), time_mode="ProcessingTime", value_type="bigint", key_type="string",
+                      key_column="user", heartbeats=True)
     group_timers = GroupTimers(plan, store=None)
     meta: dict = {}
     run = ["run-1"]

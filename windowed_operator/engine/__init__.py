@@ -6,8 +6,8 @@
 - The array engine: ``vectorized`` (one key's micro-batch as arrays), ``range_ops`` (array helpers).
 - The columnar (table) engine: ``columnar`` (pane sharing, Beam's default trigger), ``columnar_triggers``
   and ``columnar_panes`` (early/late firings), ``columnar_windows``, ``columnar_sessions``,
-  ``session_chains`` (a bundle's sessions as chains) and ``columnar_records`` (which table serves an
-  operator).
+  ``session_chains`` (a bundle's sessions as chains) and ``tables`` (the three tables, what each
+  serves).
 - ``pane_columns``: an upstream stage's panes read as columns.
 
 The engine imports the model (``windows``, ``panes``, ``time_rules``, ...) and never the state, the

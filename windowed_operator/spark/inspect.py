@@ -21,13 +21,10 @@ from typing import Any, Collection, Iterator, Mapping, Optional
 from ..engine.columnar_triggers import NOT_SET
 from ..state.codec import KeyStateCodec
 from ..state.group_state import read_record
-from ..state.key_shards import DOMAIN as KEY_SHARDS_DOMAIN
-from ..state.layouts import PANE_LOG, WINDOW_LOG
-from ..state.pane_log import DOMAIN as PANE_LOG_DOMAIN
+from ..state.layouts import KEY_SHARDS, PANE_LOG, ROW_SHARDS, WINDOW_LOG
 from ..state.records import _ROW_COLUMNS, PANES, stored_columns
 from ..state.row_columns_text import column_values
-from ..state.row_shards import DOMAIN as ROW_SHARDS_DOMAIN
-from ..state.window_log import DOMAIN as WINDOW_LOG_DOMAIN, part_accs
+from ..state.window_log import part_accs
 from ..time import shown_time, time_text
 from ..time_rules import expiry_due
 from ..windows.base import Window
@@ -89,7 +86,7 @@ def key_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
           .load(checkpoint))
     own = df.select(F.col(f"key.{GROUP_COLUMN}").alias("key_group"), F.col("user_map_key.key").cast("string").alias("key"),
                     F.col("user_map_value.record").alias("record"))
-    pairs = shard_pairs(_log_parts(spark, checkpoint, operator_id, KEY_SHARDS_DOMAIN, "shard"))
+    pairs = shard_pairs(_log_parts(spark, checkpoint, operator_id, KEY_SHARDS.domain, "shard"))
     return own.unionByName(pairs.select("key_group", F.col("pair")[0].alias("key"), F.col("pair")[1].alias("record")))
 
 
@@ -120,19 +117,19 @@ def _log_parts(spark: Any, checkpoint: str, operator_id: int, domain: str, bucke
 
 def pane_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     """The pane log's parts (``windowed_operator.state.pane_log``): each a pane's rows some batches added."""
-    return _log_parts(spark, checkpoint, operator_id, PANE_LOG_DOMAIN, "pane_start")
+    return _log_parts(spark, checkpoint, operator_id, PANE_LOG.domain, "pane_start")
 
 
 def window_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     """The window log's parts (``windowed_operator.state.window_log``): the accumulators some batches added
     to the windows that expire at watermark ``due``."""
-    return _log_parts(spark, checkpoint, operator_id, WINDOW_LOG_DOMAIN, "due")
+    return _log_parts(spark, checkpoint, operator_id, WINDOW_LOG.domain, "due")
 
 
 def row_shard_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     """The row shards' texts (``windowed_operator.state.row_shards``): each the session or window rows of
     many keys, as columns."""
-    return _log_parts(spark, checkpoint, operator_id, ROW_SHARDS_DOMAIN, "shard")
+    return _log_parts(spark, checkpoint, operator_id, ROW_SHARDS["sessions"].domain, "shard")
 
 
 def describe_part(pane_start: int, part: int, text: str, key: Optional[str] = None,

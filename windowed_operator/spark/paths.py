@@ -1,4 +1,5 @@
-"""Which path runs an operator on Spark: its engine, its scan-stage fold and its handoff, decided here.
+"""Which path runs an operator on Spark: its engine, its scan-stage fold, its state layout and its
+handoff, decided here for every stage (raw rows, a merge of two inputs, a chained stage).
 
 The driver knows the operator, the Spark types of its key and value, the ``vectorized=`` and
 ``preaggregate=`` options of ``apply()`` and the session's settings; from them ``choose_paths``
@@ -17,12 +18,22 @@ session table  ``vectorized=``, arrays fold the values, session windows a table 
 pane table     ``vectorized=``, arrays fold the values, the default trigger's pane sharing  preaggregate
 window table   ``vectorized=``, arrays fold the values, windows a table serves otherwise    preaggregate
 array          ``vectorized=``, windows assigned by timestamp, an accumulation with arrays  preselect, prefold
+native         a chained stage Spark's own aggregation computes (``nativeStages``)          (no Python)
 element        otherwise (and every merge or chained stage the array path does not serve)  none
 =============  ==========================================================================  ==================
 
 A scan fold needs ``preaggregate=`` too, and what every fold before the shuffle needs
 (``folds_before_shuffle``; none folds under a per-partition watermark: ``_scan_stage_may_fold``);
 the handoff (``handoff.choose_handoff``) is chosen when the stage is wired, as it depends on the fold.
+A merge's or a chained stage's rows (a union of two inputs, or panes) take the array path where it
+serves (``merge_paths``, ``chained_paths``), the element path otherwise: no table, no scan fold; a
+chained stage runs as Spark's own aggregation instead where the session's setting asks for it and
+``driver.native_stage.native_refusal`` finds nothing against it (its rules read Spark's types).
+
+The state layout (``stage_layout``, over ``state.layouts.choose_layout``) follows the engine: the
+logs where no element joins a window that fired (``TriggerOption.fires_once_at_end``), in event time
+(the pane table's rows by pane; the object paths' windows by window, never a chained stage's), the
+session and window tables' rows in row shards, everything else per key.
 """
 from __future__ import annotations
 
@@ -31,13 +42,11 @@ from enum import Enum
 from typing import Any, Callable, Optional
 
 from ..engine.build import build_core
-from ..engine.columnar import ColumnarCore, supports_columnar
-from ..engine.columnar_records import supports_columnar_path
-from ..engine.columnar_sessions import ColumnarSessions
 from ..engine.columnar_triggers import row_trigger
-from ..engine.columnar_windows import ColumnarWindows
+from ..engine.tables import TABLE_CLASSES, supports_columnar, supports_columnar_path
 from ..operator import WindowingOptions
 from ..panes import TimestampCombiner
+from ..state.layouts import choose_layout
 from ..watermarks import partition_of
 from ..windows.session_windows import SessionWindows
 from .handoff import Handoff
@@ -59,6 +68,7 @@ class Engine(str, Enum):
     PANE_TABLE = "pane table"  # ``columnar.ColumnarCore``: the group's panes as one table
     SESSION_TABLE = "session table"  # ``columnar_sessions.ColumnarSessions``
     WINDOW_TABLE = "window table"  # ``columnar_windows.ColumnarWindows``
+    NATIVE = "native"  # a chained stage as Spark's own streaming aggregation (``driver.native_stage``)
 
     @property
     def table(self) -> bool:
@@ -87,6 +97,7 @@ FOLDS_OF: dict[Engine, tuple[Fold, ...]] = {
     Engine.WINDOW_TABLE: (Fold.PREAGGREGATE,),
     Engine.SESSION_TABLE: (Fold.PREAGGREGATE, Fold.PRECHAIN),
     Engine.ARRAY: (Fold.PRESELECT, Fold.PREFOLD),
+    Engine.NATIVE: (),
     Engine.ELEMENT: (),
 }
 
@@ -99,6 +110,8 @@ class Paths:
     engine: Engine = Engine.ELEMENT
     fold: Fold = Fold.NONE
     handoff: Handoff = Handoff.ROW_BY_ROW
+    #: The state layout, as the fingerprint names it (``stage_layout``; "": not chosen yet).
+    layout: str = ""
 
     @property
     def arrays(self) -> bool:
@@ -138,15 +151,15 @@ def table_engine(op: WindowingOptions) -> Optional[Engine]:
     return Engine.WINDOW_TABLE
 
 
-#: The class of each table engine (built in the worker from the plan's ``Paths``).
-TABLE_ENGINES: dict[Engine, type] = {Engine.PANE_TABLE: ColumnarCore, Engine.SESSION_TABLE: ColumnarSessions,
-                                     Engine.WINDOW_TABLE: ColumnarWindows}
+#: The records each table engine keeps (``state.layouts.Layout.records``).
+RECORDS_OF: dict[Engine, str] = {Engine.PANE_TABLE: "panes", Engine.SESSION_TABLE: "sessions",
+                                 Engine.WINDOW_TABLE: "windows"}
 
 
 def build_table(engine: Engine, op: WindowingOptions) -> Any:
-    """The table engine ``engine`` names, for ``op``."""
-    return TABLE_ENGINES[engine](op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
-                                 label=op.label(), column=op.value_column())
+    """The table engine ``engine`` names, for ``op`` (built in the worker from the plan's ``Paths``)."""
+    return TABLE_CLASSES[RECORDS_OF[engine]](op.window, op.core_accumulation(), op.trigger, op.allowed_lateness,
+                                             label=op.label(), column=op.value_column())
 
 
 def choose_paths(facts: Facts) -> tuple[Paths, Optional[str]]:
@@ -167,10 +180,37 @@ def choose_paths(facts: Facts) -> tuple[Paths, Optional[str]]:
     return Paths(engine=engine, fold=fold), value_column
 
 
-def object_paths(arrays: bool) -> Paths:
-    """A merge's or a chained stage's paths: the array path where it serves (``arrays``), the element
-    path otherwise; no table engine and no scan fold (their rows are a union, or panes)."""
+def merge_paths(op: Any) -> Paths:
+    """A merge's paths: the array path for windows assigned by timestamp where each input's value is
+    its whole row, one field of it or a record of its fields (a callable extractor runs per element,
+    on the element path); no table engine and no scan fold (its rows are the union of two inputs)."""
+    from accumulations.merge import SIDES
+    from ..engine.vectorized import supports_vectorized
+
+    arrays = supports_vectorized(build_core(op)) and all(not callable(op.side_extractor(side, "value"))
+                                                         for side in SIDES)
     return Paths(engine=Engine.ARRAY if arrays else Engine.ELEMENT)
+
+
+def chained_paths(op: WindowingOptions, vectorized: bool, native: bool = False) -> Paths:
+    """A chained stage's paths: Spark's own aggregation where the session asks for it and nothing
+    refuses it (``native``: see the module's docstring), else the array path where it serves
+    (``vectorized=``, windows assigned by timestamp), the element path otherwise; no table engine and
+    no scan fold (its rows are panes)."""
+    from ..engine.vectorized import supports_vectorized
+
+    if native:
+        return Paths(engine=Engine.NATIVE)
+    return Paths(engine=Engine.ARRAY if vectorized and supports_vectorized(build_core(op)) else Engine.ELEMENT)
+
+
+def stage_layout(op: WindowingOptions, engine: Engine, *, fed: bool, time_mode: str) -> str:
+    """The state layout of a stage run by ``engine`` (``fed``: a chained stage), as its fingerprint
+    names it: see the module's docstring."""
+    once = op.trigger.fires_once_at_end(op.allowed_lateness)
+    return choose_layout(records=RECORDS_OF.get(engine), by_pane=engine is Engine.PANE_TABLE and once,
+                         by_window=(not engine.table and not fed and op.window_option.kind == "assigned" and once),
+                         event_time=time_mode == "EventTime").name
 
 
 def array_values(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
@@ -269,6 +309,6 @@ FOLD_RULES: dict[Fold, Callable[[Facts, Optional[str], Optional[str]], bool]] = 
 }
 
 
-__all__ = ["Engine", "Fold", "Paths", "Facts", "FOLDS_OF", "TABLE_ENGINES", "build_table", "choose_paths",
-           "folds_before_shuffle", "object_paths", "table_engine", "WHOLE_ROWS", "array_values",
+__all__ = ["Engine", "Fold", "Paths", "Facts", "FOLDS_OF", "RECORDS_OF", "build_table", "choose_paths",
+           "folds_before_shuffle", "merge_paths", "chained_paths", "stage_layout", "table_engine", "WHOLE_ROWS", "array_values",
            "vector_value_column"]

@@ -1,6 +1,7 @@
 """What the Spark processor needs to know, resolved once on the driver (pure Python, picklable)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -11,7 +12,7 @@ from ..panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, pane_from
 from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
 from ..watermarks import BoundedDisorderWatermark, partition_of
 from .clock import FileClock, SparkBatchClock
-from .paths import WHOLE_ROWS, Paths
+from .paths import WHOLE_ROWS, Paths, stage_layout
 
 #: The key group of a row (``pmod(xxhash64(key), key_groups)``): what the processor's input is grouped by.
 GROUP_COLUMN = "__wo_group"
@@ -295,3 +296,21 @@ class SparkPlan:
     def count_columns(self) -> list[str]:
         """The columns of the count rows (null on every other row)."""
         return COUNT_COLUMNS + (PARTITION_COUNT_COLUMNS if self.reports_watermark else [])
+
+
+def build_plan(op: WindowingOptions, paths: Paths, *, time_mode: str, value_type: str, key_type: Optional[str],
+               key_groups: int = 16, group_values: Optional[tuple[int, ...]] = None,
+               clock: Union[SparkBatchClock, FileClock, None] = None, drop_counter: Any = None,
+               state_encoding: str = "json", event_time_output: bool = False, side_rows: bool = False,
+               **stage: Any) -> SparkPlan:
+    """Every stage's plan (raw rows, a merge, a chained stage): what every stage derives the same way
+    decided here once (the operator's side outputs, or the side rows it hands on: ``side_rows``; the
+    default clock; the state layout of ``paths``' engine: ``paths.stage_layout``); what only one
+    kind of stage has (its columns, a merge's names, a chained stage's upstream...) in ``stage``."""
+    fed = stage.get("upstream") is not None
+    paths = dataclasses.replace(paths, layout=stage_layout(op, paths.engine, fed=fed, time_mode=time_mode))
+    return SparkPlan(
+        operator=op, keyed=op.keyed, time_mode=time_mode, value_type=value_type, key_type=key_type,
+        side_outputs=op.late_data_output or op.on_bad_element == "dead_letter" or side_rows,
+        clock=clock or SparkBatchClock(), paths=paths, key_groups=key_groups, group_values=group_values,
+        drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=event_time_output, **stage)

@@ -46,6 +46,41 @@ def entries_of(text: str, read_value: Any) -> list[Entry]:
     return [(read_value(key), due) for key, due in json.loads(text)]
 
 
+class PartsAsTexts:
+    """The ``IndexStore`` of a store that keeps texts by part (``get_texts``, ``put_texts``,
+    ``remove_texts``): each part is one text (``entries_text``), its keys in the codec's tagged form
+    (the codec of shards' keys: ``shards.KEY_CODEC``).  ``plain_key`` turns a key into what the text
+    holds (the Spark store: numpy scalars as Python ones)."""
+
+    def get_texts(self, domain: str, places: list[Place]) -> list[Optional[str]]:
+        raise NotImplementedError
+
+    def put_texts(self, domain: str, items: list[tuple[int, int, str]]) -> None:
+        raise NotImplementedError
+
+    def remove_texts(self, domain: str, places: list[Place]) -> None:
+        raise NotImplementedError
+
+    def plain_key(self, key: Hashable) -> Hashable:
+        return key
+
+    def get_parts(self, domain: str, places: list[Place]) -> list[list[Entry]]:
+        from .shards import KEY_CODEC
+
+        return [entries_of(text, KEY_CODEC.read_value) if text is not None else []
+                for text in self.get_texts(domain, places)]
+
+    def put_parts(self, domain: str, items: list[tuple[int, int, list[Entry]]]) -> None:
+        from .shards import KEY_CODEC
+
+        self.put_texts(domain, [(bucket, part, entries_text([(self.plain_key(key), due) for key, due in entries],
+                                                            KEY_CODEC.value))
+                                for bucket, part, entries in items])
+
+    def remove_parts(self, domain: str, places: list[Place]) -> None:
+        self.remove_texts(domain, places)
+
+
 class IndexStore(Protocol):
     """Parts of buckets, addressed by ``(domain, bucket, part)``; many parts per call, because each
     call to a remote store is a round trip (the Spark runner answers a call's parts in one)."""

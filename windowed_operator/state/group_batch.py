@@ -153,7 +153,8 @@ GroupEngine = Union[KeyEngine, TableEngine]
 class BatchResult:
     """What a store's batch returns: the panes by step (``Phase``; Emissions of a key engine, the
     table engine's own ``out``), and when the group next has work where the store keeps it itself
-    (``due``, ``held``: whether anything is held; both None: the group's due indexes tell)."""
+    (``due``, ``held``: whether anything is held; both None: the group's due indexes tell, which
+    ``stores.OperatorState.run_batch`` fills in)."""
     by_phase: tuple[Any, Any, Any]
     due: Optional[int] = None
     held: Optional[bool] = None

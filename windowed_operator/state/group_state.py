@@ -16,7 +16,7 @@ of named fields: a batch that comes back to most keys writes every record it rea
 repeated in each of them were half their bytes and half their encoding time (state version 7;
 version 6's ``{"state": ..., "due": [...]}`` is read as well, and rewritten when its key is
 written).  What the state is depends on the execution path: the object path's windows
-(``state_codec.KeyStateCodec``), or the columnar paths' rows (``columnar_records``); a
+(``state_codec.KeyStateCodec``), or the columnar paths' rows (``records``); a
 ``StateCodec`` turns it into data and back.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The pane log: a key group's pane rows stored by pane, not by key, where no element needs the
 state it joins.
 
-On the per-key layout (``columnar_records``) every key a batch touches costs a read and a write of
+On the per-key layout (``records``) every key a batch touches costs a read and a write of
 its record, and every key due a read and a write or removal: on Spark each is a request to the
 JVM's state server, and Nexmark's q5 (bids per auction in hopping windows, most auctions new)
 spent most of its operator time there.  Under the default trigger with no allowed lateness an
@@ -39,11 +39,6 @@ from .records import _column, _decoded, _encoded
 #: field of the group's record (``layouts.PANE_LOG``).
 DOMAIN, META = PANE_LOG.domain, PANE_LOG.meta_key
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
-
-
-def supports_pane_log(engine: Any) -> bool:
-    """Elements never join stored state: the pane table (default trigger) with no allowed lateness."""
-    return isinstance(engine, ColumnarCore) and engine.lateness == 0
 
 
 class PaneLog:

@@ -6,7 +6,7 @@ Encoded value by value (``state_codec``), each record is walked field by field i
 written with its field names; on Nexmark q8 that encoding and its decoding were most of the window
 log's batch step besides firing.  Stored by column instead, the inputs of all of a part's windows
 are concatenated, with each window's count, and the records become one list of field names and one
-column of values per field: a column of numbers and strings is its own JSON (``columnar_records``'
+column of values per field: a column of numbers and strings is its own JSON (``records``'
 ``_encoded``), so the per-value walk is left to records that need it (nested values, special floats).
 
 Exact by construction: every value goes through the state codec's tagged form; a list whose members

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..engine.columnar import ColumnarCore, ColumnarForm, PaneTable
 from ..engine.columnar_panes import object_array
-from ..engine.columnar_records import Engine
+from ..engine.tables import Engine
 from ..engine.columnar_sessions import ColumnarSessions, SessionTable
 from ..engine.columnar_triggers import NOT_SET
 from ..engine.columnar_windows import ColumnarWindows, WindowTable

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..engine.columnar_triggers import RowTable
 from ..time import MIN_TIMESTAMP
-from .due_index import DueIndex, Entry, entries_of, entries_text
+from .due_index import DueIndex, Entry, PartsAsTexts, entries_of
 from .group_state import EVENT, PROCESSING, SHARDS as KEY_SHARDS_META
 from .key_shards import DOMAIN as KEY_SHARDS_DOMAIN, KeyShards, parse_shard
 from .layouts import PANE_LOG, ROW_SHARDS, WINDOW_LOG
@@ -69,7 +69,7 @@ class StoredGroup:
     sources: tuple[int, ...] = ()
 
 
-class TextStore:
+class TextStore(PartsAsTexts):
     """Texts by (domain, bucket, part) in memory: the ``PartStore`` and ``IndexStore`` the stores
     write a new group through."""
 
@@ -86,16 +86,6 @@ class TextStore:
     def remove_texts(self, domain: str, places: list[tuple[int, int]]) -> None:
         for bucket, part in places:
             self.texts.pop((domain, bucket, part), None)
-
-    def get_parts(self, domain: str, places: list[tuple[int, int]]) -> list[list[Entry]]:
-        return [entries_of(text, _CODEC.read_value) if text is not None else []
-                for text in self.get_texts(domain, places)]
-
-    def put_parts(self, domain: str, items: list[tuple[int, int, list[Entry]]]) -> None:
-        self.put_texts(domain, [(bucket, part, entries_text(entries, _CODEC.value)) for bucket, part, entries in items])
-
-    def remove_parts(self, domain: str, places: list[tuple[int, int]]) -> None:
-        self.remove_texts(domain, places)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A slice of a key group's session or window rows as one JSON text of columns, and back.
 
-The per-key layout (``group_state``, ``columnar_records``) keeps a record per key: a batch that
+The per-key layout (``group_state``, ``records``) keeps a record per key: a batch that
 comes back to nearly every key of a group (Nexmark q11 and q12) reads, decodes, splits, encodes and
 writes every one of them, about 30 us a key in Python against 3 us a key for the engine itself
 (``benchmarks/key_records.py``).  A group's rows kept as columns are read into arrays and written
@@ -10,7 +10,7 @@ text; ``row_shards`` stores a group's rows in shards of such texts.
 The text: ``[kind, keys, rows per key, starts, ends, pending, hold, nonspeculative, index, late,
 count, fire_at, closed, acc, last]``: ``kind`` is "sessions" or "windows", ``keys`` each key once
 (in the state codec's tagged form), in the table's order, with its count of rows; then one list per
-plain column (``columnar_records._ROW_COLUMNS``), or the one value every row holds (a global window's
+plain column (``records._ROW_COLUMNS``), or the one value every row holds (a global window's
 bounds, a trigger's phase: a q12-shaped group's texts, read and written, went from 420 KB to 98 KB a
 batch, ``benchmarks/row_shards.py``), the accumulator columns and the last panes (values tagged
 where they are not plain JSON, as in a per-key record).

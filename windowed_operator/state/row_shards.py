@@ -1,6 +1,6 @@
 """A key group's session or window rows kept in *row shards*: each shard one JSON text of columns.
 
-On the per-key layout (``group_state``, ``columnar_records``) a batch reads each key it touches as a
+On the per-key layout (``group_state``, ``records``) a batch reads each key it touches as a
 record of its own, decodes it into lists, builds the group's table from them, and after the engine
 ran splits the table back into a record per key, encodes and writes each.  Nexmark's q11 and q12
 come back to nearly every key of a group in every batch, and there that record layer cost about

@@ -9,6 +9,7 @@ asks for each group (``OperatorState.group``) and runs its batch (``OperatorStat
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Optional
@@ -17,11 +18,9 @@ from .codec import KeyStateCodec
 from .fingerprint import IncompatibleRestartError, state_fingerprint
 from .group_batch import BatchResult, LayoutStore, StoreBatch
 from .group_state import GroupState, GroupStore
-from .layouts import LAYOUTS, STATE_VERSION, WINDOW_LOG, Layout, choose_layout
-from .pane_log import supports_pane_log
+from .layouts import BY_NAME, KEY_SHARDS_SUFFIX, LAYOUTS, STATE_VERSION, WINDOW_LOG, Layout, record_layout
 from .records import columnar_records
 from .transitions import Stores, move_in
-from .window_log import supports_window_log
 
 
 def store_class(layout: Layout) -> Any:
@@ -66,28 +65,28 @@ class OperatorState:
 
     def run_batch(self, group: GroupState, keys: list, watermark: int, processing_time: int,
                   engine: Any) -> BatchResult:
-        """The group's batch: moved in first from a layout an earlier run stored, then run by the store."""
+        """The group's batch: moved in first from a layout an earlier run stored, then run by the store;
+        when the group next has work is the store's where it keeps it itself (the logs), else its due
+        indexes' (the earliest event time due; whether any key is indexed)."""
         moved = move_in(group, self.layout, self.stores, watermark, processing_time)
-        return self.store.run_batch(StoreBatch(group, keys, watermark, processing_time, moved), engine)
+        result = self.store.run_batch(StoreBatch(group, keys, watermark, processing_time, moved), engine)
+        if result.held is None:
+            result = dataclasses.replace(result, due=group.next_event_time(), held=group.has_due())
+        return result
 
 
-def open_state(part_store: GroupStore, operator: Any, core: Any, table: Any, *, fed: bool, time_mode: str,
+def open_state(part_store: GroupStore, operator: Any, core: Any, table: Any, *, layout: str, time_mode: str,
                key_groups: int, key_column: Optional[str], allow_pickle: bool = False) -> OperatorState:
     """The state of ``operator`` run by ``core`` (the object core) or ``table`` (a table engine, or
-    None), in a store of texts: its layout (``layouts.choose_layout``: the logs keep the default
-    trigger's rows by pane and the object paths' windows by window, which a stage ``fed`` by another
-    never does; session and window rows in row shards; others per key) and everything it is kept with."""
+    None), in a store of texts, kept in ``layout`` (its name as the fingerprint stores it, chosen by
+    the runner: ``layouts.choose_layout``), with everything it is kept with."""
     records = columnar_records(table) if table is not None else None
     codec = KeyStateCodec(allow_pickle=allow_pickle)
-    chosen = choose_layout(
-        records=records.kind if records is not None else None,
-        by_pane=table is not None and supports_pane_log(table),
-        by_window=table is None and not fed and supports_window_log(core),
-        event_time=time_mode == "EventTime")
-    fingerprint = state_fingerprint(operator, key_groups=key_groups, time_mode=time_mode, layout=chosen.name,
+    row = BY_NAME[record_layout(layout)]
+    fingerprint = state_fingerprint(operator, key_groups=key_groups, time_mode=time_mode, layout=layout,
                                     state_version=STATE_VERSION, key_column=key_column)
     stores = Stores(part_store, core, codec, table, records)
-    return OperatorState(chosen.layout, bool(chosen.key_shards), fingerprint, stores, open_store(chosen.layout, stores),
+    return OperatorState(row, layout.endswith(KEY_SHARDS_SUFFIX), fingerprint, stores, open_store(row, stores),
                          records.codec if records is not None else codec, operator.label())
 
 

@@ -53,15 +53,6 @@ ACCS, SIDED_ACCS = "a", "x"
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
-def supports_window_log(core: WindowedCore) -> bool:
-    """Elements never join stored state: windows assigned by timestamp, fired once at their end
-    (the default trigger, or at_watermark without early or late firings), no allowed lateness."""
-    option = core.trigger_option
-    fires_once = option.kind == "default" or (option.kind == "at_watermark" and option.early is None
-                                              and option.late is None)
-    return core.kind == "assigned" and fires_once and core.allowed_lateness == 0
-
-
 @dataclass
 class Partial:
     """One (key, window)'s elements folded: what a key state's window holds before it fires."""

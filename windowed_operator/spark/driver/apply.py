@@ -20,7 +20,7 @@ from ..errors import SparkOperatorError
 from ..scan.heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
 from .key_groups import key_groups_for
 from ..paths import Facts, choose_paths
-from ..plan import SparkPlan
+from ..plan import SparkPlan, build_plan
 from .folds import FoldInput, build_fold, install_fold
 
 
@@ -93,13 +93,11 @@ def apply_operator(op: OperatorBase, df: DataFrame, *, key: Optional[str] = None
     paths, value_column = choose_paths(Facts(
         op=core_op, vectorized=vectorized, preaggregate=preaggregate, key_type=key_type, input_type=input_type,
         rank_type=raw.type_of(getattr(core_op.core_accumulation(), "field", None))))
-    plan = SparkPlan(
-        operator=core_op, keyed=op.keyed, time_mode=choose_time_mode(raw.op, time_mode),
-        value_type=resolved_value_type, key_type=key_type,
-        side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
-        clock=clock or SparkBatchClock(), key_column=raw.key_col, time_column=raw.ts_col, value_column=value_column,
-        paths=paths, **key_groups_for(df.sparkSession, key_groups, checkpoint).plan_fields(), state_key=raw.key_col,
+    plan = build_plan(
+        core_op, paths, time_mode=choose_time_mode(raw.op, time_mode), value_type=resolved_value_type,
+        key_type=key_type, clock=clock, **key_groups_for(df.sparkSession, key_groups, checkpoint).plan_fields(),
         drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
+        key_column=raw.key_col, time_column=raw.ts_col, value_column=value_column, state_key=raw.key_col,
         integral_columns=(raw.ts_col, *(f.name for f in raw.shape.fields if isinstance(f.dataType, IntegralType))))
     value_spark_type = input_type if value_column is not None else None  # the array path reads value_field
     projected, columns, plan = _stage_rows(raw, plan, value_spark_type)

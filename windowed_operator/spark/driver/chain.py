@@ -41,23 +41,21 @@ from ...chain import check_consumable
 from ...elements import BadElementError
 from ...operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
 from ...panes import panes_from_columns
-from ...engine.vectorized import supports_vectorized
 from ...watermarks import UpstreamWatermark
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
 from ..errors import SparkOperatorError
 from ..connect_compat import map_in_arrow
 from ..plan import (PANE_COLUMN_OF, PHASE_COLUMN, ROUTE_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, WATERMARK_COLUMN,
-                    SparkPlan, each_group)
+                    build_plan, each_group)
 from ..scan.heartbeat import BEAT_COLUMN, WatermarkBeats, with_beat_column
 from .feed import Feed, attach_feed, feed_of, handing_on
 from .inputs import check_state_encoding, choose_time_mode
 from .key_groups import KeyGroups, key_groups_for
 from .stage import observation_name, run_processor
-from ..paths import object_paths
+from ..paths import Engine, chained_paths
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
 from ..settings import conf_flag
-from ...engine.build import build_core
 
 
 class RouteKeys:
@@ -198,25 +196,24 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
         what = f"over {input_type}" if input_type is not None else "of a callable's values"
         raise SparkOperatorError(f"{op.label()}: cannot map the output of {type(op.accumulation).__name__} {what} "
                                  "to a Spark type; give the operator value_type='<DDL type>'")
-    if (native and not feed.side_rows  # (a native aggregation would not hand the side rows on)
-            and conf_flag(feed.frame, NATIVE_STAGES_CONF, default=False)  # (off by default: ``native_stage``)
-            and native_refusal(op, feed, ansi=_ansi(feed)) is None):
+    paths = chained_paths(op, vectorized, native=(
+        native and not feed.side_rows  # (a native aggregation would not hand the side rows on)
+        and conf_flag(feed.frame, NATIVE_STAGES_CONF, default=False)  # (off by default: ``native_stage``)
+        and native_refusal(op, feed, ansi=_ansi(feed)) is None))
+    if paths.engine is Engine.NATIVE:
         stage = NativeStage(op=op, upstream=feed.operator, value_type=resolved_value_type, schema=feed.frame.schema)
         observation = observation_name(op)
         out = apply_native_stage(stage, feed, spark_event_time=spark_event_time, observation=observation)
         return attach_feed(out, Feed(frame=out, operator=op, end_of_input_watermark=feed.end_of_input_watermark,
                                      observation=observation, native_stage=True))
-    plan = SparkPlan(
-        operator=op, keyed=op.keyed, time_mode=mode, value_type=resolved_value_type,
-        key_type=key_type, stage=feed.stage + 1 if feed.in_chain else None,
-        side_outputs=op.late_data_output or op.on_bad_element == "dead_letter" or feed.side_rows,
-        input_column=feed.side_rows and feed.input_column,
-        clock=clock or SparkBatchClock(), key_column=group_column, time_column="timestamp",
-        **groups.plan_fields(), state_key=state_key, drop_counter=drop_counter,
-        state_encoding=state_encoding, integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
+    plan = build_plan(
+        op, paths, time_mode=mode, value_type=resolved_value_type, key_type=key_type,
+        clock=clock, **groups.plan_fields(), drop_counter=drop_counter, state_encoding=state_encoding,
+        event_time_output=spark_event_time, side_rows=feed.side_rows,
+        stage=feed.stage + 1 if feed.in_chain else None, input_column=feed.side_rows and feed.input_column,
+        key_column=group_column, time_column="timestamp", state_key=state_key,
+        integral_columns=("window_start", "window_end", "timestamp", "pane_index"),
         upstream=feed.operator, inherited_end_of_input=feed.end_of_input_watermark,
-        event_time_output=spark_event_time,
-        paths=object_paths(vectorized and supports_vectorized(build_core(op))),
         heartbeats=feed.watermark_rows, upstream_watermark_rows=feed.watermark_rows,
         hands_on_watermark=feed.watermark_rows)
     return run_processor(frame, plan, group_column, inherited_windows=feed.windows)

@@ -26,7 +26,6 @@ from pyspark.sql.types import StructField, StructType
 from accumulations.merge import LEFT, RIGHT, SIDES
 
 from ...merge_operator import MergeOperatorBase
-from ...engine.vectorized import supports_vectorized
 from ...watermarks import BoundedDisorderWatermark
 from ...windows.session_windows import element_gap
 from ..clock import FileClock, SparkBatchClock
@@ -40,10 +39,9 @@ from .inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_partition
 from .stage import run_processor
 from ..errors import SparkOperatorError
 from ..scan.heartbeat import Heartbeats, with_beat_column
-from ..paths import object_paths
+from ..paths import merge_paths
 from ..plan import (MERGE_KEY_COLUMN, MERGE_PARTITION_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN,
-                    SIDED_VALUES, SparkPlan)
-from ...engine.build import build_core
+                    SIDED_VALUES, build_plan)
 from ...watermarks import partition_of
 
 
@@ -73,15 +71,6 @@ def _output_type(op: MergeOperatorBase, left_type: Optional[str], right_type: Op
     """The accumulation's output type over the two inputs' types, or None where it depends on a type
     not known here (a join function without ``result_type``, or an input read by a callable)."""
     return known_type(op.accumulation.output_type(left_type or UNKNOWN_TYPE, right_type or UNKNOWN_TYPE))
-
-
-def _folds_sided_arrays(op: MergeOperatorBase) -> bool:
-    """Whether the merge's rows take the array path: windows assigned by timestamp, an accumulation
-    that keeps each input as it is (joins, cogroups: ``folds_sided_arrays``), and each input's value
-    its whole row, one field of it or a record of its fields (a callable extractor runs per element,
-    on the element path)."""
-    return supports_vectorized(build_core(op)) and all(
-        not callable(op.side_extractor(side, "value")) for side in SIDES)
 
 
 def _project(op: MergeOperatorBase, side: str, df: DataFrame, key: Optional[str], timestamp: Optional[str],
@@ -146,16 +135,14 @@ def apply_merge_operator(op: MergeOperatorBase, left: DataFrame, right: DataFram
             f"cannot map the output of {type(op.accumulation).__name__} over inputs "
             f"{types[LEFT] or 'of a callable value extractor'} and {types[RIGHT] or 'of a callable value extractor'} "
             "to a Spark type; pass value_type='<DDL type>' to apply()")
-    arrays = _folds_sided_arrays(op)
-    plan = SparkPlan(
-        operator=op, keyed=op.keyed, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type,
-        key_type=key_type, side_outputs=op.late_data_output or op.on_bad_element == "dead_letter",
-        input_column=True,  # (its side rows, where it has side outputs, name their input)
-        clock=clock or SparkBatchClock(), merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None,
-        time_column=MERGE_TIME_COLUMN, value_column=SIDED_VALUES if arrays else None, paths=object_paths(arrays),
-        integral_columns=(MERGE_TIME_COLUMN,),
-        **key_groups_for(left.sparkSession, key_groups, checkpoint).plan_fields(),
+    paths = merge_paths(op)
+    plan = build_plan(
+        op, paths, time_mode=choose_time_mode(op, time_mode), value_type=resolved_value_type, key_type=key_type,
+        clock=clock, **key_groups_for(left.sparkSession, key_groups, checkpoint).plan_fields(),
         drop_counter=drop_counter, state_encoding=state_encoding, event_time_output=spark_event_time,
+        input_column=True,  # (its side rows, where it has side outputs, name their input)
+        merge=True, key_column=MERGE_KEY_COLUMN if op.keyed else None, time_column=MERGE_TIME_COLUMN,
+        value_column=SIDED_VALUES if paths.arrays else None, integral_columns=(MERGE_TIME_COLUMN,),
         state_key=f"left {left_key_col}, right {right_key_col}" if op.keyed else None,
         merge_names=((LEFT, MERGE_TIME_COLUMN, left_ts_col), (RIGHT, MERGE_TIME_COLUMN, right_ts_col),
                      *(((LEFT, MERGE_KEY_COLUMN, str(left_key_col)), (RIGHT, MERGE_KEY_COLUMN, str(right_key_col)))

@@ -92,7 +92,9 @@ def _stage_refusal(op: OperatorBase, upstream: WindowingOptions) -> Optional[str
     key = getattr(op, "key", None)
     if op.window is not None:
         return "the stage has windows of its own"
-    if op.trigger.kind != "default" or op.allowed_lateness:
+    if not op.trigger.fires_once_at_end(op.allowed_lateness) or op.trigger.kind != "default":
+        # (a bare at_watermark() fires once too, but a checkpoint of this setting may hold such a
+        # stage's state in Python: planning it natively now would make Spark refuse its restart)
         return "the stage's trigger is not Beam's default with no allowed lateness"
     if op.timestamp_combiner != TimestampCombiner.END_OF_WINDOW:
         return "the stage's panes are not stamped at their window's end"

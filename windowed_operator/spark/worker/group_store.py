@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Optional
 
-from ...state.due_index import Entry, entries_of, entries_text
-from ...state.codec import KeyStateCodec
+from ...state.due_index import PartsAsTexts
 from .pipelined_map import PendingWrites, PipelinedMap
 # DUE_STATE, KEYS_STATE, META_STATE: re-exported (spark/inspect.py and the Spark tests import them from here)
 from .state_schemas import DUE_STATE as DUE_STATE, KEYS_STATE as KEYS_STATE, META_STATE as META_STATE, DeclaredState
@@ -37,7 +36,7 @@ def _plain(key: Any) -> Any:
     return key.item() if hasattr(key, "item") and not isinstance(key, (str, bytes)) else key
 
 
-class SparkGroupStore:
+class SparkGroupStore(PartsAsTexts):
     """A key group's state in Spark's state store, as ``state`` reads and writes it: the group's
     record (a ValueState), its keys' records and its parts (MapStates), and the due index's parts;
     reads and writes of many keys go in one round trip to the JVM (``pipelined_map``)."""
@@ -46,7 +45,6 @@ class SparkGroupStore:
         self.keyed = key_type is not None
         self.meta, self.keys, self.parts = state.meta, state.keys, state.parts
         self.handle = handle
-        self.codec = KeyStateCodec()
         self.pipelined = PipelinedMap(self.keys)
         self.pipelined_parts = PipelinedMap(self.parts)
         #: Where writes wait (None where this pyspark's client is not the expected one: one call each).
@@ -113,18 +111,9 @@ class SparkGroupStore:
         self.flush()
         return [row[0] if self.keyed else None for row in self.keys.keys()]
 
-    # -- the due index ----------------------------------------------------------------------------
-    def get_parts(self, domain: str, places: list[tuple[int, int]]) -> list[list[Entry]]:
-        return [entries_of(text, self.codec.read_value) if text is not None else []
-                for text in self.get_texts(domain, places)]
-
-    def put_parts(self, domain: str, items: list[tuple[int, int, list[Entry]]]) -> None:
-        self.put_texts(domain, [(bucket, part, entries_text([(_plain(key), due) for key, due in entries],
-                                                            self.codec.value))
-                                for bucket, part, entries in items])
-
-    def remove_parts(self, domain: str, places: list[tuple[int, int]]) -> None:
-        self.remove_texts(domain, places)
+    # -- the due index: its parts as texts (``due_index.PartsAsTexts``) ---------------------------
+    def plain_key(self, key: Hashable) -> Hashable:
+        return _plain(key)
 
     # -- texts by part (the pane log), pipelined ---------------------------------------------------
     def get_texts(self, domain: str, places: list[tuple[int, int]]) -> list[Optional[str]]:

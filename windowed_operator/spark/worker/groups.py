@@ -39,7 +39,7 @@ class GroupRunner:
         self.rows = RowReader(plan, core, plan.record_reader())
         table = build_table(plan.paths.engine, plan.operator) if plan.paths.engine.table else None
         self.spark_store = SparkGroupStore(state, plan.key_type, handle)
-        self.state = open_state(self.spark_store, plan.operator, core, table, fed=plan.upstream is not None,
+        self.state = open_state(self.spark_store, plan.operator, core, table, layout=plan.paths.layout,
                                 time_mode=plan.time_mode, key_groups=plan.key_groups, key_column=plan.state_key,
                                 allow_pickle=plan.state_encoding == "pickle")
         self.old_value = state.old_value  # (the pickled value of earlier versions is declared only to detect it)
@@ -59,7 +59,7 @@ class GroupRunner:
         spark_now, processing_time, watermark, behind = self._begin(meta, timer_values, fired_timer, beats)
         bound = self.steps.bind(frame, meta, watermark, processing_time)
         result = self.state.run_batch(group, bound.keys, watermark, processing_time, bound.engine)
-        self.timers.schedule_group(group, spark_now, watermark, due=result.due, has_due=result.held)
+        self.timers.schedule_group(meta, spark_now, watermark, due=result.due, has_due=bool(result.held))
         n_dropped = self.steps.count_dropped(bound, result)
         if n_dropped and plan.drop_counter is not None:
             plan.drop_counter.add(n_dropped)

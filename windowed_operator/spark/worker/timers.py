@@ -18,7 +18,6 @@ from pyspark.sql.streaming.stateful_processor import TimerValues
 
 from accumulations.merge import SIDES
 
-from ...state.group_state import GroupState
 from ...time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP
 from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, PartitionWatermarks, idle_advanced, input_is_idle, two_input_watermark
 from ..plan import MERGE_TIME_COLUMN, SIDE_COLUMN, WATERMARK_COLUMN, SparkPlan
@@ -254,25 +253,22 @@ class GroupTimers:
         _, side, partition, lag = min(found, key=lambda item: item[0])
         return side, partition, lag
 
-    def schedule_group(self, group: GroupState, spark_now: int, watermark: int, *,
-                        due: Optional[int] = None, has_due: Optional[bool] = None) -> None:
-        """The per-key layout's timer: the earliest due time in the group's event-time index
-        (EventTime mode), or the next batch while any key is indexed (ProcessingTime mode, where the
-        group polls its due indexes).  The pane log passes its own (``due``: its earliest due pane;
-        ``has_due``: whether it holds any).
+    def schedule_group(self, meta: dict, spark_now: int, watermark: int, *, due: Optional[int],
+                       has_due: bool) -> None:
+        """The group's timer (its record's ``meta``): at ``due``, the earliest time it has work (EventTime
+        mode), or the next batch while it holds any (``has_due``: ProcessingTime mode, where the group
+        polls its due indexes).
 
         With ``SparkPlan.wakes_every_batch`` (a chained stage, the event-time output) the group also
         wakes at every advance of the watermark (every batch, in ProcessingTime mode), so that its last
         watermark is always the previous batch's."""
         if self.plan.time_mode == "EventTime":
-            due = group.next_event_time() if has_due is None else due
             if self.plan.wakes_every_batch and watermark < MAX_TIMESTAMP:
                 due = watermark + 1 if due is None else min(due, watermark + 1)
             wanted = spark_timer(due, self.plan.end_of_input_watermark) if due is not None else None
         else:
-            indexed = group.has_due() if has_due is None else has_due
-            wanted = self._poll(group.meta.get("timer"), spark_now) if indexed or self.plan.wakes_every_batch else None
-        self._set_timer(group.meta, wanted)
+            wanted = self._poll(meta.get("timer"), spark_now) if has_due or self.plan.wakes_every_batch else None
+        self._set_timer(meta, wanted)
 
     def _poll(self, current: Optional[int], spark_now: int) -> int:
         return current if current is not None and current > spark_now else spark_now + self.plan.poll_ms
