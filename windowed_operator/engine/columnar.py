@@ -33,20 +33,21 @@ Retracting mode, other triggers and other accumulations keep the object path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from accumulations.base import Accumulation
-from accumulations.int64 import exact, first_outside_int64
+from accumulations.int64 import exact
 from accumulations.numeric import Count, Max, Mean, Min, Sum
 from triggers.option import TriggerOption
 
-from ..panes import DropReason, DroppedElement, Timing, WindowOverflowError
+from ..panes import DropReason, DroppedElement
 from ..time import MAX_TIMESTAMP, MIN_TIMESTAMP
 from ..time_rules import (end_of_window_due, expiry_due, is_end_reached, is_expired, latest_max_timestamp_expired,
                          latest_max_timestamp_reached)
 from ..windows.base import Window, WindowOption
+from .pane_rules import TIMING_VALUES, check_outputs, every_value_a_result, timing_code
 from .range_ops import expand_ends, factorize, lex_searchsorted, lexsort_ints, range_reduce, range_sums, run_starts
 
 
@@ -112,11 +113,14 @@ def columnar_form(accumulation: Accumulation) -> Optional[ColumnarForm]:
 
 def supports_columnar(window: WindowOption, accumulation: Accumulation, trigger: TriggerOption,
                       timestamp_combiner: Any) -> bool:
+    """Whether the pane table serves the operator: windows of a pane layout under Beam's default
+    trigger, a built-in fold whose every value is a result (``pane_rules.every_value_a_result``: the
+    table keeps no window's state to suppress a pane with), panes stamped at the window's end."""
     from ..panes import TimestampCombiner
 
     form = columnar_form(accumulation)
     return (window.kind == "assigned" and trigger.kind == "default" and not trigger.retracting
-            and not trigger.only_updated_panes and form is not None
+            and not trigger.only_updated_panes and form is not None and every_value_a_result(accumulation)
             and window.pane_layout() is not None
             and timestamp_combiner == TimestampCombiner.END_OF_WINDOW)
 
@@ -131,12 +135,11 @@ class Panes:
         self._chunks: list[tuple[np.ndarray, ...]] = []
 
     def add(self, keys: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: np.ndarray,
-            timing: Union[Timing, np.ndarray], pane_index: np.ndarray, is_last: np.ndarray, *,
+            timing: np.ndarray, pane_index: np.ndarray, is_last: np.ndarray, *,
             is_retraction: bool = False) -> None:
-        """Rows of one timing (a ``Timing``) or of a timing each (an array of their values)."""
+        """Rows of a timing each (an array of their values: ``pane_rules.TIMING_VALUES``)."""
         if len(ends):
-            timings = np.full(len(ends), timing.value, dtype=object) if isinstance(timing, Timing) else timing
-            self._chunks.append((keys, starts, ends, np.asarray(values), timings, pane_index, is_last,
+            self._chunks.append((keys, starts, ends, np.asarray(values), timing, pane_index, is_last,
                                  np.full(len(ends), is_retraction)))
 
     def _column(self, name: str) -> np.ndarray:
@@ -218,12 +221,9 @@ class ColumnarCore:
 
     def _values(self, table_acc: list, windows: _Windows, keys: np.ndarray) -> np.ndarray:
         """The windows' values; an integer that does not fit int64 is an error naming its window."""
-        values = self.form.outputs(self.form.range_values(table_acc, windows.lo, windows.hi))
-        bad = first_outside_int64(values)
-        if bad is not None:
-            raise WindowOverflowError(self.label, self.column, keys[windows.codes[bad]],
-                                      Window(int(windows.starts[bad]), int(windows.ends[bad])), values[bad])
-        return values
+        return check_outputs(self.form.outputs(self.form.range_values(table_acc, windows.lo, windows.hi)),
+                             self.label, self.column, lambda i: keys[windows.codes[i]],
+                             lambda i: Window(int(windows.starts[i]), int(windows.ends[i])))
 
     def due_per_row(self, table: PaneTable) -> np.ndarray:
         """When each pane row next has something to do: its next window's ON_TIME pane, or its
@@ -256,7 +256,9 @@ class ColumnarCore:
             due = self._windows(codes, table.starts, due_lo, due_hi)
             if len(due.ends):
                 expired = is_expired(due.ends - 1, self.lateness, watermark)
-                out.add(uniques[due.codes], due.starts, due.ends, self._values(table.acc, due, uniques), Timing.ON_TIME,
+                # (each window's first pane, at its end, held there by its end-of-window timer: ON_TIME)
+                timing = TIMING_VALUES[timing_code(due.ends - 1, watermark, 0, True)]
+                out.add(uniques[due.codes], due.starts, due.ends, self._values(table.acc, due, uniques), timing,
                         np.zeros(len(due.ends), dtype=np.int64), expired)
             gone = is_expired(hi - 1, self.lateness, watermark)
             if gone.any():
@@ -337,11 +339,11 @@ class ColumnarCore:
         late_hi = np.minimum(hi, self.layout.last_end_up_to(latest_max_timestamp_reached(watermark)))
         late = self._windows(bundle_codes, bundle_starts, late_lo, late_hi)
         if len(late.ends):
-            self._fire_late(result, merged_codes, late, bundle_acc, uniques, out)
+            self._fire_late(result, merged_codes, late, bundle_acc, uniques, watermark, out)
         return result
 
     def _fire_late(self, table: PaneTable, table_codes: np.ndarray, late: _Windows, bundle_acc: list,
-                   uniques: np.ndarray, out: Panes) -> None:
+                   uniques: np.ndarray, watermark: int, out: Panes) -> None:
         lo = lex_searchsorted(table_codes, table.starts, late.codes, late.starts)
         hi = lex_searchsorted(table_codes, table.starts, late.codes, late.ends)
         in_table = _Windows(late.codes, late.starts, late.ends, lo, hi)
@@ -350,10 +352,12 @@ class ColumnarCore:
         first_data = range_reduce(np.minimum, table.first_watermark, lo, hi)
         fired_on_time = ~is_end_reached(late.ends - 1, first_data)
         keys = uniques[late.codes]
+        # (after the end, not held: LATE; its index counts the panes before it, the ON_TIME one among them)
+        timing = TIMING_VALUES[timing_code(late.ends - 1, watermark, fired_on_time, False)]
         index = fired_on_time.astype(np.int64)
         counts = table.late_panes
         for i, (key, end) in enumerate(zip(keys.tolist(), late.ends.tolist())):
             before = counts.get((key, end), 0)
             index[i] += before
             counts[(key, end)] = before + 1
-        out.add(keys, late.starts, late.ends, values, Timing.LATE, index, np.zeros(len(index), dtype=bool))
+        out.add(keys, late.starts, late.ends, values, timing, index, np.zeros(len(index), dtype=bool))

@@ -15,13 +15,12 @@ from typing import Any, Optional, Protocol
 import numpy as np
 
 from accumulations.base import Accumulation
-from accumulations.int64 import first_outside_int64
 from triggers.option import TriggerOption
 
-from ..panes import Timing, WindowOverflowError
-from ..time_rules import is_end_reached, is_on_time
+from ..time_rules import is_end_reached
 from ..windows.base import Window
 from .columnar import ColumnarForm, Panes
+from .pane_rules import TIMING_VALUES, absorbed_timing_code, check_outputs, emitted, results, timing_code
 
 
 def object_array(values: Any = ()) -> np.ndarray:
@@ -61,13 +60,9 @@ class ColumnarEmitter:
 
     def values(self, table: WindowRows, rows: np.ndarray) -> np.ndarray:
         """The rows' outputs; an integer that does not fit int64 is an error naming its window."""
-        values = self.form.outputs([c[rows] for c in table.acc])
-        bad = first_outside_int64(values)
-        if bad is not None:
-            row = rows[bad]
-            raise WindowOverflowError(self.label, self.column, table.keys[row],
-                                      Window(int(table.starts[row]), int(table.ends[row])), values[bad])
-        return values
+        return check_outputs(self.form.outputs([c[rows] for c in table.acc]), self.label, self.column,
+                             lambda i: table.keys[rows[i]],
+                             lambda i: Window(int(table.starts[rows[i]]), int(table.ends[rows[i]])))
 
     def fire(self, table: WindowRows, rows: np.ndarray, watermark: int, finished: np.ndarray, out: Panes,
              timer_hold: Optional[np.ndarray] = None) -> None:
@@ -78,31 +73,31 @@ class ColumnarEmitter:
         if not len(rows):
             return
         values = self.values(table, rows)
-        reached = is_end_reached(table.ends[rows] - 1, watermark)
+        max_timestamps = table.ends[rows] - 1
         held = table.hold[rows] if timer_hold is None else table.hold[rows] | timer_hold
-        on_time = is_on_time(table.ends[rows] - 1, watermark, table.nonspeculative[rows], held)
-        timing = np.where(reached, np.where(on_time, Timing.ON_TIME.value, Timing.LATE.value),
-                          Timing.EARLY.value).astype(object)
+        codes = timing_code(max_timestamps, watermark, table.nonspeculative[rows], held)
+        timing = TIMING_VALUES[codes]
         index = table.index[rows]
         shown = object_array(np.asarray(values).tolist())
-        emitted = np.ones(len(rows), dtype=bool)
-        if self.only_updated:  # an unchanged re-fired pane is not emitted (nor retracted)
-            emitted = ~((index > 0) & np.fromiter((a == b for a, b in zip(shown, table.last[rows])), dtype=bool,
-                                                  count=len(rows)))
-        if self.retracting:
-            again = emitted & (index > 0)
+        refired = index > 0
+        unchanged = (np.fromiter((a == b for a, b in zip(shown, table.last[rows])), dtype=bool, count=len(rows))
+                     if self.only_updated else False)
+        emits = np.broadcast_to(emitted(refired, unchanged, self.only_updated, results(self.accumulation, shown)),
+                                (len(rows),))
+        if self.retracting:  # (an unchanged re-fired pane that is not emitted is not retracted either)
+            again = emits & refired
             if again.any():
                 self.retract(table, rows[again], timing[again], np.zeros(int(again.sum()), dtype=bool), out)
-        if emitted.all():
+        if emits.all():
             out.add(table.keys[rows], table.starts[rows], table.ends[rows], values, timing, index.copy(), finished)
-        elif emitted.any():
-            shown_rows = rows[emitted]
+        elif emits.any():
+            shown_rows = rows[emits]
             out.add(table.keys[shown_rows], table.starts[shown_rows], table.ends[shown_rows],
-                    np.asarray(values)[emitted], timing[emitted], index[emitted], finished[emitted])
-        table.nonspeculative[rows] += reached
+                    np.asarray(values)[emits], timing[emits], index[emits], finished[emits])
+        table.nonspeculative[rows] += is_end_reached(max_timestamps, watermark)
         table.hold[rows] = False
-        table.index[rows] += emitted
-        table.last[rows[emitted]] = shown[emitted]
+        table.index[rows] += emits
+        table.last[rows[emits]] = shown[emits]
         table.pending[rows] = 0
         if self.discarding:
             for column in table.acc:
@@ -119,8 +114,7 @@ class ColumnarEmitter:
         """Sessions merged away after firing: their last pane retracted (``PaneEmitter.retract_absorbed``)."""
         if not len(rows):
             return
-        reached = is_end_reached(table.ends[rows] - 1, watermark)
-        timing = np.where(reached, Timing.LATE.value, Timing.EARLY.value).astype(object)
+        timing = TIMING_VALUES[absorbed_timing_code(table.ends[rows] - 1, watermark)]
         self.retract(table, rows, timing, np.ones(len(rows), dtype=bool), out)
 
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 from typing import Any, Hashable, Optional
 
 from accumulations.base import Accumulation
-from accumulations.int64 import fits_int64
 from triggers.option import TriggerOption
 
-from ..panes import PaneRecord, TimestampCombiner, Timing, WindowOverflowError
-from ..time_rules import is_end_reached, is_on_time
+from ..panes import PaneRecord, TimestampCombiner, Timing
 from ..windows.base import Window
 from .key_state import WindowState
+from .pane_rules import TIMINGS, absorbed_timing_code, check_output, emitted, timing_code
 
 
 class PaneEmitter:
@@ -39,12 +38,9 @@ class PaneEmitter:
         return window.max_timestamp
 
     def _timing(self, window: Window, ws: WindowState, watermark: int, timer_hold: bool) -> Timing:
-        """Beam's PaneInfoTracker over the window's holds (``time_rules.is_on_time``)."""
-        if not is_end_reached(window.max_timestamp, watermark):
-            return Timing.EARLY
+        """The pane's timing (``pane_rules.timing_code``) over the window's holds."""
         held = timer_hold or ws.has_element_hold(self.combiner == TimestampCombiner.END_OF_WINDOW)
-        return Timing.ON_TIME if is_on_time(window.max_timestamp, watermark, ws.nonspeculative_index, held) \
-            else Timing.LATE
+        return TIMINGS[timing_code(window.max_timestamp, watermark, ws.nonspeculative_index, held)]
 
     def emit(self, key: Optional[Hashable], window: Window, ws: WindowState, watermark: int, *,
              finished: bool, timer_hold: bool = False) -> list[PaneRecord]:
@@ -55,18 +51,15 @@ class PaneEmitter:
         if timing != Timing.EARLY:
             ws.nonspeculative_index += 1
         ws.on_time_hold = False
-        value = self.accumulation.get_output(ws.acc)
-        if not fits_int64(value):
-            raise WindowOverflowError(self.label, self.column, key, window, value)
+        value = check_output(self.accumulation.get_output(ws.acc), self.label, self.column, key, window)
         timestamp = self._timestamp(window, ws)
         # In retracting mode every re-fired pane is preceded by the retraction of the last one, also
         # when the value is unchanged: the pane's timing (ON_TIME, is_last) stays visible and
         # downstream sums of panes minus retractions still equal the window's value.
-        # A pane that is no result (a join's window without pairs) is not emitted either.
-        suppress = (ws.fired and self.option.only_updated_panes and value == ws.last_output) \
-            or not self.accumulation.is_result(value)
+        only_updated = self.option.only_updated_panes
+        unchanged = bool(only_updated and ws.fired and value == ws.last_output)
         records: list[PaneRecord] = []
-        if not suppress:
+        if emitted(ws.fired, unchanged, only_updated, self.accumulation.is_result(value)):
             if self.option.retracting and ws.fired:
                 records.append(self._retraction(key, window, ws, timing, is_last=False))
             records.append(PaneRecord(key, window.start, window.end, value, timing, ws.pane_index,
@@ -91,7 +84,7 @@ class PaneEmitter:
         """A session merged away after firing: retract its last pane (retracting mode only)."""
         if not (self.option.retracting and ws.fired):
             return []
-        timing = Timing.LATE if is_end_reached(window.max_timestamp, watermark) else Timing.EARLY
+        timing = TIMINGS[absorbed_timing_code(window.max_timestamp, watermark)]
         return [self._retraction(key, window, ws, timing, is_last=True)]
 
     def _retraction(self, key: Optional[Hashable], window: Window, ws: WindowState, timing: Timing,
