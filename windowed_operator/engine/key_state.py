@@ -2,7 +2,7 @@
 (``state.codec``; nothing is pickled since state version 6).
 
 One coalesced state value per key was measured 10x faster than an entry per window (docs/
-contributing/architecture.md, "What Spark's stateful API gives and costs"), so everything a key needs (its windows, their trigger state and timers, and the element
+contributing/measured-design.md, "What Spark's stateful API gives and costs"), so everything a key needs (its windows, their trigger state and timers, and the element
 buffer of per-record sliding windows) lives in one ``KeyState``.
 """
 from __future__ import annotations

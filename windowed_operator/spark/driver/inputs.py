@@ -65,7 +65,7 @@ def choose_time_mode(op: WindowingOptions, requested: str = "auto", watermark_ro
     idle timeouts) or the operator computes its watermark from the heartbeats (a per-partition one:
     Spark's event-time timers follow Spark's watermark, which runs ahead of it) or takes it from its
     upstream's watermark rows (``watermark_rows``: a chained stage after a per-partition watermark),
-    EventTime otherwise: one mode per query (docs/contributing/architecture.md, "What Spark's stateful
+    EventTime otherwise: one mode per query (docs/contributing/measured-design.md, "What Spark's stateful
     API gives and costs")."""
     if requested not in ("auto", "EventTime", "ProcessingTime"):
         raise SparkOperatorError(f"time_mode {requested!r} is not one of 'auto', 'EventTime', 'ProcessingTime'")

@@ -2,7 +2,7 @@
 
 Spark has no two-input transformWithState, so each input is projected to a common shape (key,
 event time in ms, side tag, the input's row as a struct) and the two are unioned before one
-``groupBy(key).transformWithStateInPandas`` (docs/contributing/architecture.md, "What Spark's stateful
+``groupBy(key).transformWithStateInPandas`` (docs/contributing/measured-design.md, "What Spark's stateful
 API gives and costs").  Each input keeps its
 own watermark node, and Spark's global watermark is their minimum
 (``spark.sql.streaming.multipleWatermarkPolicy=min``, the default): the slower input holds firing

@@ -1,7 +1,7 @@
 """Many MapState reads or writes per socket round trip.
 
 Every MapState call of pyspark's Python API sends one request to the JVM's state server and waits
-for its answer (about 0.1 ms a call: docs/contributing/architecture.md, "What Spark's stateful API gives
+for its answer (about 0.1 ms a call: docs/contributing/measured-design.md, "What Spark's stateful API gives
 and costs"), so a batch touching 20,000 keys spent most of
 its time waiting.  The state server reads requests one after another from the socket and answers
 each in order, so requests can be *pipelined*: write a chunk of them, flush once, then read the

@@ -2,7 +2,7 @@
 
 Spark groups the input by a *key group* (a hash of the key modulo ``key_groups``, as Flink does),
 not by the key: one Python call and one timer serve all keys of the group in a micro-batch
-(about 5 ms per call, measured: docs/contributing/architecture.md, "What Spark's stateful API gives
+(about 5 ms per call, measured: docs/contributing/measured-design.md, "What Spark's stateful API gives
 and costs").  Inside the group each key's state is its own record in a MapState, or rows kept by
 pane, window or shard, read only when the batch has rows for them or the group's due index says
 they have work due (``windowed_operator.state``, ``spark.worker.group_store``): the calls a batch
