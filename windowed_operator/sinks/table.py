@@ -71,7 +71,7 @@ class BatchResult:
 
 
 @dataclass(frozen=True)
-class Layout:
+class TableColumns:
     """The table's columns: the key's (None: a non-keyed operator), the value's (one column, or a
     record's fields), the optional ones."""
 
@@ -189,7 +189,7 @@ class TableSink:
         self.chunk_size = chunk_size
         self.last_result: Optional[BatchResult] = None
         self._engine: Optional[Engine] = url if isinstance(url, Engine) else None
-        self._layout: Optional[Layout] = None
+        self._layout: Optional[TableColumns] = None
         self._table: Optional[sa.Table] = None
         self._progress: Optional[sa.Table] = None
         if self._engine is not None:
@@ -312,7 +312,7 @@ class TableSink:
         primary = inspector.get_pk_constraint(self.table_name).get("constrained_columns") or []
         return {"columns": columns, "primary_key": list(primary)}
 
-    def _layout_of(self, panes: list[dict], arrow_schema: Any, existing: Optional[dict]) -> Layout:
+    def _layout_of(self, panes: list[dict], arrow_schema: Any, existing: Optional[dict]) -> TableColumns:
         """The columns, from ``value_type``, the Spark batch's schema, the values, or the table."""
         table_kinds = {name: kind_of_sql_type(c["type"]) for name, c in existing["columns"].items()} \
             if existing else {}
@@ -366,7 +366,7 @@ class TableSink:
                                    not kinds[0][1].startswith("decimal")):
             raise TableSinkError(f"table sink {self.name!r}, {self.where()}: mode 'add' adds the panes' values, which "
                                  f"must be one number, not {'a record' if record else kinds[0][1]}")
-        return Layout(key=(self.key_column, key_kind) if keyed and key_kind is not None else None,
+        return TableColumns(key=(self.key_column, key_kind) if keyed and key_kind is not None else None,
                       values=tuple(kinds),
                       record=record, optional=self.optional)
 
@@ -705,5 +705,5 @@ def _read_batch(batch: Any) -> tuple[list[dict], Any, Optional[str]]:
     return [dict(r) for r in rows], None, None
 
 
-__all__ = ["BatchResult", "GLOBAL_END", "GLOBAL_START", "Layout", "OPTIONAL_COLUMNS", "PROGRESS_TABLE", "TableSink",
+__all__ = ["BatchResult", "GLOBAL_END", "GLOBAL_START", "TableColumns", "OPTIONAL_COLUMNS", "PROGRESS_TABLE", "TableSink",
            "TableSinkError", "check_operator", "make_engine", "pane_rows"]

@@ -85,7 +85,7 @@ def may_be_global(operator: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class Layout:
+class OutputColumns:
     """Which columns an operator's mixed output has, and how its two parts are selected from it
     (the same projections for the streaming DataFrame and for each ``foreachBatch`` batch)."""
 
@@ -93,7 +93,7 @@ class Layout:
     global_windows: bool
 
     @classmethod
-    def of(cls, df: DataFrame, operator: Any = None) -> "Layout":
+    def of(cls, df: DataFrame, operator: Any = None) -> "OutputColumns":
         names = set(df.columns)
         required = [c for c in OUTPUT_COLUMNS if c != "key"]
         if "record_type" in names:
@@ -136,7 +136,7 @@ class SplitBatch:
     """The ``foreachBatch`` function of ``Outputs.write``: one batch of the mixed output, persisted
     once where both sinks read it, handed to each sink as its part, the panes first."""
 
-    def __init__(self, layout: Layout, panes: Optional[BatchSink], side: Optional[BatchSink]) -> None:
+    def __init__(self, layout: OutputColumns, panes: Optional[BatchSink], side: Optional[BatchSink]) -> None:
         self.layout, self.panes_sink, self.side_sink = layout, panes, side
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -163,7 +163,7 @@ class Outputs:
     mixed: DataFrame
     panes: DataFrame
     side: Optional[DataFrame]
-    layout: Layout
+    layout: OutputColumns
 
     def write(self, panes: Optional[BatchSink] = None, side: Optional[BatchSink] = None) -> DataStreamWriter:
         """One streaming query writing the panes to ``panes`` and the late data and dead letters to
@@ -189,7 +189,7 @@ def split_outputs(df: DataFrame, operator: Any = None) -> Outputs:
     panes' ``window_start``, ``window_end`` and ``timestamp`` are never null (not the global
     window); without it those stay nullable.  A DataFrame without an operator's columns is refused,
     naming the columns it lacks."""
-    layout = Layout.of(df, operator)
+    layout = OutputColumns.of(df, operator)
     return Outputs(mixed=df, panes=layout.panes(df), side=layout.side(df) if layout.has_side else None,
                    layout=layout)
 
@@ -200,4 +200,4 @@ def apply_outputs(operator: Any, *inputs: DataFrame, **apply_options: Any) -> Ou
     return split_outputs(operator.apply(*inputs, **apply_options), operator)
 
 
-__all__ = ["BatchSink", "Layout", "Outputs", "SplitBatch", "apply_outputs", "may_be_global", "split_outputs"]
+__all__ = ["BatchSink", "OutputColumns", "Outputs", "SplitBatch", "apply_outputs", "may_be_global", "split_outputs"]

@@ -6,7 +6,7 @@ Every layout's store (``layouts.Layout.store`` names it; ``stores.open_store`` o
 operator) takes the group's batch (``StoreBatch``: the group, its keys with elements, the clocks,
 and what moving the group in from another layout left) and an engine bound to the batch
 (``KeyEngine``: the object core and its work per key; ``TableEngine``: a table engine's step over a
-table of rows), and returns one ``BatchResult``: the panes by step and when the group next has work.
+table of rows), and returns one ``StoreResult``: the panes by step and when the group next has work.
 The store decides what it reads and writes; the engine decides every pane.
 
 The runner reads each key with rows (``GroupState.touch``), asks the due indexes for keys with work
@@ -150,7 +150,7 @@ GroupEngine = Union[KeyEngine, TableEngine]
 
 
 @dataclass
-class BatchResult:
+class StoreResult:
     """What a store's batch returns: the panes by step (``Phase``; Emissions of a key engine, the
     table engine's own ``out``), and when the group next has work where the store keeps it itself
     (``due``, ``held``: whether anything is held; both None: the group's due indexes tell, which
@@ -163,7 +163,7 @@ class BatchResult:
 class LayoutStore(Protocol):
     """A state layout's store (``layouts.Layout.store``): runs one batch of one group."""
 
-    def run_batch(self, batch: StoreBatch, engine: Any) -> BatchResult: ...
+    def run_batch(self, batch: StoreBatch, engine: Any) -> StoreResult: ...
 
 
 class PerKeyWindows:
@@ -173,7 +173,7 @@ class PerKeyWindows:
     def opened(cls, stores: Any) -> "PerKeyWindows":
         return cls()  # (it keeps nothing: the engine brings the core)
 
-    def run_batch(self, batch: StoreBatch, engine: KeyEngine) -> BatchResult:
+    def run_batch(self, batch: StoreBatch, engine: KeyEngine) -> StoreResult:
         phased = run_group_steps(engine.core, batch.group, engine.batch, batch.watermark, batch.processing_time)
         batch.group.commit(next_due(engine.core))
-        return BatchResult(phased.by_phase)
+        return StoreResult(phased.by_phase)

@@ -30,7 +30,7 @@ from ..engine.columnar_panes import object_array
 from ..engine.range_ops import factorize, lexsort_ints, run_starts
 from ..time_rules import is_timer_due
 from .codec import KeyStateCodec
-from .group_batch import BatchResult, StoreBatch, TableEngine
+from .group_batch import StoreResult, StoreBatch, TableEngine
 from .layouts import PANE_LOG
 from .part_log import PartStore, held_buckets, run_part_log
 from .records import _column, _decoded, _encoded
@@ -56,13 +56,13 @@ class PaneLog:
     def opened(cls, stores: Any) -> "PaneLog":
         return cls(stores.columnar, stores.store)
 
-    def run_batch(self, batch: StoreBatch, engine: TableEngine) -> BatchResult:
+    def run_batch(self, batch: StoreBatch, engine: TableEngine) -> StoreResult:
         """Read the panes due, run the engine on their rows, write them back and the batch's rows as
         new parts (``part_log.run_part_log``)."""
         assert self.store is not None
         meta = batch.group.meta
         due = run_part_log(self, self.store, meta, batch.watermark, engine.run)
-        return BatchResult(engine.out, due, bool(held_buckets(self, meta)))
+        return StoreResult(engine.out, due, bool(held_buckets(self, meta)))
 
     # -- which panes a watermark step needs -------------------------------------------------------
     def _due_times(self, held: dict[int, int], watermark: int) -> tuple[np.ndarray, np.ndarray]:

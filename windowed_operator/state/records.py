@@ -35,7 +35,7 @@ from ..time import MIN_TIMESTAMP
 from ..time_rules import expiry_due
 from . import legacy
 from .codec import KeyStateCodec
-from .group_batch import BatchResult, StoreBatch, TableEngine
+from .group_batch import StoreResult, StoreBatch, TableEngine
 from .layouts import PER_KEY_PANE_ROWS, PER_KEY_SESSION_ROWS, PER_KEY_WINDOW_ROWS, Layout
 
 
@@ -387,7 +387,7 @@ class KeyRecords:
     def opened(cls, stores: Any) -> "KeyRecords":
         return cls(stores.records)
 
-    def run_batch(self, batch: StoreBatch, engine: TableEngine) -> BatchResult:
+    def run_batch(self, batch: StoreBatch, engine: TableEngine) -> StoreResult:
         """Load the batch's keys and the keys due (in event time or processing time), build their
         table at the group's last watermark, run the engine on it, and hand each key's records back to
         the group (``group.save`` remains to do)."""
@@ -402,4 +402,4 @@ class KeyRecords:
             group.touch(key)
             group.loaded[key].state = state
         group.commit(lambda state: (state.next_due, state.next_processing_due))
-        return BatchResult(engine.out)
+        return StoreResult(engine.out)

@@ -44,7 +44,7 @@ import numpy as np
 from ..engine.columnar_triggers import NOT_SET, RowTable
 from ..time import MIN_TIMESTAMP
 from ..time_rules import is_timer_due
-from .group_batch import BatchResult, StoreBatch, TableEngine
+from .group_batch import StoreResult, StoreBatch, TableEngine
 from .group_state import EVENT, PROCESSING, GroupState
 from .layouts import ROW_SHARDS
 from .part_log import PartStore
@@ -233,7 +233,7 @@ class RowShardStore:
     def opened(cls, stores: Any) -> "RowShardStore":
         return cls(stores.store, stores.columnar, stores.records.codec.kind)
 
-    def run_batch(self, batch: StoreBatch, engine: TableEngine) -> BatchResult:
+    def run_batch(self, batch: StoreBatch, engine: TableEngine) -> StoreResult:
         """Read the shards of the batch's keys and the shards due, run the engine on their rows as
         one table at the group's last watermark (with the rows moving in from key records, if any),
         write them back.  The group's ``save`` remains to do."""
@@ -256,4 +256,4 @@ class RowShardStore:
         for index in group.indexes.values():
             index.flush()
         group.meta[META] = shards.to_record()
-        return BatchResult(engine.out)
+        return StoreResult(engine.out)

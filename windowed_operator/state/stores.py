@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from .codec import KeyStateCodec
 from .fingerprint import IncompatibleRestartError, state_fingerprint
-from .group_batch import BatchResult, LayoutStore, StoreBatch
+from .group_batch import StoreResult, LayoutStore, StoreBatch
 from .group_state import GroupState, GroupStore
 from .layouts import BY_NAME, KEY_SHARDS_SUFFIX, LAYOUTS, STATE_VERSION, WINDOW_LOG, Layout, record_layout
 from .records import columnar_records
@@ -64,7 +64,7 @@ class OperatorState:
         return group
 
     def run_batch(self, group: GroupState, keys: list, watermark: int, processing_time: int,
-                  engine: Any) -> BatchResult:
+                  engine: Any) -> StoreResult:
         """The group's batch: moved in first from a layout an earlier run stored, then run by the store;
         when the group next has work is the store's where it keeps it itself (the logs), else its due
         indexes' (the earliest event time due; whether any key is indexed)."""

@@ -39,7 +39,7 @@ from ..time import MIN_TIMESTAMP
 from ..time_rules import is_timer_due
 from ..windows.base import Window
 from .codec import KeyStateCodec
-from .group_batch import BatchResult, KeyEngine, StoreBatch, Work
+from .group_batch import StoreResult, KeyEngine, StoreBatch, Work
 from .layouts import WINDOW_LOG
 from .part_log import PartStore, held_buckets, run_part_log
 from .record_columns import decode_sided, encode_sided
@@ -120,7 +120,7 @@ class WindowLog:
     def opened(cls, stores: Any) -> "WindowLog":
         return cls(stores.core, stores.codec, stores.store)
 
-    def run_batch(self, batch: StoreBatch, engine: KeyEngine) -> BatchResult:
+    def run_batch(self, batch: StoreBatch, engine: KeyEngine) -> StoreResult:
         """The panes of the windows the watermark expires (read from their buckets; after the panes
         moving the group in released), then the batch's elements appended (``engine.arrays`` first,
         then its work).  Updates the group's record (the caller saves it)."""
@@ -138,7 +138,7 @@ class WindowLog:
 
         meta = batch.group.meta
         due = run_part_log(self, self.store, meta, watermark, run)
-        return BatchResult((fired, Emission(), added), due, bool(held_buckets(self, meta)))
+        return StoreResult((fired, Emission(), added), due, bool(held_buckets(self, meta)))
 
     # -- buckets ----------------------------------------------------------------------------------
     def bucket(self, window: Window) -> int:

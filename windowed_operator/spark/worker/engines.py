@@ -19,7 +19,7 @@ from ...engine.columnar import PaneTable, Panes
 from ...engine.columnar_sessions import ColumnarSessions, SessionTable
 from ...engine.range_ops import factorize
 from ...panes import DroppedElement
-from ...state.group_batch import BatchResult, GroupBatch, KeyEngine, Phase, TableEngine
+from ...state.group_batch import StoreResult, GroupBatch, KeyEngine, Phase, TableEngine
 from ...windows.session_windows import element_gap, read_gaps
 from ..paths import Fold
 from ..plan import SparkPlan
@@ -70,10 +70,10 @@ class ObjectSteps:
             self.rows.record_work(frame, watermark, processing_time, batch.work, bound.bad)
         return bound
 
-    def count_dropped(self, bound: Bound, result: BatchResult) -> int:
+    def count_dropped(self, bound: Bound, result: StoreResult) -> int:
         return sum(len(part.dropped) for part in result.by_phase) + self.rows.unseen_drops
 
-    def output(self, bound: Bound, result: BatchResult) -> list[dict[str, Any]]:
+    def output(self, bound: Bound, result: StoreResult) -> list[dict[str, Any]]:
         """Each step's panes (and the elements step's rejected rows, and drops for the late-data
         output), then the rows a fed stage passes on."""
         plan = self.plan
@@ -125,10 +125,10 @@ class TableSteps:
         bound.engine = TableEngine(run, out)
         return bound
 
-    def count_dropped(self, bound: Bound, result: BatchResult) -> int:
+    def count_dropped(self, bound: Bound, result: StoreResult) -> int:
         return bound.dropped
 
-    def output(self, bound: Bound, result: BatchResult) -> list[dict[str, Any]]:
+    def output(self, bound: Bound, result: StoreResult) -> list[dict[str, Any]]:
         """Each step's panes (and the elements step's late and bad rows)."""
         plan = self.plan
         side = [*bound.late, *bound.bad]
