@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from timing import spread  # noqa: E402
 
 from windowed_operator.sinks import TableSink, make_engine  # noqa: E402
-from windowed_operator.sinks.table import _read_batch  # noqa: E402
+from windowed_operator.sinks.reading import read_batch as _read_batch  # noqa: E402
 
 UTC = dt.timezone.utc
 START = dt.datetime(2026, 1, 1, tzinfo=UTC)

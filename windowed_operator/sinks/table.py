@@ -28,29 +28,22 @@ import datetime as dt
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Optional, Sequence, Union
+from typing import Any, Literal, Optional, Sequence, Union
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..panes import PaneRecord
-from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, shown_time
-from .columns import (ColumnKindError, as_utc, converter, kind_of_arrow_type, kind_of_spark_type, kind_of_sql_type,
+from .columns import (ColumnKindError, as_utc, kind_of_arrow_type, kind_of_spark_type, kind_of_sql_type,
                       kind_of_value, same_kind, sql_type)
+from .dialects import (DIALECTS, PROGRESS_TABLE, db_message, dialect_insert, execute_many, make_engine, progress_table,
+                       pysqlite_outside_transaction, upsert_statement)
+from .netting import GLOBAL_END, GLOBAL_START, OPTIONAL_COLUMNS, WINDOW_COLUMNS, NetError, TableColumns, net
+from .reading import pane_rows, read_batch
 
 log = logging.getLogger(__name__)
 
 SinkMode = Literal["upsert", "add"]
-#: Columns a sink may add beside the key, the window and the value, by name.
-OPTIONAL_COLUMNS = ("timing", "pane_index", "is_last", "batch_id")
-_OPTIONAL_KINDS = {"timing": "string", "pane_index": "bigint", "is_last": "boolean", "batch_id": "bigint"}
-WINDOW_COLUMNS = ("window_start", "window_end")
-#: The table of each sink's last applied batch, per query.
-PROGRESS_TABLE = "windowed_operator_sink_progress"
-DIALECTS = ("sqlite", "postgresql")
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-GLOBAL_START = _EPOCH + dt.timedelta(milliseconds=MIN_SHOWN_TIME)
-GLOBAL_END = _EPOCH + dt.timedelta(milliseconds=MAX_SHOWN_TIME)
+#: A plain SQL name (of a table or a column the sink makes).
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -68,25 +61,6 @@ class BatchResult:
     deleted: int = 0
     skipped_rows: int = 0  # late-data and dead-letter rows (not panes)
     held_back: int = 0  # panes not written because they are not final (final_only)
-
-
-@dataclass(frozen=True)
-class TableColumns:
-    """The table's columns: the key's (None: a non-keyed operator), the value's (one column, or a
-    record's fields), the optional ones."""
-
-    key: Optional[tuple[str, str]]
-    values: tuple[tuple[str, str], ...]
-    record: bool
-    optional: tuple[str, ...]
-
-    @property
-    def primary_key(self) -> list[str]:
-        return ([self.key[0]] if self.key else []) + list(WINDOW_COLUMNS)
-
-    def columns(self) -> list[tuple[str, str]]:
-        return ([self.key] if self.key else []) + [(c, "timestamp") for c in WINDOW_COLUMNS] + list(self.values) + \
-            [(c, _OPTIONAL_KINDS[c]) for c in self.optional]
 
 
 def check_operator(operator: Any, mode: SinkMode, final_only: bool = False) -> None:
@@ -123,22 +97,6 @@ def _struct_fields(ddl: str) -> Optional[list[tuple[str, str]]]:
     if not text.startswith("struct<"):
         return None
     return parse_columns(text[len("struct<"):-1].replace(": ", " "))
-
-
-def _window_bound(value: Any, default: dt.datetime) -> dt.datetime:
-    """A window bound as a UTC datetime: epoch ms (the local runner's) or a time (Spark's); the
-    global window's (null, or ms beyond what a timestamp holds) is ``default``."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = shown_time(value)
-        return default if value is None else _EPOCH + dt.timedelta(milliseconds=value)
-    return default if value is None else as_utc(value)
-
-
-def pane_rows(panes: Iterable[PaneRecord]) -> list[dict]:
-    """The local runner's panes as rows with the Spark output's names (times stay as they are)."""
-    return [{"key": p.key, "window_start": p.window_start, "window_end": p.window_end, "value": p.value,
-             "timing": p.timing.value, "pane_index": p.index, "is_first": p.is_first, "is_last": p.is_last,
-             "is_retraction": p.is_retraction} for p in panes]
 
 
 class TableSink:
@@ -238,7 +196,7 @@ class TableSink:
     def write(self, batch: Any, batch_id: int, query_id: Optional[str] = None) -> BatchResult:
         """Apply one batch (a Spark DataFrame, a pyarrow Table, a pandas DataFrame, ``PaneRecord``s
         or row dicts) as batch ``batch_id``; returns what was done."""
-        rows, arrow_schema, batch_query = _read_batch(batch)
+        rows, arrow_schema, batch_query = read_batch(batch)
         query = query_id if query_id is not None else self.query_id if self.query_id is not None else \
             batch_query or ""
         result = BatchResult(batch_id=int(batch_id), applied=False)
@@ -262,19 +220,19 @@ class TableSink:
             raise
         except sa.exc.DBAPIError as exc:
             raise TableSinkError(f"table sink {self.name!r}, {self.where()}: batch {batch_id} rolled back, nothing "
-                                 f"of it written: {_db_message(exc)}") from exc
+                                 f"of it written: {db_message(exc)}") from exc
         self.last_result = result
         return result
 
     def _prepare(self, panes: list[dict], arrow_schema: Any) -> None:
         """Know the layout and have the tables (created when missing, checked when there)."""
         if self._progress is None:
-            self._progress = _progress_table()
+            self._progress = progress_table()
             try:
                 self._create(self._progress)
             except sa.exc.OperationalError as exc:
                 raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
-                                     f"{_db_message(exc)}") from exc
+                                     f"{db_message(exc)}") from exc
         if self._table is not None or not panes:
             return  # (a batch without panes writes only its progress row)
         existing = self._reflect()
@@ -410,77 +368,15 @@ class TableSink:
                                  "and window)")
 
     def _net(self, panes: list[dict], batch_id: int) -> tuple[list[dict], list[dict]]:
-        """The batch's net effect per (key, window): rows to delete and rows to write, each checked."""
-        layout = self._layout
+        """The batch's net effect per (key, window): rows to delete and rows to write, each checked
+        (``netting.net``)."""
         if not panes:
             return [], []
-        assert layout is not None
-        groups: dict[tuple, list[dict]] = {}
-        # windows repeat over keys: each distinct (start, end) object pair, alive in ``panes`` while
-        # this runs, is converted and hashed once (hashing an aware datetime asks its offset)
-        by_objects: dict[tuple[int, int], tuple] = {}
-        windows: dict[tuple, tuple] = {}  # stored window -> itself (one object per window)
-        keyed = layout.key is not None
-        for row in panes:
-            start, end = row.get("window_start"), row.get("window_end")
-            window = by_objects.get((id(start), id(end)))
-            if window is None:
-                stored = (_window_bound(start, GLOBAL_START), _window_bound(end, GLOBAL_END))
-                window = by_objects[(id(start), id(end))] = windows.setdefault(stored, stored)
-            pk = (row.get("key"), id(window)) if keyed else (id(window),)
-            group = groups.get(pk)
-            if group is None:
-                groups[pk] = [row]
-            else:
-                group.append(row)
-        window_of = {id(window): window for window in windows.values()}
-        deletes, upserts = [], []
-        key_column = layout.key[0] if layout.key else None
-        key_convert = converter(layout.key[1]) if layout.key else None
-        keys: dict[Any, Any] = {}  # key as given -> as written (a key has many windows)
-        value_converts = [(n, converter(k)) for n, k in layout.values]
-        value_column, value_convert = value_converts[0]
-        optional = [(n, n == "batch_id") for n in layout.optional]
-        upsert_mode, add_mode, record = self.mode == "upsert", self.mode == "add", layout.record
-        column, item, last = "", None, None  # (what is being checked, for the error)
+        assert self._layout is not None
         try:
-            for pk, rows in groups.items():
-                window = window_of[pk[-1]]
-                if len(rows) > 1:
-                    rows.sort(key=lambda r: (r.get("pane_index") or 0, 0 if r.get("is_retraction") else 1))
-                last = rows[-1]
-                if key_column is not None:
-                    column, item = key_column, pk[0]
-                    key = keys.get(item)
-                    if key is None:
-                        key = keys[item] = key_convert(item)  # type: ignore[misc]
-                    out = {key_column: key, "window_start": window[0], "window_end": window[1]}
-                else:
-                    out = {"window_start": window[0], "window_end": window[1]}
-                if upsert_mode and last.get("is_retraction"):
-                    deletes.append({f"pk_{c}": v for c, v in out.items()})
-                    continue
-                if add_mode:
-                    column, item = value_column, 0
-                    for row in rows:
-                        if row.get("value") is None:
-                            raise ColumnKindError("null, which mode 'add' cannot add")
-                        item = item + row["value"]
-                    out[value_column] = value_convert(item)
-                elif record:
-                    whole = last.get("value")
-                    for column, convert in value_converts:
-                        item = _field(whole, column)
-                        out[column] = None if item is None else convert(item)
-                else:
-                    column, item = value_column, last.get("value")
-                    out[value_column] = None if item is None else value_convert(item)
-                for name, is_batch in optional:
-                    out[name] = batch_id if is_batch else last.get(name)
-                upserts.append(out)
-        except ColumnKindError as exc:
-            raise TableSinkError(self._column_error(column, item, last or {}, str(exc))) from None
-        return deletes, upserts
+            return net(panes, batch_id, self._layout, self.mode)
+        except NetError as exc:
+            raise TableSinkError(self._column_error(exc.column, exc.value, exc.row, exc.why)) from None
 
     def _checked(self, convert: Any, column: str, value: Any, row: dict) -> Any:
         try:
@@ -501,9 +397,9 @@ class TableSink:
             conn = self.engine.connect()
         except sa.exc.OperationalError as exc:
             raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
-                                 f"{_db_message(exc)}") from exc
+                                 f"{db_message(exc)}") from exc
         with conn, conn.begin():
-            if conn.dialect.name == "sqlite" and _pysqlite_outside_transaction(conn):
+            if conn.dialect.name == "sqlite" and pysqlite_outside_transaction(conn):
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
             mine = (progress.c.sink == self.name) & (progress.c.query_id == query)
             last = conn.execute(sa.select(progress.c.batch_id).where(mine).with_for_update()).scalar()
@@ -516,28 +412,18 @@ class TableSink:
                 assert table is not None
                 statement = sa.delete(table).where(
                     sa.and_(*[table.c[c] == sa.bindparam(f"pk_{c}") for c in self._layout.primary_key]))  # type: ignore[union-attr]
-                _execute_many(conn, statement, deletes, self.chunk_size)
+                execute_many(conn, statement, deletes, self.chunk_size)
             if upserts:
-                assert table is not None
-                _execute_many(conn, self._upsert_statement(conn.dialect.name, table), upserts, self.chunk_size)
+                assert table is not None and self._layout is not None
+                execute_many(conn, upsert_statement(conn.dialect.name, table, self._layout, self.mode), upserts, self.chunk_size)
             now = dt.datetime.now(dt.timezone.utc)
             values = dict(sink=self.name, query_id=query, batch_id=batch_id, table_name=self.table_name,
                           updated_at=now, rows_upserted=len(upserts), rows_deleted=len(deletes))
-            insert = _dialect_insert(conn.dialect.name)(progress).values(**values)
+            insert = dialect_insert(conn.dialect.name)(progress).values(**values)
             conn.execute(insert.on_conflict_do_update(
                 index_elements=["sink", "query_id"],
                 set_={c: insert.excluded[c] for c in values if c not in ("sink", "query_id")}))
             result.applied, result.upserted, result.deleted = True, len(upserts), len(deletes)
-
-    def _upsert_statement(self, dialect: str, table: sa.Table) -> Any:
-        layout = self._layout
-        assert layout is not None
-        insert = _dialect_insert(dialect)(table)
-        update = {c: insert.excluded[c] for c, _ in layout.columns() if c not in layout.primary_key}
-        if self.mode == "add":
-            column = layout.values[0][0]
-            update[column] = table.c[column] + insert.excluded[column]
-        return insert.on_conflict_do_update(index_elements=layout.primary_key, set_=update)
 
     # -- reading it back ------------------------------------------------------------------------
     def rows(self) -> list[dict]:
@@ -557,152 +443,12 @@ class TableSink:
 
     def applied_batch(self, query_id: str = "") -> Optional[int]:
         """The last batch id applied for ``query_id`` (None: none yet)."""
-        progress = _progress_table()
+        progress = progress_table()
         if not sa.inspect(self.engine).has_table(PROGRESS_TABLE):
             return None
         with self.engine.connect() as conn:
             return conn.execute(sa.select(progress.c.batch_id).where(
                 (progress.c.sink == self.name) & (progress.c.query_id == query_id))).scalar()
-
-
-def make_engine(url: str) -> Engine:
-    """An engine for a URL or a SQLite file path; PostgreSQL sessions in UTC."""
-    if "://" not in url:
-        url = f"sqlite:///{url}"
-    parsed = sa.make_url(url)
-    options: dict[str, Any] = {}
-    if parsed.get_backend_name() == "postgresql":
-        if parsed.get_driver_name() in ("psycopg", "psycopg2"):
-            options["connect_args"] = {"options": "-c TimeZone=UTC", "connect_timeout": 10}
-        if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")
-            options["connect_args"] = {"options": "-c TimeZone=UTC", "connect_timeout": 10}
-    elif parsed.get_backend_name() == "sqlite":
-        options["connect_args"] = {"timeout": 30}
-    return sa.create_engine(parsed, **options)
-
-
-def _pysqlite_outside_transaction(conn: Any) -> bool:
-    """Whether pysqlite has not begun a transaction yet (it begins one only before a write, so the
-    progress read would be outside it: BEGIN IMMEDIATE takes the write lock first)."""
-    raw = conn.connection.driver_connection
-    return not getattr(raw, "in_transaction", True)
-
-
-def _progress_table() -> sa.Table:
-    return sa.Table(PROGRESS_TABLE, sa.MetaData(),
-                    sa.Column("sink", sa.Text(), primary_key=True), sa.Column("query_id", sa.Text(), primary_key=True),
-                    sa.Column("batch_id", sa.BigInteger(), nullable=False), sa.Column("table_name", sa.Text()),
-                    sa.Column("updated_at", sa.DateTime(timezone=True)), sa.Column("rows_upserted", sa.BigInteger()),
-                    sa.Column("rows_deleted", sa.BigInteger()))
-
-
-def _dialect_insert(dialect: str) -> Any:
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-        return postgresql_insert
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-    return sqlite_insert
-
-
-def _execute_many(conn: Any, statement: Any, rows: list[dict], chunk_size: int) -> None:
-    """``statement`` (compiled once by the dialect) for every row, ``chunk_size`` rows per
-    ``executemany``: the values go through the column types' bind processors here, once per
-    distinct value where they repeat (window bounds), rather than SQLAlchemy's per-row parameter
-    processing, which cost more than the database's work (benchmarks/table_sink.py)."""
-    compiled = statement.compile(dialect=conn.dialect)
-    names = list(compiled.positiontup) if compiled.positional else list(compiled.binds)
-    processors = []
-    for name in names:
-        bind = compiled.binds[name]
-        processor = bind.type._cached_bind_processor(conn.dialect)
-        processors.append((name, _memoized(processor) if processor is not None and
-                           isinstance(bind.type, sa.DateTime) else processor))
-    if compiled.positional:
-        params: list[Any] = [tuple(row[n] if p is None or row[n] is None else p(row[n]) for n, p in processors)
-                             for row in rows]
-    else:
-        params = [{n: row[n] if p is None or row[n] is None else p(row[n]) for n, p in processors} for row in rows]
-    for i in range(0, len(params), chunk_size):
-        conn.exec_driver_sql(compiled.string, params[i:i + chunk_size])
-
-
-def _memoized(processor: Any) -> Any:
-    seen: dict[Any, Any] = {}
-
-    def process(value: Any) -> Any:
-        found = seen.get(value)
-        if found is None:
-            found = seen[value] = processor(value)
-        return found
-    return process
-
-
-def _field(record: Any, name: str) -> Any:
-    if record is None:
-        return None
-    if isinstance(record, dict):
-        return record.get(name)
-    if hasattr(record, "asDict"):
-        return record.asDict().get(name)
-    return getattr(record, name, None)
-
-
-def _db_message(exc: Exception) -> str:
-    orig = getattr(exc, "orig", None)
-    text = str(orig if orig is not None else exc).strip()
-    diag = getattr(orig, "diag", None)
-    column = getattr(diag, "column_name", None) if diag is not None else None
-    if not text:
-        return type(exc).__name__
-    return (f"column {column!r}: " if column else "") + text.splitlines()[0]
-
-
-#: The columns of a pane row the sink reads.
-_READ = ("key", "window_start", "window_end", "value", "timing", "pane_index", "is_last", "is_retraction",
-         "record_type")
-
-
-def _arrow_rows(table: Any) -> list[dict]:
-    """The rows of an Arrow table, only the columns the sink reads; timestamps become UTC datetimes
-    through their epoch microseconds, one object per distinct instant (``to_pylist`` builds an
-    aware datetime per cell, most of the cost of a batch)."""
-    import pyarrow as pa
-
-    columns = {}
-    for name in table.column_names:
-        if name not in _READ:
-            continue
-        column = table.column(name)
-        if pa.types.is_timestamp(column.type):
-            cache: dict[int, dt.datetime] = {}
-            micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
-            columns[name] = [None if m is None else cache.get(m) or
-                             cache.setdefault(m, _EPOCH + dt.timedelta(microseconds=m)) for m in micros]
-        else:
-            columns[name] = column.to_pylist()
-    names = list(columns)
-    return [dict(zip(names, values)) for values in zip(*columns.values())]
-
-
-def _read_batch(batch: Any) -> tuple[list[dict], Any, Optional[str]]:
-    """(rows, Arrow schema or None, the batch's streaming query id or None)."""
-    if hasattr(batch, "sparkSession") and hasattr(batch, "toArrow"):  # a Spark DataFrame
-        from ..spark.table_sink import read_spark_batch
-
-        table, query = read_spark_batch(batch)
-        return _arrow_rows(table), table.schema, query
-    if hasattr(batch, "to_pylist") and hasattr(batch, "schema"):  # a pyarrow Table
-        return _arrow_rows(batch), batch.schema, None
-    if hasattr(batch, "to_dict") and hasattr(batch, "columns"):  # a pandas DataFrame
-        import pyarrow as pa
-
-        table = pa.Table.from_pandas(batch, preserve_index=False)
-        return _arrow_rows(table), table.schema, None
-    rows = list(batch)
-    if rows and isinstance(rows[0], PaneRecord):
-        return pane_rows(rows), None, None
-    return [dict(r) for r in rows], None, None
 
 
 __all__ = ["BatchResult", "GLOBAL_END", "GLOBAL_START", "TableColumns", "OPTIONAL_COLUMNS", "PROGRESS_TABLE", "TableSink",

@@ -1,0 +1,67 @@
+"""A micro-batch as the table sink reads it: a Spark batch DataFrame (through Arrow), a pyarrow
+Table, a pandas DataFrame, the local runner's ``PaneRecord`` list, or rows with the Spark output's
+columns, each as rows of the columns the sink reads, with the batch's streaming query id where known.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Iterable, Optional
+
+from ..panes import PaneRecord
+from .netting import EPOCH
+
+def pane_rows(panes: Iterable[PaneRecord]) -> list[dict]:
+    """The local runner's panes as rows with the Spark output's names (times stay as they are)."""
+    return [{"key": p.key, "window_start": p.window_start, "window_end": p.window_end, "value": p.value,
+             "timing": p.timing.value, "pane_index": p.index, "is_first": p.is_first, "is_last": p.is_last,
+             "is_retraction": p.is_retraction} for p in panes]
+
+
+#: The columns of a pane row the sink reads.
+_READ = ("key", "window_start", "window_end", "value", "timing", "pane_index", "is_last", "is_retraction",
+         "record_type")
+
+
+def arrow_rows(table: Any) -> list[dict]:
+    """The rows of an Arrow table, only the columns the sink reads; timestamps become UTC datetimes
+    through their epoch microseconds, one object per distinct instant (``to_pylist`` builds an
+    aware datetime per cell, most of the cost of a batch)."""
+    import pyarrow as pa
+
+    columns = {}
+    for name in table.column_names:
+        if name not in _READ:
+            continue
+        column = table.column(name)
+        if pa.types.is_timestamp(column.type):
+            cache: dict[int, dt.datetime] = {}
+            micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+            columns[name] = [None if m is None else cache.get(m) or
+                             cache.setdefault(m, EPOCH + dt.timedelta(microseconds=m)) for m in micros]
+        else:
+            columns[name] = column.to_pylist()
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*columns.values())]
+
+
+def read_batch(batch: Any) -> tuple[list[dict], Any, Optional[str]]:
+    """(rows, Arrow schema or None, the batch's streaming query id or None)."""
+    if hasattr(batch, "sparkSession") and hasattr(batch, "toArrow"):  # a Spark DataFrame
+        from ..spark.table_sink import read_spark_batch
+
+        table, query = read_spark_batch(batch)
+        return arrow_rows(table), table.schema, query
+    if hasattr(batch, "to_pylist") and hasattr(batch, "schema"):  # a pyarrow Table
+        return arrow_rows(batch), batch.schema, None
+    if hasattr(batch, "to_dict") and hasattr(batch, "columns"):  # a pandas DataFrame
+        import pyarrow as pa
+
+        table = pa.Table.from_pandas(batch, preserve_index=False)
+        return arrow_rows(table), table.schema, None
+    rows = list(batch)
+    if rows and isinstance(rows[0], PaneRecord):
+        return pane_rows(rows), None, None
+    return [dict(r) for r in rows], None, None
+
+
+__all__ = ["arrow_rows", "pane_rows", "read_batch"]
