@@ -27,6 +27,7 @@ watermarks at session boundaries.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -154,56 +155,24 @@ class ColumnarSessions(TriggeredRows):
         if weights is None:
             weights = np.ones(n_elements, dtype=np.int64)
         codes, uniques = factorize(np.concatenate([table.keys, keys, closed.keys]))
-        closed_codes = codes[n_rows + n_elements:]
-        codes = codes[:n_rows + n_elements]
-        # Every interval: the sessions (row i), then the proto-sessions (element j, as -1 - j).
-        member = np.concatenate([np.arange(n_rows), -1 - np.arange(n_elements)])
-        starts = np.concatenate([table.starts, timestamps])
-        ends = np.concatenate([table.ends, proto_ends])
-        order = lexsort_ints((ends, starts, codes))
-        codes, starts, ends, member = codes[order], starts[order], ends[order], member[order]
-        reach = running_max_by_run(codes, ends)  # the running end within each key
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (codes[1:] != codes[:-1]) | (starts[1:] >= reach[:-1])
-        other = new.copy()  # a member whose bounds differ from the one before it in its group
-        other[1:] |= (starts[1:] != starts[:-1]) | (ends[1:] != ends[:-1])
-        first = np.flatnonzero(new)
-        g_ends = np.maximum.reduceat(ends, first)
-        is_row = member >= 0
-        g_rows = np.add.reduceat(is_row.astype(np.int64), first)
-        n_groups = len(first)
-        group_of = np.repeat(np.arange(n_groups), np.diff(np.append(first, len(order))))
-        row_of_group = np.zeros(n_groups, dtype=np.int64)
-        row_of_group[group_of[is_row]] = member[is_row]  # (the group's one session, where it has one)
-        # A group holding exactly one session with the group's bounds keeps that session's state; a
-        # group of proto-sessions with one set of bounds is a new session; any other group is a merge.
-        kept = (g_rows == 1) & (table.starts[row_of_group] == starts[first]) & \
-            (table.ends[row_of_group] == g_ends) if n_rows else np.zeros(n_groups, dtype=bool)
-        distinct = np.add.reduceat(other.astype(np.int64), first)
-        single = (g_rows == 0) & (distinct == 1)
-        merging = distinct > 1  # (a merge to Beam: a proto-session inside a session too)
-        if merged_members is not None:  # (a chain of elements at several times is a merge of its own)
-            single &= ~np.logical_or.reduceat(~is_row & merged_members[np.where(is_row, 0, -1 - member)], first)
-        # A group with the bounds of a finished session merges nothing: its sessions stay as they are
-        # and its elements are dropped as arriving in a closed window (as Beam Java does).
-        blocked = ~kept & _matches(closed_codes, closed.starts, closed.ends, codes[first], starts[first], g_ends)
-        dropped = np.zeros(n_elements, dtype=bool)
-        unchanged = np.zeros(0, dtype=np.int64)
-        if blocked.any():
-            out_of = blocked[group_of]
-            dropped[-1 - member[out_of & ~is_row]] = True
-            unchanged = member[out_of & is_row]
-            keep = ~out_of
-            codes, starts, ends, member, is_row = codes[keep], starts[keep], ends[keep], member[keep], is_row[keep]
-            survivors = ~blocked
-            kept, single, merging, g_ends = kept[survivors], single[survivors], merging[survivors], g_ends[survivors]
-            row_of_group, n_groups = row_of_group[survivors], int(survivors.sum())
-            old_group = group_of[keep]
-            starts_group = np.concatenate(([True], old_group[1:] != old_group[:-1])) if len(old_group) else \
-                np.zeros(0, dtype=bool)
-            first, group_of = np.flatnonzero(starts_group), np.cumsum(starts_group) - 1
-        if not n_groups:
+        groups = _merge_groups(table, codes[:n_rows + n_elements], timestamps, proto_ends, merged_members)
+        dropped, unchanged = groups.drop_blocked(closed, codes[n_rows + n_elements:], n_elements)
+        if not groups.n_groups:
             return RowTable.concat([table.take(unchanged), closed], table.watermark), dropped
+        return RowTable.concat([self._fold_groups(table, groups, uniques, weights, partials, watermark,
+                                                  processing_time, out),
+                                table.take(unchanged), closed], table.watermark), dropped
+
+    def _fold_groups(self, table: SessionTable, groups: "_MergeGroups", uniques: np.ndarray, weights: np.ndarray,
+                     partials: list, watermark: int, processing_time: int, out: Panes) -> SessionTable:
+        """The sessions of ``groups``: a kept session's state carried, a new or merged one's folded
+        from its members (accumulators, elements since the last pane, holds, the trigger's counts),
+        its pane fired where due."""
+        n_rows = len(table)
+        codes, starts, member, is_row = groups.codes, groups.starts, groups.member, groups.is_row
+        first, group_of, n_groups = groups.first, groups.group_of, groups.n_groups
+        kept, single, merging, g_ends = groups.kept, groups.single, groups.merging, groups.g_ends
+        row_of_group = groups.row_of_group
         g_codes, g_starts = codes[first], starts[first]
         # Accumulators, elements since the last pane, holds and counts fold over each group's members.
         rows = np.where(is_row, member, 0)
@@ -252,7 +221,95 @@ class ColumnarSessions(TriggeredRows):
         self.on_elements(result, np.flatnonzero(touched), watermark, processing_time, out)
         # After the bundle, a merge re-places the END_OF_WINDOW hold at the merged session's end (``time_rules``).
         result.hold &= ~merging | sets_element_hold(g_ends - 1, watermark)
-        return RowTable.concat([result, table.take(unchanged), closed], table.watermark), dropped
+        return result
+
+
+@dataclass
+class _MergeGroups:
+    """A bundle's intervals (the key's sessions, then its proto-sessions) sorted by key and time and
+    cut into groups that overlap: each member's key code, bounds and source (``member``: row i of
+    the table, or element j as ``-1 - j``), each group's first member, end and one session, and
+    what becomes of it: ``kept`` (exactly one session with the group's bounds keeps its state),
+    ``single`` (proto-sessions of one set of bounds: a new session), ``merging`` (a merge to Beam)."""
+
+    codes: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    member: np.ndarray
+    is_row: np.ndarray
+    first: np.ndarray
+    group_of: np.ndarray
+    g_ends: np.ndarray
+    row_of_group: np.ndarray
+    kept: np.ndarray
+    single: np.ndarray
+    merging: np.ndarray
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.first)
+
+    def drop_blocked(self, closed: SessionTable, closed_codes: np.ndarray,
+                     n_elements: int) -> tuple[np.ndarray, np.ndarray]:
+        """Remove the groups with the bounds of a finished session: they merge nothing, their
+        sessions stay as they are and their elements are dropped as arriving in a closed window (as
+        Beam Java does).  Returns which elements were dropped and the table rows left unchanged."""
+        dropped = np.zeros(n_elements, dtype=bool)
+        unchanged = np.zeros(0, dtype=np.int64)
+        blocked = ~self.kept & _matches(closed_codes, closed.starts, closed.ends, self.codes[self.first],
+                                        self.starts[self.first], self.g_ends)
+        if not blocked.any():
+            return dropped, unchanged
+        out_of = blocked[self.group_of]
+        dropped[-1 - self.member[out_of & ~self.is_row]] = True
+        unchanged = self.member[out_of & self.is_row]
+        keep, survivors = ~out_of, ~blocked
+        self.codes, self.starts, self.ends = self.codes[keep], self.starts[keep], self.ends[keep]
+        self.member, self.is_row = self.member[keep], self.is_row[keep]
+        self.kept, self.single, self.merging = self.kept[survivors], self.single[survivors], self.merging[survivors]
+        self.g_ends, self.row_of_group = self.g_ends[survivors], self.row_of_group[survivors]
+        old_group = self.group_of[keep]
+        starts_group = np.concatenate(([True], old_group[1:] != old_group[:-1])) if len(old_group) else \
+            np.zeros(0, dtype=bool)
+        self.first, self.group_of = np.flatnonzero(starts_group), np.cumsum(starts_group) - 1
+        return dropped, unchanged
+
+
+def _merge_groups(table: SessionTable, codes: np.ndarray, timestamps: np.ndarray, proto_ends: np.ndarray,
+                  merged_members: Optional[np.ndarray]) -> _MergeGroups:
+    """The table's sessions and the bundle's proto-sessions (``codes``: their keys' codes, sessions
+    first) as groups of overlapping intervals (``_MergeGroups``)."""
+    n_rows, n_elements = len(table), len(timestamps)
+    # Every interval: the sessions (row i), then the proto-sessions (element j, as -1 - j).
+    member = np.concatenate([np.arange(n_rows), -1 - np.arange(n_elements)])
+    starts = np.concatenate([table.starts, timestamps])
+    ends = np.concatenate([table.ends, proto_ends])
+    order = lexsort_ints((ends, starts, codes))
+    codes, starts, ends, member = codes[order], starts[order], ends[order], member[order]
+    reach = running_max_by_run(codes, ends)  # the running end within each key
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (codes[1:] != codes[:-1]) | (starts[1:] >= reach[:-1])
+    other = new.copy()  # a member whose bounds differ from the one before it in its group
+    other[1:] |= (starts[1:] != starts[:-1]) | (ends[1:] != ends[:-1])
+    first = np.flatnonzero(new)
+    g_ends = np.maximum.reduceat(ends, first)
+    is_row = member >= 0
+    g_rows = np.add.reduceat(is_row.astype(np.int64), first)
+    n_groups = len(first)
+    group_of = np.repeat(np.arange(n_groups), np.diff(np.append(first, len(order))))
+    row_of_group = np.zeros(n_groups, dtype=np.int64)
+    row_of_group[group_of[is_row]] = member[is_row]  # (the group's one session, where it has one)
+    # A group holding exactly one session with the group's bounds keeps that session's state; a
+    # group of proto-sessions with one set of bounds is a new session; any other group is a merge.
+    kept = (g_rows == 1) & (table.starts[row_of_group] == starts[first]) & \
+        (table.ends[row_of_group] == g_ends) if n_rows else np.zeros(n_groups, dtype=bool)
+    distinct = np.add.reduceat(other.astype(np.int64), first)
+    single = (g_rows == 0) & (distinct == 1)
+    merging = distinct > 1  # (a merge to Beam: a proto-session inside a session too)
+    if merged_members is not None:  # (a chain of elements at several times is a merge of its own)
+        single &= ~np.logical_or.reduceat(~is_row & merged_members[np.where(is_row, 0, -1 - member)], first)
+    return _MergeGroups(codes, starts, ends, member, is_row, first, group_of, g_ends, row_of_group, kept, single,
+                        merging)
 
 
 def _matches(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, q_codes: np.ndarray, q_starts: np.ndarray,
