@@ -53,6 +53,12 @@ class SidedReader:
 
 
 class MergeOperatorBase(WindowingOptions):
+    """What the two merge operators (``WindowedMergeOperator``, ``KeyedWindowedMergeOperator``)
+    share: a two-input accumulation (a join or a cogroup, ``accumulations.merge``), each input's
+    options (``left``, ``right``: how its key, event time and value are read) and the idle timeout
+    after which a quiet input stops holding the watermark back.  The core folds the two inputs as
+    one, each element tagged with its side (``SidedAccumulation``)."""
+
     accumulation: MergeAccumulation
     left: InputOptions = Field(default_factory=InputOptions)
     right: InputOptions = Field(default_factory=InputOptions)

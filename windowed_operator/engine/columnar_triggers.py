@@ -74,6 +74,11 @@ def _fires_by_time(every: Optional[Every], fire_at: np.ndarray, processing_time:
 
 @dataclass(frozen=True)
 class RowTrigger:
+    """``AfterWatermark`` with early and late firings every N elements or every D ms of
+    processing time, as the table engines run it over all rows of a key group at once: the early
+    and late firing rules (``Every``), whether the trigger finishes at the ON_TIME pane, and the
+    per-row decisions as array operations (``row_trigger`` builds it from a ``TriggerOption``)."""
+
     #: Early firings (None: none).
     early: Optional[Every]
     #: Late firings after the ON_TIME pane (None: the trigger finishes at it).

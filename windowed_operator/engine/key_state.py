@@ -159,6 +159,11 @@ class SlidingAggregate:
 
 @dataclass(slots=True)
 class KeyState:
+    """One key's state in the object engine: its windows (each a ``WindowState``: accumulator,
+    trigger state, timers, pane bookkeeping), the elements buffered for per-record sliding windows
+    and their running aggregate.  Plain data, kept between batches by the runner (the local runner
+    in memory, the Spark runner as a JSON record per key: ``state.codec``)."""
+
     windows: dict[Window, WindowState] = field(default_factory=dict)
     buffer: ElementBuffer = field(default_factory=ElementBuffer)
     #: Per-record sliding windows: the element timestamps that have a live window (sorted), and the

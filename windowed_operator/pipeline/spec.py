@@ -624,6 +624,11 @@ Interval = Annotated[int, BeforeValidator(_interval)]
 
 
 class Pipeline(Spec):
+    """A pipeline file, validated: its sources by name, its operators (each reading a source or
+    another operator by name), its sinks, where its checkpoints go and its trigger interval; the
+    references between them are checked (``reference_errors``), user code only as the ``CodePolicy``
+    allows."""
+
     name: str = "pipeline"
     checkpoint: str = Field(default="checkpoints", description="directory of the queries' checkpoints")
     trigger_interval: Optional[Interval] = Field(default=None, gt=0, description=(

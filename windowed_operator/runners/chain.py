@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 
 
 class ChainRunner:
+    """The local runner of a chain: one ``LocalRunner`` per stage, each stage's panes handed to
+    the next as its elements (``chain.as_consumed``), the watermark handed on as the local Spark
+    chain does, so that ``run_local`` and Spark give the same panes."""
+
     def __init__(self, runners: list["LocalRunner"]) -> None:
         self.runners = runners
 

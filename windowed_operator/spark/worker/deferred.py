@@ -19,6 +19,11 @@ from .state_schemas import DeclaredState, declare_state
 
 
 class DeferredProcessor(StatefulProcessor):
+    """The StatefulProcessor Spark pickles: only the plan's bytes and the key's type, so that
+    unpickling it on an executor imports nothing of the library; ``init`` declares the state, and
+    the processor itself (``processor.WindowedStatefulProcessor``) is built at the first call, in the
+    worker, from the plan."""
+
     def __init__(self, plan_bytes: bytes, key_type: Optional[str]) -> None:
         self.plan_bytes, self.key_type = plan_bytes, key_type
         self._processor: Any = None

@@ -226,6 +226,11 @@ class PendingWrites:
 
 
 class PipelinedMap:
+    """A MapState whose reads and writes of many keys go in one round trip to the JVM's state
+    server (pyspark's API sends one request per key): the requests are written back to back and
+    their answers read after (``get_many``, ``put_many``, ``remove_many``); writes may wait for the
+    next round trip (``hold_writes``).  With a pyspark whose internals differ, one call per key."""
+
     def __init__(self, map_state: Any) -> None:
         self.state = map_state
         #: Where writes wait for the next round trip (``hold_writes``), or None: each write is sent.
