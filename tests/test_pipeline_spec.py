@@ -205,3 +205,26 @@ def test_a_processing_time_trigger_without_trigger_interval_is_refused_with_the_
     assert [i.split(":")[0] + ":" + i.split(":")[1] for i in issues_of(fixed_lag)] == \
         ["line 18: operators[0].watermark.fixed_lag"]
     parse_pipeline(GOOD.replace("late: {duration: 1m}", "late: {count: 1}").replace("trigger_interval: 5s\n", ""))
+
+
+def test_every_accumulation_a_file_can_name_is_one_row_and_its_class_validates_the_arguments():
+    """The file's accumulations are the table ``ACCUMULATIONS`` (a new one is a row); each takes its
+    class's own parameters, checked by the class's constraints; only classes whose every form needs a
+    callable (``Combine``, ``Reduce``) are left to ``code``."""
+    import accumulations
+    from accumulations.base import Accumulation
+    from accumulations.merge import MergeAccumulation
+    from windowed_operator.pipeline.spec import ACCUMULATIONS, AccumulationSpec
+
+    public = {name for name in accumulations.__all__ if isinstance(getattr(accumulations, name), type)
+              and issubclass(getattr(accumulations, name), (Accumulation, MergeAccumulation))}
+    assert public - {cls.__name__ for cls in ACCUMULATIONS.values()} == {
+        "Accumulation", "MergeAccumulation", "FieldAccumulation", "Combine", "Reduce"}
+    built = AccumulationSpec.model_validate({"all_max": {"field": "amount"}}).build()
+    assert built == accumulations.AllMax(field="amount")
+    assert AccumulationSpec.model_validate({"approx_count_distinct": {"field": "u", "lg_k": 10}}).build() == \
+        accumulations.ApproxCountDistinct("u", lg_k=10)
+    for bad, where in [({"top_n": {"n": 0}}, "top_n.n"), ({"approx_count_distinct": {"lg_k": 30}}, "lg_k"),
+                       ({"all_max": {"key": "x"}}, "all_max.key")]:  # (a callable key cannot be in a file)
+        with pytest.raises(ValueError, match=where):
+            AccumulationSpec.model_validate(bad)

@@ -9,14 +9,16 @@ the file itself.
 """
 from __future__ import annotations
 
+import copy
 import importlib
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, create_model, field_validator,
+                      model_validator)
 
-from accumulations import (ApproxCountDistinct, ApproxPercentile, Cogroup, Count, CountDistinct, FullOuterJoin,
+from accumulations import (AllMax, ApproxCountDistinct, ApproxPercentile, Cogroup, Count, CountDistinct, FullOuterJoin,
                            InnerJoin, LeftOuterJoin, Max, Mean, Min, Quantiles, Sum, ToList, TopN)
 from accumulations.base import Accumulation
 from accumulations.merge import MergeAccumulation
@@ -158,36 +160,32 @@ class WindowSpec(Spec):
 
 
 # -- accumulations ------------------------------------------------------------------------------------
-class FieldArgs(Spec):
-    field: Optional[str] = None
+#: A pipeline file's name for each accumulation and the class it builds.  A file gives the class's
+#: own parameters by name (``{"top_n": {"n": 3, "field": "amount"}}``), validated by the class itself;
+#: what a file cannot hold is left out (a callable ranking key), and a join's function is a dotted
+#: path to import (``join: package.module:function``, allowed only by the command: ``CodePolicy``).
+ACCUMULATIONS: dict[str, type] = {
+    "sum": Sum, "count": Count, "min": Min, "max": Max, "mean": Mean, "to_list": ToList, "top_n": TopN,
+    "count_distinct": CountDistinct, "approx_count_distinct": ApproxCountDistinct, "quantiles": Quantiles,
+    "approx_percentile": ApproxPercentile, "inner_join": InnerJoin, "left_outer_join": LeftOuterJoin,
+    "full_outer_join": FullOuterJoin, "cogroup": Cogroup, "all_max": AllMax,
+}
+#: A parameter a file names by a dotted path of user code (the class takes the imported object).
+_CODE_PARAMETERS = ("join",)
 
 
-class TopNArgs(Spec):
-    n: int = Field(gt=0)
-    field: Optional[str] = None
-
-
-class ApproxCountDistinctArgs(Spec):
-    field: Optional[str] = None
-    lg_k: int = Field(default=12, ge=4, le=21)
-    hll_type: Literal["HLL_4", "HLL_6", "HLL_8"] = "HLL_8"
-
-
-class QuantilesArgs(Spec):
-    field: Optional[str] = None
-    fractions: list[float] = Field(default=[0.5, 0.9, 0.99], min_length=1)
-    k: int = Field(default=200, ge=8, le=65535)
-
-
-class PercentileArgs(Spec):
-    field: Optional[str] = None
-    percentile: float = Field(default=0.5, ge=0, le=1)
-    k: int = Field(default=200, ge=8, le=65535)
-
-
-class JoinArgs(Spec):
-    join: Optional[str] = Field(default=None, description="dotted path of join(left, right); needs --allow-code or --allow-module")
-    result_type: Optional[str] = None
+def _file_parameters(cls: type) -> dict[str, Any]:
+    """The parameters of ``cls`` a pipeline file gives: its fields (with their constraints and
+    defaults) but those that take a callable, which a file cannot hold, and those of user code, as
+    dotted paths."""
+    fields: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():  # type: ignore[attr-defined]
+        if name in _CODE_PARAMETERS:
+            fields[name] = (Optional[str], Field(default=None, description=f"dotted path of {name}(left, right); "
+                                                                          "needs --allow-code or --allow-module"))
+        elif "Callable" not in str(info.annotation):
+            fields[name] = (info.annotation, copy.copy(info))
+    return fields
 
 
 class CodeArgs(Spec):
@@ -195,74 +193,67 @@ class CodeArgs(Spec):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
-class AccumulationSpec(Spec):
-    sum: Optional[FieldArgs] = None
-    count: Optional[Empty] = None
-    min: Optional[FieldArgs] = None
-    max: Optional[FieldArgs] = None
-    mean: Optional[FieldArgs] = None
-    to_list: Optional[FieldArgs] = None
-    top_n: Optional[TopNArgs] = None
-    count_distinct: Optional[FieldArgs] = None
-    approx_count_distinct: Optional[ApproxCountDistinctArgs] = None
-    quantiles: Optional[QuantilesArgs] = None
-    approx_percentile: Optional[PercentileArgs] = None
-    inner_join: Optional[JoinArgs] = None
-    left_outer_join: Optional[JoinArgs] = None
-    full_outer_join: Optional[JoinArgs] = None
-    cogroup: Optional[Empty] = None
-    code: Optional[CodeArgs] = None
+#: Each accumulation's arguments in a file, derived from its class (``_file_parameters``).
+ACCUMULATION_ARGS: dict[str, type[Spec]] = {
+    name: create_model(f"{cls.__name__}Args", __base__=Spec, **_file_parameters(cls))
+    for name, cls in ACCUMULATIONS.items()}
+
+
+class _AccumulationChoice(Spec):
+    """One of ``ACCUMULATIONS`` by name with the class's parameters, or ``code``: a class of user code
+    (the fields are made from the table: ``AccumulationSpec``)."""
+
+    if TYPE_CHECKING:
+        code: Optional[CodeArgs]
 
     @model_validator(mode="after")
-    def _one(self) -> "AccumulationSpec":
+    def _one(self) -> "_AccumulationChoice":
         _exactly_one(self, "accumulation")
         return self
 
+    def chosen(self) -> tuple[str, Any]:
+        """The name given and its arguments."""
+        name = next(n for n in type(self).model_fields if getattr(self, n) is not None)
+        return name, getattr(self, name)
+
     @property
     def is_merge(self) -> bool:
-        return any(getattr(self, n) is not None for n in ("inner_join", "left_outer_join", "full_outer_join",
-                                                          "cogroup"))
+        name, _ = self.chosen()
+        return name != "code" and issubclass(ACCUMULATIONS[name], MergeAccumulation)
 
     def field(self) -> Optional[str]:
         """The field a one-input accumulation reads from each element (None: the whole element)."""
-        for name in ("sum", "min", "max", "mean", "to_list", "top_n", "count_distinct", "approx_count_distinct",
-                     "quantiles", "approx_percentile"):
-            args = getattr(self, name)
-            if args is not None:
-                return args.field
-        return None
+        return getattr(self.chosen()[1], "field", None)
 
     def code_paths(self) -> list[str]:
         """The dotted paths of user code this accumulation imports."""
-        joins = (self.inner_join, self.left_outer_join, self.full_outer_join)
-        paths = [j.join for j in joins if j is not None and j.join is not None]
-        return paths + ([self.code.path] if self.code is not None else [])
+        name, args = self.chosen()
+        if name == "code":
+            return [args.path]
+        return [path for path in (getattr(args, p, None) for p in _CODE_PARAMETERS) if path is not None]
 
     def build(self) -> Union[Accumulation, MergeAccumulation]:
-        simple = {"sum": Sum, "min": Min, "max": Max, "mean": Mean, "to_list": ToList, "count_distinct": CountDistinct,
-                  "approx_count_distinct": ApproxCountDistinct, "quantiles": Quantiles,
-                  "approx_percentile": ApproxPercentile}
-        for name, cls in simple.items():
-            args = getattr(self, name)
-            if args is not None:
-                return cls(**args.model_dump())
-        if self.count is not None:
-            return Count()
-        if self.top_n is not None:
-            return TopN(self.top_n.n, field=self.top_n.field)
-        if self.cogroup is not None:
-            return Cogroup()
-        joins = {"inner_join": InnerJoin, "left_outer_join": LeftOuterJoin, "full_outer_join": FullOuterJoin}
-        for name, join_cls in joins.items():
-            args = getattr(self, name)
-            if args is not None:
-                fn: Optional[Callable] = import_dotted(args.join) if args.join else None
-                return join_cls(join=fn, result_type=args.result_type)
-        assert self.code is not None
-        target = import_dotted(self.code.path)
-        if not (isinstance(target, type) and issubclass(target, (Accumulation, MergeAccumulation))):
-            raise ValueError(f"{self.code.path!r} is not an Accumulation or MergeAccumulation class")
-        return target(**self.code.args)
+        name, args = self.chosen()
+        if name == "code":
+            target = import_dotted(args.path)
+            if not (isinstance(target, type) and issubclass(target, (Accumulation, MergeAccumulation))):
+                raise ValueError(f"{args.path!r} is not an Accumulation or MergeAccumulation class")
+            return target(**args.args)
+        given = args.model_dump(exclude_unset=True)
+        for parameter in _CODE_PARAMETERS:
+            if given.get(parameter) is not None:
+                given[parameter] = import_dotted(given[parameter])
+        built: Union[Accumulation, MergeAccumulation] = ACCUMULATIONS[name](**given)
+        return built
+
+
+if TYPE_CHECKING:  # (a model made at import: a type checker sees its base)
+    AccumulationSpec = _AccumulationChoice
+else:
+    AccumulationSpec = create_model(
+        "AccumulationSpec", __base__=_AccumulationChoice,
+        **{name: (Optional[model], None) for name, model in ACCUMULATION_ARGS.items()},
+        code=(Optional[CodeArgs], None))
 
 
 # -- watermark ----------------------------------------------------------------------------------------
@@ -419,7 +410,8 @@ class OperatorSpec(Spec):
                              "watermark back); for a quiet stream give the watermark one: watermark: "
                              "{bounded_disorder: 10s, idle_timeout: 1m}")
         if merge != self.accumulation.is_merge:
-            kind = "a merge accumulation (inner_join, left_outer_join, full_outer_join, cogroup)"
+            merges = ", ".join(n for n, c in ACCUMULATIONS.items() if issubclass(c, MergeAccumulation))
+            kind = f"a merge accumulation ({merges})"
             raise ValueError(f"accumulation: a {'merge' if merge else 'one-input'} operator needs "
                              f"{kind if merge else 'a one-input accumulation'}")
         return self
