@@ -75,7 +75,7 @@ def test_every_structural_error_is_reported_with_its_line_and_path():
         "line 14: operators[0].window.sessions.gap: duration '30 parsecs' is not a number with a unit "
         "(ms, s, m, h, d, or seconds, minutes...), e.g. '10s'",
         "line 24: operators[1].accumulation: give exactly one accumulation (sum, count, min, max, mean, to_list, "
-        "top_n, count_distinct, approx_count_distinct, quantiles, approx_percentile, inner_join, left_outer_join, "
+        "top_n, all_max, count_distinct, approx_count_distinct, quantiles, approx_percentile, inner_join, left_outer_join, "
         "full_outer_join, cogroup, code); got sum, count",
         "line 32: operators[2].colour: unknown field 'colour'",
     ]

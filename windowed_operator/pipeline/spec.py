@@ -166,9 +166,9 @@ class WindowSpec(Spec):
 #: path to import (``join: package.module:function``, allowed only by the command: ``CodePolicy``).
 ACCUMULATIONS: dict[str, type] = {
     "sum": Sum, "count": Count, "min": Min, "max": Max, "mean": Mean, "to_list": ToList, "top_n": TopN,
-    "count_distinct": CountDistinct, "approx_count_distinct": ApproxCountDistinct, "quantiles": Quantiles,
+    "all_max": AllMax, "count_distinct": CountDistinct, "approx_count_distinct": ApproxCountDistinct, "quantiles": Quantiles,
     "approx_percentile": ApproxPercentile, "inner_join": InnerJoin, "left_outer_join": LeftOuterJoin,
-    "full_outer_join": FullOuterJoin, "cogroup": Cogroup, "all_max": AllMax,
+    "full_outer_join": FullOuterJoin, "cogroup": Cogroup,
 }
 #: A parameter a file names by a dotted path of user code (the class takes the imported object).
 _CODE_PARAMETERS = ("join",)
