@@ -26,8 +26,8 @@ from triggers.option import TriggerOption
 
 from ..config import Duration, _duration
 from ..ddl import parse_columns
-from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, WindowedMergeOperator
-from ..operator import KeyedWindowedOperator, WindowedOperator
+from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, MergeOperatorBase, WindowedMergeOperator
+from ..operator import KeyedWindowedOperator, OnBadElement, WindowedOperator, WindowingOptions
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark, needs_processing_time
 from ..windows import CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows
@@ -365,6 +365,12 @@ class SourceSpec(Spec):
 ValueSpec = Optional[Union[str, dict[str, str]]]
 
 
+def _option(cls: type, name: str) -> Any:
+    """The field ``name`` of the public option class ``cls`` as a pipeline file takes it: with the
+    class's own constraints, default and description (a copy, which the file's model owns)."""
+    return copy.copy(cls.model_fields[name])  # type: ignore[attr-defined]
+
+
 class InputSpec(Spec):
     key: Optional[str] = None
     timestamp: Optional[str] = None
@@ -386,15 +392,14 @@ class OperatorSpec(Spec):
     window: Optional[WindowSpec] = None
     accumulation: AccumulationSpec
     trigger: TriggerOption = Field(default_factory=TriggerOption)
-    allowed_lateness: Duration = Field(default=0, ge=0)
+    allowed_lateness: int = _option(WindowingOptions, "allowed_lateness")
     watermark: Optional[WatermarkSpec] = Field(
         default=None, description="default: bounded_disorder 0 over a source; an operator reading another operator's "
                                   "panes follows that operator's watermark and takes none of its own")
-    late_data_output: bool = False
-    on_bad_element: Literal["raise", "dead_letter"] = "raise"
-    max_future_skew: Optional[Duration] = Field(default=None, gt=0)
-    idle_timeout: Optional[Duration] = Field(
-        default=None, gt=0, description="merge operators: an input quiet this long stops holding the watermark back")
+    late_data_output: bool = _option(WindowingOptions, "late_data_output")
+    on_bad_element: OnBadElement = _option(WindowingOptions, "on_bad_element")
+    max_future_skew: Optional[Duration] = _option(WindowingOptions, "max_future_skew")
+    idle_timeout: Optional[Duration] = _option(MergeOperatorBase, "idle_timeout")  # (merge operators only)
 
     @model_validator(mode="after")
     def _inputs(self) -> "OperatorSpec":
