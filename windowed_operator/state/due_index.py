@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Optional, Protocol
 
 from ..time_rules import is_timer_due
+from .shards import KEY_CODEC
 
 #: Bucket width: keys due within the same 10 s share a bucket.
 BUCKET_MS = 10_000
@@ -65,14 +66,10 @@ class PartsAsTexts:
         return key
 
     def get_parts(self, domain: str, places: list[Place]) -> list[list[Entry]]:
-        from .shards import KEY_CODEC
-
         return [entries_of(text, KEY_CODEC.read_value) if text is not None else []
                 for text in self.get_texts(domain, places)]
 
     def put_parts(self, domain: str, items: list[tuple[int, int, list[Entry]]]) -> None:
-        from .shards import KEY_CODEC
-
         self.put_texts(domain, [(bucket, part, entries_text([(self.plain_key(key), due) for key, due in entries],
                                                             KEY_CODEC.value))
                                 for bucket, part, entries in items])

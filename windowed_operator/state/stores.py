@@ -9,8 +9,7 @@ asks for each group (``OperatorState.group``) and runs its batch (``OperatorStat
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import import_module
 from typing import Any, Optional
 
@@ -71,7 +70,7 @@ class OperatorState:
         moved = move_in(group, self.layout, self.stores, watermark, processing_time)
         result = self.store.run_batch(StoreBatch(group, keys, watermark, processing_time, moved), engine)
         if result.held is None:
-            result = dataclasses.replace(result, due=group.next_event_time(), held=group.has_due())
+            result = replace(result, due=group.next_event_time(), held=group.has_due())
         return result
 
 
