@@ -105,7 +105,8 @@ def test_trigger_intervals_in_spark_or_library_units(interval, ms):
 
 def test_a_malformed_trigger_interval():
     assert issues_of(PIPELINE.replace("5 seconds", "5 parsecs")) == [
-        "line 2: trigger_interval: interval '5 parsecs' is not a number with a unit, e.g. '5s' or '5 seconds'"]
+        "line 2: trigger_interval: duration '5 parsecs' is not a number with a unit (ms, s, m, h, d, or seconds, "
+        "minutes...), e.g. '10s'"]
 
 
 def test_a_files_source_with_nothing_to_read(tmp_path: Path, capsys):

@@ -227,7 +227,7 @@ def test_pipeline_files_check_the_gap_field_and_take_one_gap():
         "line 10: operators[0].window.sessions.gap_field: column 'gap' is not in 'clicks' (columns: user, ts, gap_ms)"]
     with pytest.raises(PipelineError) as info:
         parse_pipeline(PIPELINE.replace("gap_field: gap_ms", "gap_field: gap_ms, gap: 10s"))
-    assert "give exactly one session gap (gap, gap_field); got gap, gap_field" in str(info.value.issues[0])
+    assert "operators[0].window: sessions: give exactly one of gap, gap_field; got gap, gap_field" in str(info.value.issues[0])
 
 
 def test_merge_operators_read_each_sides_gap():

@@ -65,13 +65,13 @@ def modules_page() -> str:
 
 
 def schema_page() -> str:
-    from windowed_operator.pipeline.spec import Pipeline
+    from windowed_operator.pipeline.document import Pipeline
 
     schema = json.dumps(Pipeline.model_json_schema(), indent=2, sort_keys=True)
     return "\n".join([
         "# Pipeline-file schema", "",
         "The JSON schema of a pipeline file (YAML or JSON), generated from the pydantic models of "
-        "`windowed_operator/pipeline/spec.py` (`Pipeline.model_json_schema()`) when the site is built. "
+        "`windowed_operator/pipeline/` (`Pipeline.model_json_schema()`) when the site is built. "
         "The [pipeline files guide](../guides/pipeline-files.md) explains the fields with an example; "
         "`windowed-operator validate FILE` checks a file against these models and more (columns, "
         "DDL types, paths).", "",

@@ -16,7 +16,6 @@ aliases otherwise expand to gigabytes).
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -24,7 +23,10 @@ from typing import Any, Optional, Union
 import yaml
 from pydantic import ValidationError
 
-from .spec import AccumulationSpec, CodePolicy, Pipeline, SinkSpec, SourceSpec, import_dotted
+from .endpoints import SinkSpec, SourceSpec
+from .document import Pipeline, reference_errors
+from .spec import AccumulationSpec
+from .user_code import CodePolicy, CodeUse, import_errors
 
 #: Largest pipeline file read (pipelines are a few kilobytes; an in-memory source's rows add some).
 MAX_FILE_BYTES = 1_000_000
@@ -186,7 +188,7 @@ def parse_pipeline(text: str, source: str = "<pipeline>", code: CodePolicy = Cod
     pipeline, _, index, issues = _parse(text, source)
     if pipeline is None:
         raise PipelineError(source, issues)
-    issues = _issues(index, pipeline.reference_errors(code))
+    issues = _issues(index, reference_errors(pipeline, code))
     if issues:
         raise PipelineError(source, issues)
     return pipeline
@@ -250,20 +252,16 @@ def load_pipeline(path: Union[str, Path], code: CodePolicy = CodePolicy(), outsi
     if require_inputs:
         issues += _issues(index, _missing_inputs(resolved.sources))
     if pipeline is not None:
-        issues += _issues(index, pipeline.reference_errors(code))
+        issues += _issues(index, reference_errors(pipeline, code))
     else:  # (with a whole pipeline, ``reference_errors`` refuses code the command did not allow)
         issues += _issues(index, [(loc, code.refusal(dotted, what)) for loc, dotted, what in parts.code
                                   if not code.permits(dotted)])
-    issues += _issues(index, _import_errors(parts.code, code, path.parent))
+    issues += _issues(index, import_errors(parts.code, code, path.parent))
     if issues:
         raise PipelineError(str(path), sorted(issues, key=lambda issue: issue.line))
     assert pipeline is not None
     return pipeline.model_copy(update={"sources": resolved.sources, "sinks": resolved.sinks,
                                        "checkpoint": resolved.checkpoint})
-
-
-#: A piece of user code a pipeline refers to: its location, its dotted path, and what refers to it.
-CodeUse = tuple[tuple, str, str]
 
 
 @dataclass(frozen=True)
@@ -317,31 +315,7 @@ def user_code_errors(pipeline: Pipeline, code: CodePolicy, directory: Optional[P
     """Each piece of user code the pipeline may run that cannot be imported, with its location;
     ``directory`` (the file's) is put first on the module path for it (``run`` does the same for
     Spark's Python workers on a local master)."""
-    return _import_errors(_Parts.of(pipeline).code, code, directory)
-
-
-def _import_errors(used: list[CodeUse], code: CodePolicy, directory: Optional[Path]) -> list[tuple[tuple, str]]:
-    if directory is not None:
-        add_module_directory(directory)
-    found = []
-    for loc, dotted, _ in used:
-        if not code.permits(dotted):
-            continue  # (refused, not imported)
-        try:
-            import_dotted(dotted)
-        except ValueError as exc:
-            where = f" (modules beside the pipeline file, in {str(directory)!r}, are found; on a cluster ship them " \
-                    "with --py-files)" if directory is not None else ""
-            found.append((loc, f"{exc}{where}"))
-    return found
-
-
-def add_module_directory(directory: Path) -> str:
-    """Put ``directory`` first on this process's module path; returns it as an absolute path."""
-    entry = str(directory.resolve())
-    if entry not in sys.path:
-        sys.path.insert(0, entry)
-    return entry
+    return import_errors(_Parts.of(pipeline).code, code, directory)
 
 
 def missing_inputs(pipeline: Pipeline) -> list[tuple[tuple, str]]:

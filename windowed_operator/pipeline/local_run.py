@@ -18,7 +18,8 @@ from ..panes import DropReason, DroppedElement, PaneRecord, as_consumed
 from ..runners.totals import Totals
 from ..watermarks import BoundedDisorderWatermark
 from .local_io import console_table, dropped_row, pane_row, read_file, side_row, typed_rows, write_rows
-from .spec import Pipeline, SourceSpec
+from .endpoints import SourceSpec
+from .document import Pipeline
 
 
 def source_batches(spec: SourceSpec) -> list[list[dict]]:

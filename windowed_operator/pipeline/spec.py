@@ -1,22 +1,18 @@
-"""A pipeline as data: sources, operators chained by name, sinks — validated pydantic models.
+"""A pipeline file's operators: windows, accumulations, watermarks and the operator, validated.
 
 Everything is named with its parameters (``{"sum": {"field": "amount"}}``, ``{"sessions": {"gap":
-"30s"}}``); durations take units (``"10s"``).  User code is only ever referred to by an importable
-dotted path (``package.module:function``), and only when whoever *runs* the pipeline allows it
-(``CodePolicy``: the CLI's ``--allow-code`` or ``--allow-module``), never because the file says so:
-a file cannot grant itself the right to run code.  Loading a pipeline never evaluates code from
-the file itself.
+"30s"}}``); durations take units (``"10s"``).  A window family and an accumulation are each one row
+of a table (``WINDOWS``, ``ACCUMULATIONS``) naming the public class it builds: the parameters a file
+gives are that class's fields, with their constraints, defaults and descriptions.  User code is
+referred to only by a dotted path, imported only as the command allows (``user_code.CodePolicy``).
 """
 from __future__ import annotations
 
 import copy
-import importlib
-import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Optional, Union, get_args
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, create_model, field_validator,
-                      model_validator)
+from pydantic_core import PydanticUndefined
+from pydantic import (Field, ValidationError, create_model, model_validator)
 
 from accumulations import (AllMax, ApproxCountDistinct, ApproxPercentile, Cogroup, Count, CountDistinct, FullOuterJoin,
                            InnerJoin, LeftOuterJoin, Max, Mean, Min, Quantiles, Sum, ToList, TopN)
@@ -24,139 +20,97 @@ from accumulations.base import Accumulation
 from accumulations.merge import MergeAccumulation
 from triggers.option import TriggerOption
 
-from ..config import Duration, _duration
-from ..ddl import parse_columns
+from ..config import Duration
 from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, MergeOperatorBase, WindowedMergeOperator
 from ..operator import KeyedWindowedOperator, OnBadElement, WindowedOperator, WindowingOptions
 from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
-from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark, needs_processing_time
+from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
 from ..windows import CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows
 from ..windows.base import WindowOption
+from .choice import Choice, Spec
+from .user_code import import_dotted
 
 
 #: The columns of an operator's panes without ``key`` (``panes.OUTPUT_COLUMNS``), and ``index``: the
 #: local runner's name of ``pane_index``, beside it.
 _AFTER_PANE_INDEX = OUTPUT_COLUMNS.index("pane_index") + 1
 PANE_COLUMNS = (*OUTPUT_COLUMNS[1:_AFTER_PANE_INDEX], "index", *OUTPUT_COLUMNS[_AFTER_PANE_INDEX:])
-#: The columns of Spark's rate source.
-RATE_COLUMNS = ["timestamp", "value"]
-
-
-class Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _exactly_one(model: BaseModel, what: str) -> None:
-    chosen = [name for name in type(model).model_fields if getattr(model, name) is not None]
-    if len(chosen) != 1:
-        options = ", ".join(type(model).model_fields)
-        raise ValueError(f"give exactly one {what} ({options}); got {', '.join(chosen) or 'none'}")
-
-
-def import_dotted(path: str) -> Any:
-    """``package.module:attribute`` (or ``package.module.attribute``)."""
-    module_name, _, attribute = path.partition(":") if ":" in path else path.rpartition(".")
-    if not module_name or not attribute:
-        raise ValueError(f"{path!r} is not a dotted path such as 'package.module:function'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import module {module_name!r} of {path!r}: {exc}") from None
-    if not hasattr(module, attribute):
-        raise ValueError(f"module {module_name!r} has no attribute {attribute!r}")
-    return getattr(module, attribute)
-
-
-@dataclass(frozen=True)
-class CodePolicy:
-    """Which user code a pipeline may import: none (the default), any (``--allow-code``), or the
-    modules named (``--allow-module pkg.mod``, which also allows its submodules)."""
-
-    allow_all: bool = False
-    modules: tuple[str, ...] = ()
-
-    def permits(self, dotted: str) -> bool:
-        if self.allow_all:
-            return True
-        module = dotted.partition(":")[0] if ":" in dotted else dotted.rpartition(".")[0]
-        return any(module == allowed or module.startswith(allowed + ".") for allowed in self.modules)
-
-    def refusal(self, dotted: str, what: str) -> str:
-        module = dotted.partition(":")[0] if ":" in dotted else dotted.rpartition(".")[0]
-        return (f"{what} {dotted!r}; user code runs only when the command allows it: pass --allow-code, or "
-                f"--allow-module {module or dotted} (load_pipeline(..., code=CodePolicy(...)) from Python)")
 
 
 # -- windows ------------------------------------------------------------------------------------------
-class Tumbling(Spec):
-    size: Duration = Field(gt=0)
-    offset: Duration = 0
+class FileWindow(NamedTuple):
+    """A window family as a file names it: the class it builds and, for each parameter a file gives,
+    the class's field it sets (with that field's constraints, default and description)."""
+
+    cls: type[WindowOption]
+    fields: dict[str, str]
+    required: tuple[str, ...] = ()  # parameters a file must give though the class has a default
+    one_of: tuple[str, ...] = ()  # parameters of which a file gives exactly one
+
+    def column_parameters(self) -> list[str]:
+        """The parameters naming a column (the class's field takes a column, code or an expression)."""
+        return [p for p, field in self.fields.items() if self.cls.model_fields[field].annotation is Any]
 
 
-class Hopping(Spec):
-    size: Duration = Field(gt=0)
-    slide: Duration = Field(gt=0)
-    offset: Duration = 0
+#: A file's window names (one row per family; ``hopping`` is ``TimeWindows`` with a period).
+WINDOWS: dict[str, FileWindow] = {
+    "tumbling": FileWindow(TimeWindows, {"size": "size", "offset": "offset"}),
+    "hopping": FileWindow(TimeWindows, {"size": "size", "slide": "period", "offset": "offset"}, required=("slide",)),
+    "sessions": FileWindow(SessionWindows, {"gap": "min_gap", "gap_field": "gap"}, one_of=("gap", "gap_field")),
+    "sliding": FileWindow(SlidingWindows, {"size": "size"}),
+    "cumulative": FileWindow(CumulativeWindows, {"max_size": "max_size", "step": "step", "offset": "offset"}),
+    "global": FileWindow(GlobalWindow, {}),
+}
 
 
-class Sessions(Spec):
-    """``gap``: one gap for every element (``10s``); ``gap_field``: the column holding each element's
-    gap (milliseconds, an interval, or a text such as ``10s``)."""
-
-    gap: Optional[Duration] = Field(default=None, gt=0)
-    gap_field: Optional[str] = Field(default=None, min_length=1)
-
-    @model_validator(mode="after")
-    def _one(self) -> "Sessions":
-        _exactly_one(self, "session gap")
-        return self
-
-
-class Sliding(Spec):
-    size: Duration = Field(ge=0)
+def _window_parameter(row: FileWindow, name: str) -> Any:
+    """A file parameter of a window family: its class field's annotation and constraints (a field
+    that takes code or a column takes a column's name in a file), required where the row says."""
+    info: Any = copy.copy(row.cls.model_fields[row.fields[name]])
+    annotation: Any = info.annotation
+    if name in row.column_parameters():
+        annotation, info = Optional[str], Field(default=None, min_length=1, description="the column holding it")
+    if name in row.required:
+        info.default, annotation = PydanticUndefined, get_args(annotation)[0]  # (Optional[X] -> X)
+    return annotation, info
 
 
-class Cumulative(Spec):
-    max_size: Duration = Field(gt=0)
-    step: Duration = Field(gt=0)
-    offset: Duration = 0
+#: Each window family's parameters in a file, derived from its class (``_window_parameter``).
+WINDOW_ARGS: dict[str, type[Spec]] = {
+    name: create_model(f"{name.title()}Window", __base__=Spec,
+                       **{p: _window_parameter(row, p) for p in row.fields})
+    for name, row in WINDOWS.items()}
 
 
-class Empty(Spec):
-    pass
+class _WindowChoice(Choice):
+    """One of ``WINDOWS`` by name with its parameters (the fields are made from the table: ``WindowSpec``)."""
 
+    what: ClassVar[str] = "window"
 
-class WindowSpec(Spec):
-    """One of: ``tumbling``, ``hopping``, ``sessions``, ``sliding`` (per record), ``cumulative``, ``global``."""
-
-    tumbling: Optional[Tumbling] = None
-    hopping: Optional[Hopping] = None
-    sessions: Optional[Sessions] = None
-    sliding: Optional[Sliding] = None
-    cumulative: Optional[Cumulative] = None
-    global_: Optional[Empty] = Field(default=None, alias="global")
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    @model_validator(mode="after")
-    def _one(self) -> "WindowSpec":
-        _exactly_one(self, "window")
-        return self
+    def check_chosen(self, name: str, args: Any) -> None:
+        one_of = WINDOWS[name].one_of
+        given = [p for p in one_of if getattr(args, p) is not None]
+        if one_of and len(given) != 1:
+            raise ValueError(f"{name}: give exactly one of {', '.join(one_of)}; got {', '.join(given) or 'none'}")
+        try:
+            self.build()  # (the class's own checks across parameters, e.g. a slide within the size)
+        except ValidationError as exc:
+            raise ValueError(f"{name}: " + "; ".join(error["msg"].removeprefix("Value error, ")
+                                                     for error in exc.errors())) from None
 
     def build(self) -> WindowOption:
-        if self.tumbling:
-            return TimeWindows(self.tumbling.size, self.tumbling.offset)
-        if self.hopping:
-            return TimeWindows(self.hopping.size, self.hopping.offset).slide_by(self.hopping.slide)
-        if self.sessions:
-            if self.sessions.gap_field is not None:
-                return SessionWindows(gap=self.sessions.gap_field)
-            return SessionWindows(self.sessions.gap)
-        if self.sliding:
-            return SlidingWindows(self.sliding.size)
-        if self.cumulative:
-            return CumulativeWindows(self.cumulative.max_size, self.cumulative.step, offset=self.cumulative.offset)
-        return GlobalWindow()
+        name, args = self.chosen()
+        row = WINDOWS[name]
+        return row.cls(**{row.fields[p]: v for p, v in args.model_dump(exclude_none=True).items()})
+
+
+if TYPE_CHECKING:  # (a model made at import: a type checker sees its base)
+    WindowSpec = _WindowChoice
+else:
+    WindowSpec = create_model(
+        "WindowSpec", __base__=_WindowChoice, __doc__="One of: " + ", ".join(WINDOWS) + ".",
+        **{f"{name}_" if name == "global" else name: (Optional[model], Field(default=None, alias=name))
+           for name, model in WINDOW_ARGS.items()})
 
 
 # -- accumulations ------------------------------------------------------------------------------------
@@ -199,22 +153,13 @@ ACCUMULATION_ARGS: dict[str, type[Spec]] = {
     for name, cls in ACCUMULATIONS.items()}
 
 
-class _AccumulationChoice(Spec):
+class _AccumulationChoice(Choice):
     """One of ``ACCUMULATIONS`` by name with the class's parameters, or ``code``: a class of user code
     (the fields are made from the table: ``AccumulationSpec``)."""
 
+    what: ClassVar[str] = "accumulation"
     if TYPE_CHECKING:
         code: Optional[CodeArgs]
-
-    @model_validator(mode="after")
-    def _one(self) -> "_AccumulationChoice":
-        _exactly_one(self, "accumulation")
-        return self
-
-    def chosen(self) -> tuple[str, Any]:
-        """The name given and its arguments."""
-        name = next(n for n in type(self).model_fields if getattr(self, n) is not None)
-        return name, getattr(self, name)
 
     @property
     def is_merge(self) -> bool:
@@ -291,73 +236,6 @@ class WatermarkSpec(Spec):
         if self.fixed_lag is not None:
             return FixedLagWatermark(lag=self.fixed_lag)
         return UpstreamWatermark(idle_timeout=self.idle_timeout)
-
-
-_END_OF_INPUT = ("a boolean column: a row where it is true is not data but ends the input (every window closes); "
-                 "without it the input never ends")
-
-
-# -- sources ------------------------------------------------------------------------------------------
-def _valid_schema(text: str) -> str:
-    parse_columns(text)  # raises naming the column and the type
-    return text
-
-
-class FileSource(Spec):
-    path: str
-    format: Literal["json", "csv", "parquet"]
-    schema_: str = Field(alias="schema", description="DDL, e.g. 'user string, amount bigint, ts timestamp'")
-    max_files_per_trigger: Optional[int] = Field(default=None, gt=0)
-    options: dict[str, str] = Field(default_factory=dict)
-    end_of_input: Optional[str] = Field(default=None, description=_END_OF_INPUT)
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    @field_validator("schema_")
-    @classmethod
-    def _schema(cls, text: str) -> str:
-        return _valid_schema(text)
-
-
-class RateSource(Spec):
-    rows_per_second: int = Field(default=100, gt=0)
-
-
-class MemorySource(Spec):
-    schema_: str = Field(alias="schema")
-    rows: list[dict[str, Any]] = Field(min_length=1)
-    rows_per_batch: int = Field(default=1_000, gt=0)
-    end_of_input: Optional[str] = Field(default=None, description=_END_OF_INPUT)
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    @field_validator("schema_")
-    @classmethod
-    def _schema(cls, text: str) -> str:
-        return _valid_schema(text)
-
-
-class SourceSpec(Spec):
-    files: Optional[FileSource] = None
-    rate: Optional[RateSource] = None
-    memory: Optional[MemorySource] = None
-
-    @property
-    def columns(self) -> Optional[list[str]]:
-        """The columns the source declares (None: a rate source's fixed ones are not checked)."""
-        kind = self.files or self.memory
-        return [name for name, _ in parse_columns(kind.schema_)] if kind is not None else None
-
-    @property
-    def end_of_input(self) -> Optional[str]:
-        """The source's end-of-input marker column, if it has one."""
-        kind = self.files or self.memory
-        return kind.end_of_input if kind is not None else None
-
-    @model_validator(mode="after")
-    def _one(self) -> "SourceSpec":
-        _exactly_one(self, "source kind")
-        return self
 
 
 # -- operators ----------------------------------------------------------------------------------------
@@ -459,337 +337,3 @@ class OperatorSpec(Spec):
                                  "right": InputOptions(**self.right_options.model_dump())}
         merge_cls = KeyedWindowedMergeOperator if keyed else WindowedMergeOperator
         return merge_cls(**common, **sides, idle_timeout=self.idle_timeout, **key)
-
-
-# -- sinks --------------------------------------------------------------------------------------------
-class ConsoleSink(Spec):
-    truncate: bool = False
-    num_rows: int = Field(default=20, gt=0)
-
-
-class FileSink(Spec):
-    path: str
-    format: Literal["json", "parquet"] = "parquet"
-
-
-class MemorySink(Spec):
-    query_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class ForeachBatchSink(Spec):
-    function: str = Field(description="dotted path of f(batch_df, batch_id); needs --allow-code or --allow-module")
-
-
-#: Database URL schemes a table sink takes (SQLAlchemy's names: a driver may follow ``+``).
-TABLE_URL_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
-_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-
-
-class TableSinkSpec(Spec):
-    """A SQL table kept equal to the operator's current result (``windowed_operator.sinks.TableSink``).
-
-    ``url``: ``sqlite:///results.db`` (a path relative to the pipeline file) or
-    ``postgresql://host:5432/db`` with no password in it: PostgreSQL takes the user and password from
-    the environment (``PGUSER``, ``PGPASSWORD`` or a ``PGPASSFILE``); or ``url_env``: the name of an
-    environment variable holding the whole URL.  Credentials never come from the file."""
-
-    url: Optional[str] = None
-    url_env: Optional[str] = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    table: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    mode: Literal["upsert", "add"] = "upsert"
-    columns: list[Literal["timing", "pane_index", "is_last", "batch_id"]] = Field(default_factory=list)
-    final_only: bool = False
-    value_type: Optional[str] = None
-    name: Optional[str] = Field(default=None, description="the sink's name in the progress table (default: table)")
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, url: Optional[str]) -> Optional[str]:
-        if url is None:
-            return url
-        match = _URL_SCHEME.match(url)
-        scheme = match.group(1).lower() if match else None
-        if scheme not in TABLE_URL_SCHEMES:
-            raise ValueError(f"url {url!r}: the scheme must be one of {', '.join(TABLE_URL_SCHEMES)} "
-                             "(e.g. sqlite:///results.db, postgresql://host:5432/db)")
-        netloc = url[match.end():].split("/", 1)[0]  # type: ignore[union-attr]
-        if "@" in netloc and ":" in netloc.rsplit("@", 1)[0]:
-            raise ValueError("url holds a password: credentials come from the environment, never from the file "
-                             "(PGPASSWORD or a PGPASSFILE for PostgreSQL, or url_env: NAME naming a variable that "
-                             "holds the whole URL)")
-        if "?" in url and "password" in url.split("?", 1)[1].lower():
-            raise ValueError("url holds a password parameter: credentials come from the environment, never from "
-                             "the file (PGPASSWORD, a PGPASSFILE, or url_env)")
-        return url
-
-    @field_validator("value_type")
-    @classmethod
-    def _value_type(cls, value_type: Optional[str]) -> Optional[str]:
-        if value_type is not None:
-            parse_columns(f"value {value_type}")
-        return value_type
-
-    @model_validator(mode="after")
-    def _where(self) -> "TableSinkSpec":
-        if (self.url is None) == (self.url_env is None):
-            raise ValueError("give url (no password in it) or url_env (a variable holding the URL), one of them")
-        if self.mode == "add" and self.final_only:
-            raise ValueError("final_only keeps only final panes, but in mode add every pane holds part of the "
-                             "window's value")
-        return self
-
-    def resolved_url(self) -> str:
-        """The URL, read from the environment for ``url_env``."""
-        import os
-
-        if self.url is not None:
-            return self.url
-        value = os.environ.get(self.url_env or "")
-        if not value:
-            raise ValueError(f"table sink {self.table!r}: environment variable {self.url_env} (url_env) is not set")
-        return value
-
-    def build(self, operator: Any = None, query_id: Optional[str] = None) -> Any:
-        """The sink (``query_id``: the batches' query, default a Spark batch's own)."""
-        from ..sinks import TableSink
-
-        return TableSink(self.resolved_url(), self.table, mode=self.mode, columns=self.columns,
-                         final_only=self.final_only, value_type=self.value_type, name=self.name, operator=operator,
-                         query_id=query_id)
-
-
-#: What of an operator's output a sink receives (``windowed_operator.spark.outputs``).
-SinkOutput = Literal["all", "panes", "side"]
-
-
-class SinkSpec(Spec):
-    input: str
-    console: Optional[ConsoleSink] = None
-    files: Optional[FileSink] = None
-    memory: Optional[MemorySink] = None
-    foreach_batch: Optional[ForeachBatchSink] = None
-    table: Optional[TableSinkSpec] = None
-    checkpoint: Optional[str] = Field(default=None, description="default: <pipeline checkpoint>/<input>")
-    output: SinkOutput = Field(default="all", description=(
-        "of an operator: all (its panes and, with late_data_output or on_bad_element: dead_letter, its late data and "
-        "dead letters, mixed as apply() returns them), panes (the panes only, their columns never null), side (the "
-        "late data and dead letters only)"))
-
-    @model_validator(mode="after")
-    def _one(self) -> "SinkSpec":
-        chosen = [n for n in SINK_KINDS if getattr(self, n) is not None]
-        if len(chosen) != 1:
-            raise ValueError(f"give exactly one sink kind ({', '.join(SINK_KINDS)}); got {', '.join(chosen) or 'none'}")
-        return self
-
-
-SINK_KINDS = ("console", "files", "memory", "foreach_batch", "table")
-
-
-@dataclass(frozen=True)
-class _ModeProbe:
-    """What ``sinks.check_operator`` reads of an operator, from its spec (without building it)."""
-
-    trigger: TriggerOption
-    accumulation: Any
-    name: str
-
-    def label(self) -> str:
-        return f"operator {self.name!r}"
-
-
-# -- the pipeline -------------------------------------------------------------------------------------
-_SPARK_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(milliseconds?|seconds?|minutes?|hours?|days?)\s*$", re.I)
-_SPARK_UNITS = {"millisecond": 1, "second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
-
-
-def _interval(value: Any) -> Any:
-    """Spark's ``'5 seconds'`` as well as the library's ``'5s'``: milliseconds."""
-    if isinstance(value, str):
-        match = _SPARK_INTERVAL.match(value)
-        if match is not None:
-            return round(float(match.group(1)) * _SPARK_UNITS[match.group(2).lower().rstrip("s")])
-        try:
-            return _duration(value)
-        except ValueError:
-            raise ValueError(f"interval {value!r} is not a number with a unit, e.g. '5s' or '5 seconds'") from None
-    return value
-
-
-#: Milliseconds of processing time between micro-batches.
-Interval = Annotated[int, BeforeValidator(_interval)]
-
-
-class Pipeline(Spec):
-    """A pipeline file, validated: its sources by name, its operators (each reading a source or
-    another operator by name), its sinks, where its checkpoints go and its trigger interval; the
-    references between them are checked (``reference_errors``), user code only as the ``CodePolicy``
-    allows."""
-
-    name: str = "pipeline"
-    checkpoint: str = Field(default="checkpoints", description="directory of the queries' checkpoints")
-    trigger_interval: Optional[Interval] = Field(default=None, gt=0, description=(
-        "Spark processingTime trigger, e.g. '5 seconds' or '5s'; default: availableNow (run to the end)"))
-    sources: dict[str, SourceSpec] = Field(min_length=1)
-    operators: list[OperatorSpec] = Field(min_length=1)
-    sinks: list[SinkSpec] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _references(self, info: ValidationInfo) -> "Pipeline":
-        context = info.context or {}
-        if context.get("defer_references"):
-            return self  # the loader reports them with their locations
-        errors = self.reference_errors(context.get("code", CodePolicy()))
-        if errors:
-            raise ValueError("; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in errors))
-        return self
-
-    def columns_of(self, name: str) -> Optional[list[str]]:
-        """The columns of a source or an earlier operator's output (None: not known)."""
-        if name in self.sources:
-            source = self.sources[name]
-            return RATE_COLUMNS if source.rate is not None else source.columns
-        for op in self.operators:
-            if op.name == name:
-                return op.output_columns()
-        return None
-
-    def column_errors(self) -> list[tuple[tuple, str]]:
-        """Columns an operator reads (key, timestamp, value, an accumulation's field) or a source
-        marks its end of input with, that its input does not have."""
-        errors: list[tuple[tuple, str]] = []
-        for name, source in self.sources.items():
-            marker, columns = source.end_of_input, source.columns
-            if marker is not None and columns and marker not in columns:
-                where = "files" if source.files is not None else "memory"
-                errors.append((("sources", name, where, "end_of_input"),
-                               f"column {marker!r} is not in the schema (columns: {', '.join(columns)})"))
-        for i, op in enumerate(self.operators):
-            sides = [("", op.input, InputSpec())] if op.input is not None else \
-                [("left_options", op.left, op.left_options), ("right_options", op.right, op.right_options)]
-            for side, input_name, options in sides:
-                columns = self.columns_of(input_name) if input_name is not None else None
-                if not columns:
-                    continue
-                reads = []  # (location, column)
-                for what in ("key", "timestamp", "value"):
-                    own = getattr(options, what)
-                    column = own or getattr(op, what)
-                    loc = ("operators", i, side, what) if own else ("operators", i, what)
-                    if isinstance(column, dict):  # a value record: each field it reads
-                        reads += [((*loc, field), read) for field, read in column.items()]
-                    else:
-                        reads.append((loc, column))
-                if op.input is not None and op.value is None:
-                    reads.append((("operators", i, "accumulation"), op.accumulation.field()))
-                if op.window is not None and op.window.sessions is not None:
-                    reads.append((("operators", i, "window", "sessions", "gap_field"), op.window.sessions.gap_field))
-                if op.watermark is not None:
-                    reads.append((("operators", i, "watermark", "partition"), op.watermark.partition))
-                for loc, column in reads:
-                    if column is not None and column not in columns:
-                        errors.append((loc, f"column {column!r} is not in {input_name!r} "
-                                            f"(columns: {', '.join(columns)})"))
-        return errors
-
-    def reference_errors(self, code: CodePolicy = CodePolicy()) -> list[tuple[tuple, str]]:
-        """Names that do not resolve and user code that ``code`` does not allow, each with its location."""
-        errors: list[tuple[tuple, str]] = []
-        known = set(self.sources)
-        for i, op in enumerate(self.operators):
-            if op.name in known:
-                errors.append((("operators", i, "name"), f"{op.name!r} is used twice (or is also a source name)"))
-            fields = ["input"] if op.input is not None else ["left", "right"]
-            for field, name in zip(fields, op.inputs):
-                if name not in known:
-                    errors.append((("operators", i, field), f"{name!r} is not a source or an earlier operator "
-                                                             f"(known: {sorted(known)})"))
-            for dotted in op.accumulation.code_paths():
-                if not code.permits(dotted):
-                    errors.append((("operators", i, "accumulation"), code.refusal(dotted, "refers to user code")))
-            fed_by = [name for name in op.inputs if name in known and name not in self.sources]
-            if fed_by and op.watermark is not None:
-                errors.append((("operators", i, "watermark"), f"it reads the panes of operator {fed_by[0]!r} and follows "
-                                                              "its watermark: remove watermark"))
-            idle_at = ("operators", i, "watermark", "idle_timeout") if op.watermark is not None and \
-                op.watermark.idle_timeout is not None else ("operators", i, "idle_timeout") \
-                if op.idle_timeout is not None else None
-            if idle_at is not None and not self.trigger_interval:
-                errors.append((idle_at,
-                               "an idle timeout needs trigger_interval: quiet time passes only in micro-batches "
-                               "without data, which Spark runs with a processingTime trigger (under the default "
-                               "availableNow the query would never end)"))
-            if idle_at is None and not self.trigger_interval and needs_processing_time(
-                    op.trigger, op.watermark.build() if op.watermark is not None else None):
-                where = ("operators", i, "watermark", "fixed_lag") if op.watermark is not None and \
-                    op.watermark.fixed_lag is not None else ("operators", i, "trigger")
-                errors.append((where, "processing time decides this operator's panes, which needs trigger_interval "
-                                      "(e.g. trigger_interval: 5s): processing time passes only in micro-batches, and "
-                                      "without an interval Spark runs them back to back, each a stateful batch with "
-                                      "its checkpoint files, for as long as the query runs"))
-            markers = {marker for name in op.inputs if name in self.sources
-                       if (marker := self.sources[name].end_of_input) is not None}
-            if len(markers) > 1:
-                errors.append((("operators", i), f"its inputs mark the end of input with different columns "
-                                                 f"{sorted(markers)}: name the same column in both sources"))
-            known.add(op.name)
-        for i, sink in enumerate(self.sinks):
-            if sink.input not in known:
-                errors.append((("sinks", i, "input"), f"{sink.input!r} is not a source or operator "
-                                                      f"(known: {sorted(known)})"))
-            if sink.foreach_batch is not None and not code.permits(sink.foreach_batch.function):
-                errors.append((("sinks", i, "foreach_batch"), code.refusal(sink.foreach_batch.function,
-                                                                           "calls user code")))
-            if sink.table is not None:
-                errors += [(("sinks", i, "table", *loc), msg) for loc, msg in self._table_sink_errors(sink)]
-            errors += [(("sinks", i, "output"), msg) for msg in self._output_errors(sink)]
-        return errors + self.column_errors()  # (a column of an unknown input is not checked)
-
-    def _output_errors(self, sink: SinkSpec) -> list[str]:
-        """``output: panes`` or ``side`` takes part of an operator's output, ``side`` one that has some."""
-        if sink.output == "all":
-            return []
-        if sink.input in self.sources:
-            return [f"output: {sink.output} takes part of an operator's output; {sink.input!r} is a source (remove "
-                    "output)"]
-        spec = next((op for op in self.operators if op.name == sink.input), None)
-        if spec is None:
-            return []  # (reported as an unknown input)
-        if sink.output == "side" and not (spec.late_data_output or spec.on_bad_element == "dead_letter"):
-            return [f"output: side receives the late data and dead letters of operator {spec.name!r}, which has "
-                    "neither: give it late_data_output: true or on_bad_element: dead_letter"]
-        if sink.output == "side" and sink.table is not None:
-            return ["output: side: a table sink keeps an operator's panes; send late data and dead letters to a "
-                    "files, console, memory or foreach_batch sink"]
-        return []
-
-    def _table_sink_errors(self, sink: SinkSpec) -> list[tuple[tuple, str]]:
-        """A table sink reads an operator's panes, in a mode they fit (``sinks.check_operator``)."""
-        from ..sinks import check_operator
-
-        assert sink.table is not None
-        spec = next((op for op in self.operators if op.name == sink.input), None)
-        if spec is None:
-            return [((), f"a table sink keeps the panes of an operator; {sink.input!r} is a source")] \
-                if sink.input in self.sources else []
-        if spec.accumulation.code_paths():
-            return []  # (user code is built only when the pipeline runs)
-        probe = _ModeProbe(trigger=spec.trigger, accumulation=spec.accumulation.build(), name=spec.name)
-        try:
-            check_operator(probe, sink.table.mode, sink.table.final_only)
-        except ValueError as exc:
-            return [(("mode",), str(exc))]
-        return []
-
-    def build_operators(self) -> dict[str, Any]:
-        """Every operator, by name; an operator fed by another must be able to consume its
-        retractions (``chain.check_consumable``)."""
-        from ..chain import check_consumable
-
-        names = {op.name for op in self.operators}
-        built = {op.name: op.build(fed=op.input in names) for op in self.operators}
-        for spec in self.operators:
-            for name in spec.inputs:
-                if name in built:
-                    check_consumable(built[name], built[spec.name])
-        return built

@@ -13,7 +13,9 @@ from typing import Any, Optional, Sequence, TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..pipeline.spec import MemorySource, Pipeline, SinkSpec, SourceSpec, import_dotted
+from ..pipeline.endpoints import MemorySource, SinkSpec, SourceSpec
+from ..pipeline.document import Pipeline
+from ..pipeline.user_code import import_dotted
 from ..runners.totals import Totals
 from .checkpoint_settings import native_stages_setting, record
 from .driver.native_stage import NATIVE_STAGES_CONF
