@@ -30,7 +30,7 @@ from triggers import TriggerOption  # noqa: E402
 from windowed_operator import SessionWindows, TimeWindows  # noqa: E402
 from windowed_operator.engine.columnar import PaneTable, Panes  # noqa: E402
 from windowed_operator import KeyedWindowedOperator  # noqa: E402
-from windowed_operator.spark.paths import build_table, table_engine  # noqa: E402
+from windowed_operator.spark.plan.paths import build_table, table_engine  # noqa: E402
 from windowed_operator.engine.columnar_triggers import RowTable, TriggeredRows  # noqa: E402
 
 WINDOWS = {"tumbling 10 s": TimeWindows(10_000), "hopping 60 s / 1 s": TimeWindows(60_000).slide_by(1_000),

@@ -37,7 +37,7 @@ def child(workdir: Path, master: str) -> None:
     """The driver: the sessions query over ``workdir/in`` into ``workdir/results.db``, to the end of input;
     ``workdir/reading`` names the batch its sink is reading."""
     from windowed_operator.sinks import TableSink
-    from windowed_operator.spark.session import local_session
+    from windowed_operator.spark.base.session import local_session
 
     spark = local_session(master=master, app_name="executor-loss", extra_conf={
         "spark.executor.memory": "768m", "spark.ui.enabled": "false",

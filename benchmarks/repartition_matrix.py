@@ -138,7 +138,7 @@ def run(spark: Any, case: str, sink: str, directory: Path, ends: bool = True, ke
 
 def committed(checkpoint: str) -> bool:
     """Whether the checkpoint's last batch begun is committed."""
-    from windowed_operator.spark.checkpoint_record import log_entries
+    from windowed_operator.spark.base.checkpoint_record import log_entries
 
     return max(log_entries(checkpoint, "offsets")) in log_entries(checkpoint, "commits")
 
@@ -237,7 +237,7 @@ def main() -> int:
     parser.add_argument("--work", default="/tmp/windowed-operator-repartition-matrix")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from windowed_operator.spark.session import local_session
+    from windowed_operator.spark.base.session import local_session
 
     fixture.SOURCE = Path(args.work) / "in"
     spark = local_session(app_name="repartition-matrix")

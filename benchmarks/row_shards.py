@@ -37,7 +37,7 @@ from triggers import TriggerOption  # noqa: E402
 from windowed_operator import GlobalWindow, SessionWindows  # noqa: E402
 from windowed_operator.engine.columnar import Panes  # noqa: E402
 from windowed_operator import KeyedWindowedOperator  # noqa: E402
-from windowed_operator.spark.paths import build_table, table_engine  # noqa: E402
+from windowed_operator.spark.plan.paths import build_table, table_engine  # noqa: E402
 from windowed_operator.state.group_batch import StoreBatch, TableEngine  # noqa: E402
 from windowed_operator.state.records import KeyRecords, columnar_records  # noqa: E402
 from windowed_operator.spark.worker.gc_pause import collector_paused  # noqa: E402

@@ -39,7 +39,7 @@ def child(args: argparse.Namespace) -> None:
     import warnings
 
     import run as bench
-    from windowed_operator.spark.session import local_session
+    from windowed_operator.spark.base.session import local_session
 
     spark = local_session(master=args.master, app_name=f"scaling-{args.cores}", extra_conf={
         "spark.cores.max": str(args.cores), "spark.executor.cores": "1", "spark.executor.memory": "768m",

@@ -119,7 +119,7 @@ def gated(workdir: Path, write: Callable) -> Callable:
 
 def child(workdir: Path, tables: tuple[str, ...] = TABLES) -> None:
     """The queries (one per table) over ``workdir/in`` into ``workdir/results.db``, to the end of input."""
-    from windowed_operator.spark.session import local_session
+    from windowed_operator.spark.base.session import local_session
 
     spark = local_session(master="local[2]", app_name="table-sink-crash", shuffle_partitions=2)
     queries = []

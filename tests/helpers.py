@@ -223,12 +223,12 @@ def element_arrays(elements, reads_values=True):
 
 
 def table_engine_of(window, accumulation, trigger, lateness=0):
-    """The table engine production builds for a keyed operator of these parts (``spark.paths``:
+    """The table engine production builds for a keyed operator of these parts (``spark.plan.paths``:
     ``table_engine`` chooses, ``build_table`` builds), so that tests run the rule production runs."""
     import warnings
 
     from windowed_operator import KeyedWindowedOperator
-    from windowed_operator.spark.paths import build_table, table_engine
+    from windowed_operator.spark.plan.paths import build_table, table_engine
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (a trigger that may finish before the lateness ends warns)

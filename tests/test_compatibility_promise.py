@@ -104,7 +104,7 @@ def test_a_runner_opens_the_store_the_chosen_layout_names(window, trigger, laten
     from triggers import TriggerOption
     from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows
     from windowed_operator.engine.build import build_core
-    from windowed_operator.spark.paths import Facts, build_table, choose_paths, stage_layout
+    from windowed_operator.spark.plan.paths import Facts, build_table, choose_paths, stage_layout
     from windowed_operator.state.stores import open_state, store_class
 
     from helpers import MemoryStore

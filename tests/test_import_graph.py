@@ -232,18 +232,14 @@ def test_a_lazy_and_a_type_only_circle_in_a_package_on_disk_are_found(tmp_path):
 # -- the wings: imports run one way --------------------------------------------------------------------
 
 #: The wings, lowest first: a module may import its own wing and lower ones, never a higher one (at
-#: module level, lazily or for types).  ``spark/`` is split by where its code runs: the support
-#: modules every part uses (``spark.base``), the scan stage's folds, the plan the driver builds and
-#: the worker reads (``paths``, ``plan``, ``outputs``), the worker, the driver, and the Spark entry
-#: points (the ``spark`` package, the pipeline run, the demo, the inspector); ``sinks`` and
-#: ``pipeline`` sit above the Spark runner's parts they use (a table sink reads a Spark batch) and
-#: below the entry points that run a pipeline.
+#: module level, lazily or for types).  ``spark/`` is split by where its code runs, one sub-package
+#: per wing: the support every part uses (``spark.base``), the scan stage's folds, the plan the
+#: driver builds and the worker reads, the worker, the driver; its top level holds only the Spark
+#: entry points (the ``spark`` package, the pipeline run, the demo, the inspector, the checkpoint
+#: tools).  ``sinks`` and ``pipeline`` sit above the Spark runner's parts they use (a table sink
+#: reads a Spark batch) and below the entry points that run a pipeline.
 WINGS = ("model", "engine", "state", "runners", "spark.base", "spark.scan", "spark.plan", "spark.worker",
          "spark.driver", "sinks", "pipeline", "spark.entry", "cli")
-#: Modules of ``spark/`` itself (not of a sub-package) by wing; the rest of ``spark/`` is ``spark.base``.
-SPARK_PLAN = frozenset({"paths", "plan", "outputs"})
-SPARK_ENTRY = frozenset({"", "pipeline_run", "demo", "inspect", "checkpoint_settings", "worker_daemon", "repartition",
-                          "rescale"})
 #: (``error_summary`` is a pure function of an exception's text, which the CLI and the Spark runner's
 #: errors both use: a top-level module of the model wing.)
 CLI = frozenset({"windowed_operator.cli"})
@@ -261,12 +257,18 @@ def wing_of(module: str) -> str:
         return parts[1]
     if parts[1] != "spark":
         return "model"
-    sub = parts[2] if len(parts) > 2 else ""
-    if sub in ("scan", "worker", "driver"):
-        return f"spark.{sub}"
-    if sub in SPARK_PLAN:
-        return "spark.plan"
-    return "spark.entry" if sub in SPARK_ENTRY else "spark.base"
+    sub = parts[2] if len(parts) > 3 or (len(parts) == 3 and parts[2] in SPARK_WINGS) else ""
+    return f"spark.{sub}" if sub else "spark.entry"
+
+
+#: The sub-packages of ``spark/``, one per wing.
+SPARK_WINGS = ("base", "scan", "plan", "worker", "driver")
+
+
+def test_the_top_of_spark_holds_only_entry_points_and_one_package_per_wing():
+    spark = ROOT / "windowed_operator" / "spark"
+    packages = sorted(p.name for p in spark.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert packages == sorted(SPARK_WINGS)
 
 
 def against_the_order(graph: Graph, allowed: frozenset[tuple[str, str]] = ALLOWED) -> list[tuple[str, str, str]]:

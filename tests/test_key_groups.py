@@ -9,7 +9,7 @@ pytest.importorskip("pyspark")
 
 from windowed_operator.spark.driver.key_groups import (RECORD, KeyGroups, balanced_values, first_count,  # noqa: E402
                                                        key_groups_for, murmur3_int)
-from windowed_operator.spark.errors import SparkOperatorError  # noqa: E402
+from windowed_operator.spark.base.errors import SparkOperatorError  # noqa: E402
 
 
 class Session:

@@ -1,4 +1,4 @@
-"""The Spark runner's path table (``windowed_operator.spark.paths``): one decision per operator,
+"""The Spark runner's path table (``windowed_operator.spark.plan.paths``): one decision per operator,
 without a JVM (the module imports no pyspark session)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from accumulations import AllMax, ApproxCountDistinct, Count, Sum
 from triggers import TriggerOption
 from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows, SlidingWindows,
                                TimeWindows, bounded_disorder)
-from windowed_operator.spark.paths import WHOLE_ROWS, Engine, Facts, Fold, Paths, choose_paths, stage_layout
+from windowed_operator.spark.plan.paths import WHOLE_ROWS, Engine, Facts, Fold, Paths, choose_paths, stage_layout
 
 
 def _op(window, accumulation, **options):

@@ -142,7 +142,7 @@ def test_global_window_panes_show_null_bounds_as_spark_does():
 
 def test_sinks_take_the_panes_or_the_late_data_and_dead_letters_alone(tmp_path):
     """``output: panes`` and ``output: side``: the two parts of the operator's output, as the Spark
-    side output (``windowed_operator.spark.outputs``) has them."""
+    side output (``windowed_operator.spark.plan.outputs``) has them."""
     pipeline = load_pipeline(write_pipeline(tmp_path, """
         - {input: spend, output: panes, memory: {query_name: panes}}
         - {input: spend, output: side, memory: {query_name: side}}

@@ -1,4 +1,4 @@
-"""Spark's hashes in Python (``windowed_operator.spark.spark_hashes``), without a JVM: the xxHash64 is
+"""Spark's hashes in Python (``windowed_operator.spark.base.spark_hashes``), without a JVM: the xxHash64 is
 the standard one (its published vectors), the type rules are read from a type's simpleString, and a
 type it cannot hash is named.  Against Spark's own ``xxhash64`` on random values of every type:
 ``tests/spark/test_spark_hashes.py``."""
@@ -7,8 +7,8 @@ import decimal
 
 import pytest
 
-from windowed_operator.spark.spark_hashes import UnsupportedKeyType, key_group, xxh64_bytes, xxh64_int, xxh64_long, \
-    xxhash64
+from windowed_operator.spark.base.spark_hashes import (UnsupportedKeyType, key_group, xxh64_bytes, xxh64_int,
+                                                       xxh64_long, xxhash64)
 
 U64 = (1 << 64) - 1
 

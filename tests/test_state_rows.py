@@ -1,8 +1,8 @@
-"""UnsafeRow bytes of the operator's state variables (``windowed_operator.spark.state_rows``), without a
+"""UnsafeRow bytes of the operator's state variables (``windowed_operator.spark.base.state_rows``), without a
 JVM.  The bytes of every stored layout read and written back: ``tests/spark/test_state_rows.py``."""
 import struct
 
-from windowed_operator.spark.state_rows import GroupContents, encode_row, group_rows, read_groups, string_field
+from windowed_operator.spark.base.state_rows import GroupContents, encode_row, group_rows, read_groups, string_field
 
 
 def test_an_unsafe_row_is_a_bitset_fixed_slots_and_padded_variable_bytes():

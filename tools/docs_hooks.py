@@ -35,7 +35,6 @@ MODULES = {
     "windowed_operator.testing": "Test streams for the local runner.",
     "windowed_operator.spark": "The Spark runner's entry points.",
     "windowed_operator.spark.inspect": "Reading a checkpoint's state.",
-    "windowed_operator.spark.shipping": "Shipping the library to a cluster.",
     "windowed_operator.viz": "Pane timeline plots.",
 }
 

@@ -76,8 +76,15 @@ def _main(argv: Optional[list[str]] = None) -> int:
             return refused
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "state": _state, "validate": _pipeline, "run": _pipeline, "demo": _demo, "repartition": _move_checkpoint,
-        "rescale": _move_checkpoint}
+        "rescale": _move_checkpoint, "ship": _ship}
     return commands[args.command](args)
+
+
+def _ship(args: argparse.Namespace) -> int:
+    from .spark.base.shipping import library_zip
+
+    print(library_zip(args.dir))
+    return 0
 
 
 def _conf_pair(text: str) -> tuple[str, str]:
@@ -122,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--py-files", default=[], type=_py_file_list, metavar="A.zip,B.py",
                      help="user code (.py, .zip, .egg; comma-separated) shipped to the driver and executors; the "
                           "library itself is shipped to a cluster (spark://...) automatically")
+    ship = sub.add_parser("ship", help="build the library's zip for spark-submit --py-files (the three packages, "
+                                       ".py files only, cached by content) and print its path")
+    ship.add_argument("--dir", help="where to write it (default: ~/.cache/windowed-operator)")
     state = sub.add_parser("state", help="print the windows each key holds in a checkpoint (pending, fired, trigger "
                                          "state)")
     state.add_argument("checkpoint")
@@ -160,7 +170,7 @@ def _state(args: argparse.Namespace) -> int:
 
     def show_state() -> int:
         from .spark.inspect import describe_checkpoint
-        from .spark.session import local_session
+        from .spark.base.session import local_session
 
         spark = local_session(master="local[1]", app_name="windowed-operator-state", spark_log=spark_log)
         for line in describe_checkpoint(spark, args.checkpoint, args.key, args.limit, args.operator_id):
@@ -175,10 +185,10 @@ def _move_checkpoint(args: argparse.Namespace) -> int:
     spark_log = None if args.debug else spark_log_path(args.command)
 
     def move() -> int:
-        from .spark.checkpoint_record import local_directory
+        from .spark.base.checkpoint_record import local_directory
         from .spark.repartition import check_stopped, repartition_checkpoint
         from .spark.rescale import rescale_checkpoint
-        from .spark.session import local_session
+        from .spark.base.session import local_session
 
         if local_directory(args.checkpoint) is not None and all(local_directory(p) is not None for p in args.file_sink):
             check_stopped(args.checkpoint, args.quiet_seconds, tuple(args.file_sink))  # (before Spark starts)
@@ -220,7 +230,7 @@ def _pipeline(args: argparse.Namespace) -> int:
 
     def run_on_spark() -> int:
         from .spark.pipeline_run import run_pipeline
-        from .spark.session import is_local_master
+        from .spark.base.session import is_local_master
 
         master = args.master or os.environ.get("MASTER")
         if is_local_master(master or "local"):  # Spark's Python workers find modules beside the file too

@@ -59,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--side native: native Spark runs {', '.join(S.NATIVE)} only")
 
     from windowed_operator.spark import local_session
-    from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
-                                                 SPARK_DEFAULT_CHECKPOINT_MANAGER, WORKER_SITE)
-    from windowed_operator.spark.handoff import PACK_CONF, SLICED_HANDOFF_ENV
+    from windowed_operator.spark.base.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
+                                                      SPARK_DEFAULT_CHECKPOINT_MANAGER, WORKER_SITE)
+    from windowed_operator.spark.base.handoff import PACK_CONF, SLICED_HANDOFF_ENV
 
     name = f"spark.windowed_operator.{args.setting}"
     work = Path(tempfile.mkdtemp(prefix="setting-ab-"))

@@ -145,7 +145,7 @@ HANDOFFS = ("row by row", "packed", "sliced")
 @contextmanager
 def handoff(spark: Any, name: str) -> Iterator[None]:
     """Operators applied in the block take their rows the ``name`` way (one of ``HANDOFFS``)."""
-    from windowed_operator.spark.handoff import PACK_CONF, row_by_row
+    from windowed_operator.spark.base.handoff import PACK_CONF, row_by_row
 
     if name not in HANDOFFS:
         raise ValueError(f"handoff must be one of {HANDOFFS}, not {name!r}")

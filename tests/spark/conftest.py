@@ -11,7 +11,7 @@ def spark_log(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark(spark_log):
-    from windowed_operator.spark.session import local_session
+    from windowed_operator.spark.base.session import local_session
 
     session = local_session(master="local[2]", app_name="windowed-operator-tests", shuffle_partitions=2,
                             spark_log=str(spark_log))

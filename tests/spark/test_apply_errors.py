@@ -5,7 +5,7 @@ import pytest
 
 from accumulations import Count, Max, Mean, Sum, ToList
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
-from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.base.errors import SparkOperatorError
 
 SCHEMA = "user string, page string, tags array<string>, amount bigint, ts bigint"
 
@@ -83,7 +83,7 @@ def test_a_library_setting_that_is_not_true_or_false_is_refused_naming_it(spark,
 def test_a_removed_setting_is_warned_about_once_and_ignored(spark, tmp_path, setting, monkeypatch):
     """A job configured before the setting went still runs (its value, even a typo, is ignored),
     and is told once which setting to drop."""
-    from windowed_operator.spark import settings
+    from windowed_operator.spark.base import settings
 
     monkeypatch.setattr(settings, "_warned", set())
     df = stream(spark, tmp_path)

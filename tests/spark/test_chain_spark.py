@@ -275,7 +275,7 @@ def test_a_value_record_of_the_rows_columns_on_spark_equals_local_runner(spark, 
     got = Counter((row["key"], row["ws"], tuple(sorted(tuple(sorted(v.asDict().items())) for v in row["value"])))
                   for rows in run_spark(spark, op, batches, tmp_path).values() for row in rows)
     assert got == expected
-    from windowed_operator.spark.errors import SparkOperatorError
+    from windowed_operator.spark.base.errors import SparkOperatorError
 
     df = spark.readStream.schema(MARKED_SCHEMA).json(str(tmp_path))
     with pytest.raises(SparkOperatorError, match=r"value record fields \{'amt': 'price'\} name columns that are not"):

@@ -41,7 +41,7 @@ import yaml
 from windowed_operator import cli
 from windowed_operator.pipeline import load_pipeline
 from windowed_operator.spark.pipeline_run import run_pipeline
-from windowed_operator.spark.shipping import is_local_master, library_zip, shipping_conf
+from windowed_operator.spark.base.shipping import is_local_master, library_zip, shipping_conf
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "clickstream_sessions"
@@ -209,11 +209,13 @@ def in_background(args: list[str], log: Path, **popen):
             process.wait()
 
 
-def test_the_library_zip_holds_the_three_packages_and_imports_without_site_packages_hook(tmp_path):
+def test_the_library_zip_holds_the_three_packages_and_imports_without_site_packages_hook(tmp_path, capsys):
     zip_path = library_zip(tmp_path)
     assert library_zip(tmp_path) == zip_path  # same content, same file: reruns reuse it
+    assert cli.main(["ship", "--dir", str(tmp_path)]) == 0  # (the command the clusters guide gives)
+    assert capsys.readouterr().out.strip() == str(zip_path)
     names = zipfile.ZipFile(zip_path).namelist()
-    assert {"windowed_operator/__init__.py", "windowed_operator/spark/shipping.py", "triggers/__init__.py",
+    assert {"windowed_operator/__init__.py", "windowed_operator/spark/base/shipping.py", "triggers/__init__.py",
             "accumulations/__init__.py"} <= set(names)
     assert all(n.endswith(".py") and "__pycache__" not in n for n in names)
     code = "import windowed_operator, triggers, accumulations; print(windowed_operator.__file__)"
@@ -232,7 +234,7 @@ def test_only_a_cluster_master_ships_the_library():
 
 
 def test_local_defaults_apply_to_local_masters_only_and_the_users_settings_win():
-    from windowed_operator.spark.session import session_conf
+    from windowed_operator.spark.base.session import session_conf
 
     local = session_conf("local[2]", extra_conf={"spark.driver.memory": "4g"})
     assert local["spark.sql.shuffle.partitions"] == "2" and local["spark.ui.enabled"] == "false"
@@ -254,7 +256,7 @@ def test_apply_names_a_setting_for_speed_the_session_lacks_in_one_line():
     apply() makes says so once, naming the setting, its value and how to set it."""
     import warnings
 
-    from windowed_operator.spark.session import ROCKSDB_PROVIDER, SessionAdvice, check_session
+    from windowed_operator.spark.base.session import ROCKSDB_PROVIDER, SessionAdvice, check_session
 
     class Conf:
         def __init__(self, values):

@@ -10,7 +10,7 @@ import pytest
 from accumulations import Count, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, bounded_disorder
-from windowed_operator.spark.handoff import PACK_CONF
+from windowed_operator.spark.base.handoff import PACK_CONF
 
 from .harness import BASE, MARKED_SCHEMA, local_panes, run_local_like_spark, run_spark, spark_panes
 

@@ -16,7 +16,7 @@ import pickle, sys
 from accumulations import Sum
 from windowed_operator import KeyedWindowedOperator, TimeWindows
 from windowed_operator.spark.worker.deferred import DeferredProcessor
-from windowed_operator.spark.paths import Paths
+from windowed_operator.spark.plan.paths import Paths
 from windowed_operator.spark.plan import build_plan
 plan = build_plan(KeyedWindowedOperator(TimeWindows(10), Sum("v"), key="k", timestamp="t"), Paths(),
                   time_mode="EventTime", value_type="bigint", key_type="string")

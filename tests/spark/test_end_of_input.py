@@ -8,7 +8,7 @@ from accumulations import Count, Sum
 from triggers import TriggerOption
 from windowed_operator import FixedLagWatermark, KeyedWindowedOperator, TimeWindows, bounded_disorder
 from windowed_operator.spark import END_OF_INPUT
-from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.base.errors import SparkOperatorError
 
 from .harness import (BASE, END_COLUMN, MARKED_SCHEMA, local_panes, run_local_like_spark, run_spark, spark_panes,
                       write_batches)

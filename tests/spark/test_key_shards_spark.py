@@ -169,8 +169,8 @@ def test_a_restart_that_switches_changelog_checkpointing_keeps_every_record(spar
     ``local_session`` names (files renamed with the FileSystem API) against Spark's default
     (FileContext).  One restart test for both: each restart costs a query start.  The records stay in
     key shards throughout."""
-    from windowed_operator.spark.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
-                                                 SPARK_DEFAULT_CHECKPOINT_MANAGER as spark_default)
+    from windowed_operator.spark.base.session import (CHECKPOINT_MANAGER_CONF, FILE_SYSTEM_CHECKPOINT_MANAGER,
+                                                      SPARK_DEFAULT_CHECKPOINT_MANAGER as spark_default)
 
     changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
     assert spark.conf.get(changelog) == "true"

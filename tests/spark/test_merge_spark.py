@@ -10,7 +10,7 @@ from windowed_operator import (KeyedWindowedMergeOperator, SessionWindows, TimeW
                                bounded_disorder)
 from windowed_operator.elements import element_json
 from windowed_operator.merge_operator import InputOptions
-from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.base.errors import SparkOperatorError
 
 from .harness import BASE, RIGHT_SCHEMA, SCHEMA, run_local_merge_like_spark, run_spark_merge, spark_watermarks
 

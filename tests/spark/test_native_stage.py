@@ -13,7 +13,7 @@ from accumulations.base import Accumulation
 from triggers import TriggerOption
 from windowed_operator import (CumulativeWindows, KeyedWindowedOperator, SessionWindows, TimeWindows,
                                WindowedOperator, bounded_disorder)
-from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.base.errors import SparkOperatorError
 from windowed_operator.spark.driver.feed import feed_of
 from windowed_operator.spark.driver.native_stage import NATIVE_STAGES_CONF
 from windowed_operator.time import shown_time

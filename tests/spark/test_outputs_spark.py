@@ -1,4 +1,4 @@
-"""An operator's output as two DataFrames (``windowed_operator.spark.outputs``): the panes typed and
+"""An operator's output as two DataFrames (``windowed_operator.spark.plan.outputs``): the panes typed and
 non-null, the late data and dead letters equal to the local runner's, and both written by one
 query whose table sink applies no batch twice when Spark replays one after a restart."""
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 from accumulations import Count, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
-from windowed_operator.spark.handoff import PACK_CONF
+from windowed_operator.spark.base.handoff import PACK_CONF
 from windowed_operator.spark.scan.packing import PACKED_POSITION, PackRows, unpack_rows
 
 from .harness import BASE, run_spark, spark_panes

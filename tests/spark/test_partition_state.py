@@ -8,7 +8,7 @@ import pandas as pd
 
 from accumulations import Count
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
-from windowed_operator.spark.paths import Paths
+from windowed_operator.spark.plan.paths import Paths
 from windowed_operator.spark.plan import build_plan
 from windowed_operator.spark.scan.heartbeat import BEAT_COLUMN
 from windowed_operator.spark.worker.timers import GroupTimers

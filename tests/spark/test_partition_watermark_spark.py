@@ -18,8 +18,8 @@ from windowed_operator.merge_operator import InputOptions
 from windowed_operator.panes import DropReason
 from windowed_operator.runners.chain import ChainRunner
 from windowed_operator.spark import FileClock
-from windowed_operator.spark.errors import SparkOperatorError
-from windowed_operator.spark.progress import batch_progress
+from windowed_operator.spark.base.errors import SparkOperatorError
+from windowed_operator.spark.base.progress import batch_progress
 
 from .harness import BASE, _collector, _wait_for, _wait_for_file, local_panes, spark_panes, write_batch_file
 

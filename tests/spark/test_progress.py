@@ -2,7 +2,7 @@
 import pytest
 
 from windowed_operator.spark import END_OF_INPUT
-from windowed_operator.spark.progress import batch_line, batch_progress, format_watermark
+from windowed_operator.spark.base.progress import batch_line, batch_progress, format_watermark
 from windowed_operator.runners.totals import Totals
 
 pytestmark = pytest.mark.spark

@@ -13,8 +13,8 @@ from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
 from windowed_operator.pipeline import parse_pipeline
 from windowed_operator.spark import END_OF_INPUT, print_progress, stop_at_end_of_input
-from windowed_operator.spark.progress import batch_progress
-from windowed_operator.spark.session import ROCKSDB_PROVIDER, SessionSettingsError
+from windowed_operator.spark.base.progress import batch_progress
+from windowed_operator.spark.base.session import ROCKSDB_PROVIDER, SessionSettingsError
 from windowed_operator.testing import TestStream
 
 from .harness import BASE, END_COLUMN, MARKED_SCHEMA, write_batches
@@ -128,7 +128,7 @@ def test_the_spark_log_goes_to_a_directory_made_for_it(tmp_path):
     FileNotFoundError (no JVM starts here: the redirection alone)."""
     import os
 
-    from windowed_operator.spark.session import jvm_stderr_to
+    from windowed_operator.spark.base.session import jvm_stderr_to
 
     path = tmp_path / "logs" / "today" / "spark.log"
     with jvm_stderr_to(str(path)):

@@ -22,7 +22,7 @@ NOT_HERE = {
     "pip install": "the install itself (CI installs the same extras; the docs are built by tests/test_docs.py)",
     "python -m pytest": "this test suite",
     "windowed-operator run FILE --master spark://": "needs a standalone cluster (tests/spark/test_cluster.py)",
-    "ZIP=$(python -m windowed_operator.spark.shipping)": "spark-submit to a cluster",
+    "ZIP=$(windowed-operator ship)": "spark-submit to a cluster",
     "PYTHONPATH=$ZIP spark-submit": "spark-submit to a cluster",
     "windowed-operator repartition CHECKPOINT": "a stopped query's checkpoint (tests/spark/test_repartition.py)",
     "windowed-operator rescale CHECKPOINT": "a stopped query's checkpoint (tests/spark/test_repartition.py)",

@@ -9,7 +9,7 @@ from pyspark.errors import StreamingQueryException
 from accumulations import Combine, Mean, Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
-from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.base.errors import SparkOperatorError
 
 from .harness import BASE, END_COLUMN, MARKED_SCHEMA, SCHEMA, local_panes, pane_tuple, run_local_like_spark, run_spark, write_batches
 

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from accumulations import Sum
 from triggers import TriggerOption
 from windowed_operator import KeyedWindowedOperator, SessionWindows, bounded_disorder
-from windowed_operator.spark.errors import SparkOperatorError
+from windowed_operator.spark.base.errors import SparkOperatorError
 
 from .harness import local_panes, run_local_like_spark, run_spark, spark_panes
 from .test_equivalence import DELAY, EARLY_LATE_COUNTS, make_batches

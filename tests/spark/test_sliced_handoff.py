@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from accumulations import Sum
 from windowed_operator import KeyedWindowedOperator, TimeWindows, bounded_disorder
-from windowed_operator.spark.handoff import PACK_CONF, SLICED_HANDOFF_ENV, enabled, row_by_row, workers_slice
+from windowed_operator.spark.base.handoff import PACK_CONF, SLICED_HANDOFF_ENV, enabled, row_by_row, workers_slice
 from windowed_operator.spark.worker.sliced import key_runs, stock_function_fits
 
 from .harness import BASE, run_spark, spark_panes

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from windowed_operator.spark.spark_hashes import xxhash64
+from windowed_operator.spark.base.spark_hashes import xxhash64
 
 pytestmark = pytest.mark.spark
 

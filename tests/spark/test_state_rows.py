@@ -1,10 +1,10 @@
 """Every stored layout's state, as Spark's reader of all column families gives it, is read into its key
-groups' contents and written back to the same bytes (``windowed_operator.spark.state_rows``): what a
+groups' contents and written back to the same bytes (``windowed_operator.spark.base.state_rows``): what a
 rewrite of a stopped checkpoint's state (another number of key groups) reads and writes."""
 
 import pytest
 
-from windowed_operator.spark.state_rows import group_rows, read_groups
+from windowed_operator.spark.base.state_rows import group_rows, read_groups
 
 from .test_state_versions import FIXTURES, _copy
 

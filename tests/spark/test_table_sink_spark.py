@@ -109,7 +109,7 @@ def test_a_bad_source_file_is_named_in_the_first_line_not_as_the_sink_s_error(sp
     import pandas as pd
 
     from windowed_operator.spark import stop_at_end_of_input
-    from windowed_operator.spark.errors import QueryFailedError
+    from windowed_operator.spark.base.errors import QueryFailedError
 
     source = tmp_path / "in"
     source.mkdir()
@@ -139,7 +139,7 @@ def test_a_stop_while_the_sink_reads_its_batch_is_one_short_line_spark_takes_for
     here that check is run in the JVM on both forms of the proxy's message."""
     import traceback
 
-    from windowed_operator.spark.errors import raise_query_failed, raise_query_stopped
+    from windowed_operator.spark.base.errors import raise_query_failed, raise_query_stopped
 
     class Py4JJavaError(Exception):  # (what df.toArrow() raises when its thread was interrupted)
         pass
@@ -158,8 +158,8 @@ def test_a_stop_while_the_sink_reads_its_batch_is_one_short_line_spark_takes_for
             return "An exception was raised by the Python Proxy. Return Message: " + traceback.format_exc()
         raise AssertionError("nothing raised")
 
-    from windowed_operator.spark.errors import QueryStoppedError
-    from windowed_operator.spark.table_sink import read_spark_batch
+    from windowed_operator.spark.base.errors import QueryStoppedError
+    from windowed_operator.spark.base.table_sink import read_spark_batch
 
     class Batch:  # (a micro-batch whose read the stop interrupted)
         def toArrow(self):

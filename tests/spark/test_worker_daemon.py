@@ -24,7 +24,7 @@ def test_workers_are_forked_with_the_processor_imported(spark):
 
 
 def test_a_cluster_session_keeps_the_stock_daemon():
-    from windowed_operator.spark.session import session_conf
+    from windowed_operator.spark.base.session import session_conf
 
     assert "spark.python.daemon.module" not in session_conf("spark://host:7077")
     assert session_conf("local[2]")["spark.python.daemon.module"] == "windowed_operator.spark.worker_daemon"
@@ -61,7 +61,7 @@ def _installed_pyspark(site, py4j_version="0.10.9.9", dist_info=True):
 
 
 def test_the_zips_of_an_installed_pyspark_move_behind_the_package(tmp_path):
-    from windowed_operator.spark.pyspark_path import installed_pyspark_first
+    from windowed_operator.spark.base.pyspark_path import installed_pyspark_first
 
     site = tmp_path / "site-packages"
     pyspark_zip, py4j_zip = _installed_pyspark(site)
@@ -70,7 +70,7 @@ def test_the_zips_of_an_installed_pyspark_move_behind_the_package(tmp_path):
 
 
 def test_zips_without_their_installed_copy_on_the_path_stay_first(tmp_path):
-    from windowed_operator.spark.pyspark_path import installed_pyspark_first
+    from windowed_operator.spark.base.pyspark_path import installed_pyspark_first
 
     site = tmp_path / "site-packages"
     pyspark_zip, py4j_zip = _installed_pyspark(site)
@@ -84,7 +84,7 @@ def test_zips_without_their_installed_copy_on_the_path_stay_first(tmp_path):
 
 
 def test_a_py4j_zip_moves_only_when_that_version_is_installed(tmp_path):
-    from windowed_operator.spark.pyspark_path import installed_pyspark_first
+    from windowed_operator.spark.base.pyspark_path import installed_pyspark_first
 
     site = tmp_path / "site-packages"
     pyspark_zip, py4j_zip = _installed_pyspark(site, dist_info=False)

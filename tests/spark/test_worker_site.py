@@ -28,7 +28,7 @@ def _spark_zips():
 def test_a_process_with_the_hook_imports_the_installed_pyspark(tmp_path):
     import pyspark
 
-    from windowed_operator.spark.session import WORKER_SITE
+    from windowed_operator.spark.base.session import WORKER_SITE
 
     zips = _spark_zips()
     assert any(os.path.basename(z) == "pyspark.zip" for z in zips)
@@ -38,7 +38,7 @@ def test_a_process_with_the_hook_imports_the_installed_pyspark(tmp_path):
 
 
 def test_the_hook_runs_the_sitecustomize_it_shadows(tmp_path):
-    from windowed_operator.spark.session import WORKER_SITE
+    from windowed_operator.spark.base.session import WORKER_SITE
 
     other = tmp_path / "other"
     other.mkdir()
@@ -49,7 +49,7 @@ def test_the_hook_runs_the_sitecustomize_it_shadows(tmp_path):
 
 
 def test_a_link_to_the_hook_on_the_path_does_not_run_it_again(tmp_path):
-    from windowed_operator.spark.session import WORKER_SITE
+    from windowed_operator.spark.base.session import WORKER_SITE
 
     link = tmp_path / "link"
     link.symlink_to(WORKER_SITE, target_is_directory=True)
@@ -59,14 +59,14 @@ def test_a_link_to_the_hook_on_the_path_does_not_run_it_again(tmp_path):
 
 
 def test_a_local_session_puts_the_hook_on_its_workers_path_and_a_cluster_session_does_not():
-    from windowed_operator.spark.session import WORKER_SITE, session_conf
+    from windowed_operator.spark.base.session import WORKER_SITE, session_conf
 
     assert session_conf("local[2]")["spark.executorEnv.PYTHONPATH"] == WORKER_SITE
     assert "spark.executorEnv.PYTHONPATH" not in session_conf("spark://host:7077")
 
 
 def test_a_workers_path_of_the_callers_own_keeps_the_hook_after_it():
-    from windowed_operator.spark.session import WORKER_SITE, session_conf
+    from windowed_operator.spark.base.session import WORKER_SITE, session_conf
 
     theirs = os.pathsep.join(["/opt/udfs", "/opt/more"])
     given = {"spark.executorEnv.PYTHONPATH": theirs}

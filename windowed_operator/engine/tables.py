@@ -1,7 +1,7 @@
 """The three table engines, one import for whoever builds or names them: the pane table
 (``columnar.ColumnarCore``), the session table (``columnar_sessions.ColumnarSessions``) and the window
 table (``columnar_windows.ColumnarWindows``), by the records they keep (``state.layouts.Layout.records``),
-with what each serves.  Which one runs an operator is ``spark.paths.table_engine``'s choice; their
+with what each serves.  Which one runs an operator is ``spark.plan.paths.table_engine``'s choice; their
 per-key records are ``state.records``."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ Engine = Union[ColumnarCore, ColumnarSessions, ColumnarWindows]
 
 
 def supports_columnar_path(window: Any, accumulation: Any, trigger: Any, timestamp_combiner: Any) -> bool:
-    """Whether one of the table engines serves this operator (``spark.paths.table_engine`` chooses which)."""
+    """Whether one of the table engines serves this operator (``spark.plan.paths.table_engine`` chooses which)."""
     return (supports_columnar(window, accumulation, trigger, timestamp_combiner)
             or supports_columnar_sessions(window, accumulation, trigger, timestamp_combiner)
             or supports_columnar_windows(window, accumulation, trigger, timestamp_combiner))

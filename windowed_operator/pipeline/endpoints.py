@@ -172,7 +172,7 @@ class TableSinkSpec(Spec):
                          query_id=query_id)
 
 
-#: What of an operator's output a sink receives (``windowed_operator.spark.outputs``).
+#: What of an operator's output a sink receives (``windowed_operator.spark.plan.outputs``).
 SinkOutput = Literal["all", "panes", "side"]
 
 

@@ -170,7 +170,7 @@ def dropped_row(dropped: DroppedElement, record_type: str, keyed: bool, merge: b
 
 
 def side_row(dropped: DroppedElement, record_type: str, keyed: bool, merge: bool = False) -> dict:
-    """A late-data or dead-letter record as a row of the Spark side output (``spark.outputs``): the
+    """A late-data or dead-letter record as a row of the Spark side output (``spark.plan.outputs``): the
     key (keyed operators) and the side columns only (a merge's: and ``input``)."""
     values = _side_values(dropped, record_type)
     return {**({"key": dropped.key} if keyed else {}), **dict(zip(SIDE_OUTPUT_COLUMNS, values)),

@@ -84,7 +84,7 @@ under the query id ``LOCAL_QUERY_ID``); then a totals line per operator."""
         late = late if op.late_data_output else []
         dead = dead if op.on_bad_element == "dead_letter" else []
         merge = isinstance(op, MergeOperatorBase)
-        rows_of = {  # (what each sink's ``output`` receives, as on Spark: ``windowed_operator.spark.outputs``)
+        rows_of = {  # (what each sink's ``output`` receives, as on Spark: ``windowed_operator.spark.plan.outputs``)
             "all": [pane_row(p, op.keyed, side_outputs, merge) for p in panes] +
                    [dropped_row(d, "late", op.keyed, merge) for d in late] +
                    [dropped_row(d, "dead_letter", op.keyed, merge) for d in dead],

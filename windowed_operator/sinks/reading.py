@@ -47,7 +47,7 @@ def arrow_rows(table: Any) -> list[dict]:
 def read_batch(batch: Any) -> tuple[list[dict], Any, Optional[str]]:
     """(rows, Arrow schema or None, the batch's streaming query id or None)."""
     if hasattr(batch, "sparkSession") and hasattr(batch, "toArrow"):  # a Spark DataFrame
-        from ..spark.table_sink import read_spark_batch
+        from ..spark.base.table_sink import read_spark_batch
 
         table, query = read_spark_batch(batch)
         return arrow_rows(table), table.schema, query

@@ -12,20 +12,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (``X as X``: re-exported, for type checkers)
-    from .clock import FileClock as FileClock, SparkBatchClock as SparkBatchClock
+    from .base.clock import FileClock as FileClock, SparkBatchClock as SparkBatchClock
     from .driver.apply import apply_operator as apply_operator
     from .driver.merge import apply_merge_operator as apply_merge_operator
-    from .outputs import Outputs as Outputs, apply_outputs as apply_outputs, split_outputs as split_outputs
+    from .plan.outputs import Outputs as Outputs, apply_outputs as apply_outputs, split_outputs as split_outputs
     from .plan import END_OF_INPUT as END_OF_INPUT, OUTPUT_COLUMNS as OUTPUT_COLUMNS, SparkPlan as SparkPlan
-    from .progress import print_progress as print_progress, stop_at_end_of_input as stop_at_end_of_input
-    from .session import local_session as local_session
+    from .base.progress import (batch_progress as batch_progress, print_progress as print_progress,
+                                stop_at_end_of_input as stop_at_end_of_input)
+    from .base.shipping import (library_zip as library_zip, ship_library as ship_library,
+                                shipping_conf as shipping_conf)
+    from .base.session import local_session as local_session
 
 #: Each public name and the module (under this package) that defines it.
 _EXPORTS = {
     "apply_operator": "driver.apply", "apply_merge_operator": "driver.merge",
-    "apply_outputs": "outputs", "split_outputs": "outputs", "Outputs": "outputs",
-    "local_session": "session", "stop_at_end_of_input": "progress", "print_progress": "progress",
-    "FileClock": "clock", "SparkBatchClock": "clock",
+    "apply_outputs": "plan.outputs", "split_outputs": "plan.outputs", "Outputs": "plan.outputs",
+    "local_session": "base.session", "stop_at_end_of_input": "base.progress", "print_progress": "base.progress",
+    "FileClock": "base.clock", "SparkBatchClock": "base.clock", "batch_progress": "base.progress",
+    "ship_library": "base.shipping", "library_zip": "base.shipping", "shipping_conf": "base.shipping",
     "END_OF_INPUT": "plan", "OUTPUT_COLUMNS": "plan", "SparkPlan": "plan",
 }
 

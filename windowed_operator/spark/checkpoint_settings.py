@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .checkpoint_record import RECORD as MARKER
-from .checkpoint_record import CheckpointRecordError, has_batches, local_directory, read_record, update_record
+from .base.checkpoint_record import RECORD as MARKER
+from .base.checkpoint_record import CheckpointRecordError, has_batches, local_directory, read_record, update_record
 from .driver.native_stage import NATIVE_STAGES_CONF
 
 

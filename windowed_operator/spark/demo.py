@@ -26,7 +26,7 @@ from ..watermarks import bounded_disorder
 from ..windows import SessionWindows, TimeWindows
 from .plan import END_OF_INPUT
 from .pipeline_run import StopSignals
-from .progress import ProgressPrinter, await_queries
+from .base.progress import ProgressPrinter, await_queries
 
 SCHEMA = "user string, page string, amount bigint, ts bigint, end_of_input boolean"
 START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -143,7 +143,7 @@ def run_demo(workdir: Optional[str] = None, master: str = "local[2]", keep: bool
     print(f"generated {stats['events']} click events in {stats['files'] - 1} micro-batch files "
           f"({stats['shifted_late']} delivered a batch late) under {base / 'clicks'}")
     print("starting local Spark ...", flush=True)
-    from .session import local_session
+    from .base.session import local_session
 
     spark = local_session(master=master, app_name="windowed-operator-demo", spark_log=spark_log)
     log_note = f" (Spark's own output: {spark_log})" if spark_log else ""

@@ -173,7 +173,7 @@ def group_records(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
 def state_partitions(spark: Any, checkpoint: str) -> int:
     """The state partitions of the checkpoint's newest batch (its offsets entry's
     ``spark.sql.shuffle.partitions``: Spark keeps it, whatever later sessions set)."""
-    from .checkpoint_record import log_entries
+    from .base.checkpoint_record import log_entries
 
     offsets = log_entries(checkpoint, "offsets", spark)
     if not offsets:

@@ -19,9 +19,9 @@ from ..pipeline.user_code import import_dotted
 from ..runners.totals import Totals
 from .checkpoint_settings import native_stages_setting, record
 from .driver.native_stage import NATIVE_STAGES_CONF
-from .outputs import split_outputs
-from .progress import ProgressPrinter, await_queries
-from .settings import read_flag
+from .plan.outputs import split_outputs
+from .base.progress import ProgressPrinter, await_queries
+from .base.settings import read_flag
 
 
 def _memory_source(spark: SparkSession, name: str, memory: MemorySource, workdir: Path) -> DataFrame:
@@ -256,8 +256,8 @@ def run_pipeline(pipeline: Pipeline, *, spark: Optional[SparkSession] = None, ma
     Without ``spark``, a session on ``master`` is built with ``conf`` and ``py_files`` (user code) and
     its console output sent to ``spark_log``; on a cluster master (``spark://...``) the library is
     shipped to the executors (see :mod:`.shipping`)."""
-    from .session import local_session
-    from .shipping import ship_library
+    from .base.session import local_session
+    from .base.shipping import ship_library
 
     if spark is None:
         spark = local_session(master=master or "local[*]", app_name=pipeline.name, extra_conf=conf,

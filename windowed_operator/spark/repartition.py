@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..error_summary import error_summary
-from .checkpoint_record import local_directory, log_entries
+from .base.checkpoint_record import local_directory, log_entries
 from .inspect import key_groups_of, state_partitions
-from .errors import SparkOperatorError
+from .base.errors import SparkOperatorError
 
 #: The default for ``quiet_seconds``: a checkpoint whose last batch committed more recently is refused.
 QUIET_SECONDS = 60.0

@@ -28,12 +28,12 @@ from typing import Any, Hashable, Optional
 
 from ..error_summary import error_summary
 from ..state.rekey import RekeyError, StoredGroup, rekey
-from .checkpoint_record import log_entries, update_record
+from .base.checkpoint_record import log_entries, update_record
 from .driver.key_groups import MAX_KEY_GROUPS, KeyGroups, balanced_values, recorded_key_groups
 from .inspect import state_partitions
 from .repartition import QUIET_SECONDS, RepartitionError, check_stopped, log_missing_batches, refuse_active
-from .spark_hashes import UnsupportedKeyType, key_group
-from .state_rows import GroupContents, group_rows, read_groups, read_key
+from .base.spark_hashes import UnsupportedKeyType, key_group
+from .base.state_rows import GroupContents, group_rows, read_groups, read_key
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 

@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Optional
 
-from .pyspark_path import installed_pyspark_first
+from .base.pyspark_path import installed_pyspark_first
 
 #: The daemon's process id, in the daemon and the workers it forked (None in any other process): how
 #: a worker can tell that it started with the modules imported.

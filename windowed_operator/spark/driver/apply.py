@@ -10,16 +10,16 @@ from pyspark.sql.types import IntegralType, LongType, StructField, StructType
 from ...operator import OperatorBase
 from ...windows.session_windows import element_gap
 from .chain import apply_fed_operator
-from ..clock import FileClock, SparkBatchClock
-from ..connect_compat import map_in_arrow
+from ..base.clock import FileClock, SparkBatchClock
+from ..base.connect_compat import map_in_arrow
 from .feed import feed_of
 from .inputs import (GAP_COLUMN, RawInput, check_state_encoding, choose_time_mode, needs_heartbeats, read_raw_input,
                      value_types)
 from .stage import run_processor
-from ..errors import SparkOperatorError
+from ..base.errors import SparkOperatorError
 from ..scan.heartbeat import BEAT_COLUMN, Heartbeats, with_beat_column
 from .key_groups import key_groups_for
-from ..paths import Facts, choose_paths
+from ..plan.paths import Facts, choose_paths
 from ..plan import SparkPlan, build_plan
 from .folds import FoldInput, build_fold, install_fold
 

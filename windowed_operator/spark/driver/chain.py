@@ -43,9 +43,9 @@ from ...operator import KeyedWindowedOperator, OperatorBase, WindowingOptions
 from ...panes import panes_from_columns
 from ...watermarks import UpstreamWatermark
 from ...windows.session_windows import element_gap
-from ..clock import FileClock, SparkBatchClock
-from ..errors import SparkOperatorError
-from ..connect_compat import map_in_arrow
+from ..base.clock import FileClock, SparkBatchClock
+from ..base.errors import SparkOperatorError
+from ..base.connect_compat import map_in_arrow
 from ..plan import (PANE_COLUMN_OF, PHASE_COLUMN, ROUTE_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, WATERMARK_COLUMN,
                     build_plan, each_group)
 from ..scan.heartbeat import BEAT_COLUMN, WatermarkBeats, with_beat_column
@@ -53,9 +53,9 @@ from .feed import Feed, attach_feed, feed_of, handing_on
 from .inputs import check_state_encoding, choose_time_mode
 from .key_groups import KeyGroups, key_groups_for
 from .stage import observation_name, run_processor
-from ..paths import Engine, chained_paths
+from ..plan.paths import Engine, chained_paths
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
-from ..settings import conf_flag
+from ..base.settings import conf_flag
 
 
 class RouteKeys:

@@ -15,8 +15,8 @@ from pyspark.sql.types import StructType
 from ...engine.columnar import columnar_form
 from ...operator import WindowingOptions
 from ...windows.session_windows import SessionWindows
-from ..connect_compat import map_in_arrow
-from ..paths import Fold
+from ..base.connect_compat import map_in_arrow
+from ..plan.paths import Fold
 from ..plan import SparkPlan
 from ..scan.fold import ScanFold
 from ..scan.preaggregate import PreAggregation

@@ -17,10 +17,10 @@ from ...operator import OperatorBase, WindowingOptions
 from ...time import event_time_in_range, latest_event_time
 from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, needs_processing_time, partition_of
 from ...windows.session_windows import element_gap
-from ..errors import SparkOperatorError
+from ..base.errors import SparkOperatorError
 from ..plan import END_OF_INPUT, PHASE_COLUMN
-from ..progress import MARKER_ROWS, OBSERVATION_PREFIX
-from ..session import check_session
+from ..base.progress import MARKER_ROWS, OBSERVATION_PREFIX
+from ..base.session import check_session
 
 #: The column holding each row's event time for Spark's ``withWatermark`` (bounded disorder).
 WATERMARK_HELPER = "__wo_event_time"

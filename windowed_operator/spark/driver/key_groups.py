@@ -28,9 +28,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..checkpoint_record import RECORD, has_batches, read_record, update_record
-from ..errors import SparkOperatorError
-from ..spark_hashes import murmur3_int, murmur3_long
+from ..base.checkpoint_record import RECORD, has_batches, read_record, update_record
+from ..base.errors import SparkOperatorError
+from ..base.spark_hashes import murmur3_int, murmur3_long
 
 #: Key groups when apply() is not told the checkpoint: a constant, never derived from the session (a
 #: restart with another ``spark.sql.shuffle.partitions`` must find every key in the group it left it

@@ -28,7 +28,7 @@ from accumulations.merge import LEFT, RIGHT, SIDES
 from ...merge_operator import MergeOperatorBase
 from ...watermarks import BoundedDisorderWatermark
 from ...windows.session_windows import element_gap
-from ..clock import FileClock, SparkBatchClock
+from ..base.clock import FileClock, SparkBatchClock
 from .feed import feed_of
 from .key_groups import key_groups_for
 from .inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_partition_column, check_state_encoding,
@@ -37,9 +37,9 @@ from .inputs import (GAP_COLUMN, UNKNOWN_TYPE, WATERMARK_HELPER, check_partition
                             refuse_derived_panes, require_streaming, resolve_column, resolved_gap,
                             with_operator_watermark)
 from .stage import run_processor
-from ..errors import SparkOperatorError
+from ..base.errors import SparkOperatorError
 from ..scan.heartbeat import Heartbeats, with_beat_column
-from ..paths import merge_paths
+from ..plan.paths import merge_paths
 from ..plan import (MERGE_KEY_COLUMN, MERGE_PARTITION_COLUMN, MERGE_TIME_COLUMN, PAYLOAD_COLUMNS, SIDE_COLUMN,
                     SIDED_VALUES, build_plan)
 from ...watermarks import partition_of

@@ -15,15 +15,15 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, St
 
 from ...operator import WindowingOptions
 from ...time import MAX_SHOWN_TIME, MIN_SHOWN_TIME
-from ..connect_compat import is_connect, map_in_arrow, parse_ddl_schema, transform_with_state
+from ..base.connect_compat import is_connect, map_in_arrow, parse_ddl_schema, transform_with_state
 from ..worker.deferred import DeferredProcessor
-from ..handoff import Handoff, choose_handoff
+from ..base.handoff import Handoff, choose_handoff
 from ..scan.heartbeat import BEAT_COLUMN
 from ..scan.packing import PACKED_COLUMN, PackRows
 from ..plan import (BAD_COUNT_COLUMN, EVENT_TIME_COLUMN, GROUP_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN,
                     LATE_COUNT_COLUMN, WATERMARK_COLUMN, SparkPlan)
-from ..progress import OBSERVATION_PREFIX
-from ..settings import warn_removed_confs
+from ..base.progress import OBSERVATION_PREFIX
+from ..base.settings import warn_removed_confs
 from .feed import Feed, attach_feed, feed_of, pane_rows
 
 _observed_names: dict[str, int] = {}

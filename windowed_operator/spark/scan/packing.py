@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .preaggregate import in_chunks
-from ..row_frames import rows_frame
+from ..base.row_frames import rows_frame
 
 #: The packed rows' payload column: one Arrow IPC stream of a key group's rows.
 PACKED_COLUMN = "__wo_packed"

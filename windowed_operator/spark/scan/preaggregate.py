@@ -95,7 +95,7 @@ class FormFold:
 
     def output_schema(self) -> Any:
         """``fields`` as the Spark schema of the rows handed on (``scan_fold.ScanFold``)."""
-        from ..connect_compat import parse_ddl_schema
+        from ..base.connect_compat import parse_ddl_schema
 
         return parse_ddl_schema(self.schema())
 

@@ -21,7 +21,7 @@ from ...engine.range_ops import factorize
 from ...panes import DroppedElement
 from ...state.group_batch import StoreResult, GroupBatch, KeyEngine, Phase, TableEngine
 from ...windows.session_windows import element_gap, read_gaps
-from ..paths import Fold
+from ..plan.paths import Fold
 from ..plan import SparkPlan
 from ..scan.preaggregate import COUNT_COLUMN, PANE_COLUMN
 from ..scan.prechain import FIRST_COLUMN, LAST_COLUMN, TIMES_COLUMN, VALUES_COLUMN, chain_elements

@@ -17,7 +17,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, Ti
 from ...engine.build import build_core
 from ...state.stores import open_state
 from ...time import MAX_TIMESTAMP
-from ..paths import build_table
+from ..plan.paths import build_table
 from ..plan import EVENT_TIME_COLUMN, SparkPlan
 from .engines import ObjectSteps, TableSteps
 from .fed import FedReader

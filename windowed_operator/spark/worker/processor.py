@@ -18,7 +18,7 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (ExpiredTimerInfo, StatefulProcessor, StatefulProcessorHandle,
                                                       TimerValues)
 
-from ..handoff import Handoff
+from ..base.handoff import Handoff
 from ..plan import SparkPlan
 from ..scan.packing import PACKED_POSITION, unpack_rows
 from .gc_pause import collector_paused

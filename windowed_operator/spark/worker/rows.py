@@ -23,7 +23,7 @@ from ...merge_operator import MergeOperatorBase
 from ...panes import DroppedElement, InputRow
 from ...state.window_log import ArrayElements
 from ...time import MIN_TIMESTAMP, event_time_in_range, latest_event_time
-from ..paths import WHOLE_ROWS, Fold
+from ..plan.paths import WHOLE_ROWS, Fold
 from ..plan import GROUP_COLUMN, PAYLOAD_COLUMNS, ROUTE_COLUMN, SIDE_COLUMN, SIDED_VALUES, SparkPlan
 from ..scan.preselect import WEIGHT_COLUMN
 

@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..handoff import enabled
+from ..base.handoff import enabled
 from ..plan import GROUP_COLUMN
-from ..row_frames import rows_frame
+from ..base.row_frames import rows_frame
 
 #: What pyspark's ``transform_with_state_func`` must hold in its closure for slices to stand in for it.
 _NEEDED = ("udf", "key_offsets", "value_offsets", "stateful_processor_api_client", "runner_conf", "output_schema")

@@ -6,7 +6,7 @@ installed on every node, it must be shipped with the application.  :func:`librar
 the three packages (``.py`` files only) whose name holds a hash of its content, so reruns reuse it;
 :func:`ship_library` adds it to a running session (``SparkContext.addPyFile``: every executor's Python
 workers, TransformWithStateInPandas's included, put it on their path), and :func:`shipping_conf` gives the ``spark.submit.pyFiles`` setting
-for a session not started yet.  ``python -m windowed_operator.spark.shipping`` builds the zip and prints
+for a session not started yet.  ``python -m windowed_operator.spark.base.shipping`` builds the zip and prints
 its path, for ``spark-submit --py-files``.
 
 Shipped files reach the executors' Python workers, not the one TransformWithStateInPandas starts on the
@@ -20,7 +20,6 @@ import hashlib
 import importlib
 import os
 import re
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -129,19 +128,3 @@ def ship_library(spark: Any, directory: Union[str, Path, None] = None) -> Option
     path = library_zip(directory)
     context.addPyFile(str(path))
     return path
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m windowed_operator.spark.shipping",
-                                     description="build the library zip (for spark-submit --py-files) and print "
-                                                 "its path")
-    parser.add_argument("--dir", help=f"where to write it (default: {default_cache_dir()})")
-    args = parser.parse_args(argv)
-    print(library_zip(args.dir))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional, TextIO
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from ..runners.totals import Totals
-from ..time import END_OF_INPUT_WATERMARK, time_text
+from ...runners.totals import Totals
+from ...time import END_OF_INPUT_WATERMARK, time_text
 
 #: The prefix of a windowed operator's entries in ``observedMetrics`` (``driver.stage.observation_name``;
 #: ``batch_progress`` reads them), and the count of end-of-input marker rows an input's entry holds

@@ -34,8 +34,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import DataStreamWriter
 
-from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
-from .plan import EVENT_TIME_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN
+from ...panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
+from . import EVENT_TIME_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN
 
 #: What a sink of ``Outputs.write`` is: ``sink(batch_df, batch_id)`` (a ``TableSink`` is one).
 BatchSink = Callable[[DataFrame, int], Any]
@@ -78,7 +78,7 @@ def may_be_global(operator: Any) -> bool:
     for stage in reversed(stages):  # (a chain's panes have the windows of its last stage that has some)
         window = getattr(stage, "window", None)
         if window is not None:
-            from ..windows.global_window import GlobalWindow
+            from ...windows.global_window import GlobalWindow
 
             return isinstance(window, GlobalWindow)
     return True

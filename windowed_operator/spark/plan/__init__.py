@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 
-from ..elements import BadElementError, ReadElement
-from ..operator import WindowingOptions
-from ..panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, pane_from_row
-from ..time import END_OF_INPUT, END_OF_INPUT_WATERMARK
-from ..watermarks import BoundedDisorderWatermark, partition_of
-from .clock import FileClock, SparkBatchClock
+from ...elements import BadElementError, ReadElement
+from ...operator import WindowingOptions
+from ...panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, pane_from_row
+from ...time import END_OF_INPUT, END_OF_INPUT_WATERMARK
+from ...watermarks import BoundedDisorderWatermark, partition_of
+from ..base.clock import FileClock, SparkBatchClock
 from .paths import WHOLE_ROWS, Paths, stage_layout
 
 #: The key group of a row (``pmod(xxhash64(key), key_groups)``): what the processor's input is grouped by.

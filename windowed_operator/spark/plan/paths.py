@@ -41,18 +41,18 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Optional
 
-from ..engine.build import build_core
-from ..engine.columnar_triggers import row_trigger
-from ..engine.tables import TABLE_CLASSES, supports_columnar, supports_columnar_path
-from ..operator import WindowingOptions
-from ..panes import TimestampCombiner
-from ..state.layouts import choose_layout
-from ..watermarks import partition_of
-from ..windows.session_windows import SessionWindows
-from .handoff import Handoff
-from .scan.preaggregate import preaggregable
-from .scan.prefold import prefoldable
-from .scan.preselect import preselectable
+from ...engine.build import build_core
+from ...engine.columnar_triggers import row_trigger
+from ...engine.tables import TABLE_CLASSES, supports_columnar, supports_columnar_path
+from ...operator import WindowingOptions
+from ...panes import TimestampCombiner
+from ...state.layouts import choose_layout
+from ...watermarks import partition_of
+from ...windows.session_windows import SessionWindows
+from ..base.handoff import Handoff
+from ..scan.preaggregate import preaggregable
+from ..scan.prefold import prefoldable
+from ..scan.preselect import preselectable
 
 
 #: ``SparkPlan.value_column`` when the accumulation folds whole rows on the array path
@@ -185,7 +185,7 @@ def merge_paths(op: Any) -> Paths:
     its whole row, one field of it or a record of its fields (a callable extractor runs per element,
     on the element path); no table engine and no scan fold (its rows are the union of two inputs)."""
     from accumulations.merge import SIDES
-    from ..engine.vectorized import supports_vectorized
+    from ...engine.vectorized import supports_vectorized
 
     arrays = supports_vectorized(build_core(op)) and all(not callable(op.side_extractor(side, "value"))
                                                          for side in SIDES)
@@ -197,7 +197,7 @@ def chained_paths(op: WindowingOptions, vectorized: bool, native: bool = False) 
     refuses it (``native``: see the module's docstring), else the array path where it serves
     (``vectorized=``, windows assigned by timestamp), the element path otherwise; no table engine and
     no scan fold (its rows are panes)."""
-    from ..engine.vectorized import supports_vectorized
+    from ...engine.vectorized import supports_vectorized
 
     if native:
         return Paths(engine=Engine.NATIVE)
@@ -237,7 +237,7 @@ def array_values(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
 def vector_value_column(operator: WindowingOptions) -> tuple[bool, Optional[str]]:
     """Whether the core's array path applies to ``operator`` (windows assigned by timestamp) and
     which column holds the values it folds."""
-    from ..engine.vectorized import supports_vectorized
+    from ...engine.vectorized import supports_vectorized
 
     if not supports_vectorized(build_core(operator)):
         return False, None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from ..error_summary import error_summary
+from ...error_summary import error_summary
 
 
 class SparkOperatorError(ValueError):
