@@ -22,7 +22,7 @@ from triggers import AfterCount, AfterEach, AfterProcessingTime, AfterWatermark,
 from windowed_operator import (CumulativeWindows, GlobalWindow, KeyedWindowedOperator, SessionWindows, SlidingWindows,
                                TimestampCombiner, TimeWindows)
 from windowed_operator import time_rules
-from windowed_operator.engine.core import WindowedCore
+from windowed_operator.engine import window_families
 from windowed_operator.testing import TimestampedValue
 from windowed_operator.time import END_OF_GLOBAL_WINDOW, MAX_TIMESTAMP
 
@@ -233,12 +233,12 @@ def test_session_panes_do_not_depend_on_the_order_of_elements_in_a_bundle(steps,
 
 def test_the_order_property_catches_a_per_element_merge(monkeypatch):
     """Merging element by element (the old rule) makes the issue's case depend on bundle order."""
-    bundle_merge = WindowedCore._add_to_sessions
+    bundle_merge = window_families.add_to_sessions
 
-    def per_element(self, key, state, elements, watermark, processing_time, emission, origin_of):
+    def per_element(core, key, state, elements, watermark, processing_time, emission, origin_of):
         touched = {}
         for element in elements:
-            touched.update(bundle_merge(self, key, state, [element], watermark, processing_time, emission, origin_of))
+            touched.update(bundle_merge(core, key, state, [element], watermark, processing_time, emission, origin_of))
         return touched
 
     trigger = TriggerOption.of(AfterEach(AfterCount(1), AfterCount(2))).accumulating_fired_panes()
@@ -250,5 +250,5 @@ def test_the_order_property_catches_a_per_element_merge(monkeypatch):
 
     forward, backward = [("a", 2, 6000), ("a", 3, 10_000)], [("a", 3, 10_000), ("a", 2, 6000)]
     assert run(forward) == run(backward) == [["[14000,19000) 1 EARLY #0 F", "[6000,19000) 6 EARLY #0 FL"]]
-    monkeypatch.setattr(WindowedCore, "_add_to_sessions", per_element)
+    monkeypatch.setattr(window_families, "add_to_sessions", per_element)
     assert run(forward) != run(backward)

@@ -145,7 +145,7 @@ class ColumnarSessions(TriggeredRows):
                       weights: Optional[np.ndarray] = None,
                       merged_members: Optional[np.ndarray] = None) -> tuple[SessionTable, np.ndarray]:
         """Beam's bundle-level merge of the bundle's proto-sessions with the key's active sessions
-        (``WindowedCore._add_to_sessions``); returns the table and which elements were dropped as
+        (``window_families.add_to_sessions``); returns the table and which elements were dropped as
         arriving in a closed session.  A proto-session may stand for a chain of elements
         (``process_chains``): ``weights`` its element count, ``merged_members`` whether it is itself a
         merge (its elements' times differ)."""

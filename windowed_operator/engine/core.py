@@ -8,8 +8,7 @@ triggers are evaluated once per bundle, as in Beam.
 """
 from __future__ import annotations
 
-from bisect import bisect_right, insort
-from dataclasses import dataclass, field
+from bisect import bisect_right
 from typing import Any, Callable, Hashable, Iterable, Optional, Sequence
 
 from accumulations.base import Accumulation
@@ -17,29 +16,17 @@ from triggers.base import TimeDomain, TriggerContext
 from triggers.option import TriggerOption
 
 from .. import time_rules
-from ..panes import DropReason, DroppedElement, PaneRecord, RetractedValue, TimestampCombiner
+from ..panes import DropReason, DroppedElement, RetractedValue, TimestampCombiner
 from ..time import MAX_TIMESTAMP
-from ..windows.base import MergingWindowOption, Window, WindowOption
+from ..windows.base import Window, WindowOption
 from ..windows.sliding_windows import SlidingWindows
-from .firing import PaneEmitter
+from . import window_families
+from .firing import CoreElement, Emission, PaneEmitter
 from .key_state import KeyState, WindowState
-
-#: One input of the core: event time, value, and the window it already has (window propagation) or None.
-CoreElement = tuple[int, Any, Optional[Window]]
 
 _WATERMARK = TimeDomain.WATERMARK.value
 _PROCESSING = TimeDomain.PROCESSING_TIME.value
 _WATERMARK_SUFFIX = "@" + _WATERMARK
-
-
-@dataclass(slots=True)
-class Emission:
-    outputs: list[PaneRecord] = field(default_factory=list)
-    dropped: list[DroppedElement] = field(default_factory=list)
-
-    def extend(self, other: "Emission") -> None:
-        self.outputs.extend(other.outputs)
-        self.dropped.extend(other.dropped)
 
 
 class WindowedCore:
@@ -68,7 +55,7 @@ class WindowedCore:
     def expiry_due(self, window: Window) -> int:
         return time_rules.expiry_due(window.max_timestamp, self.allowed_lateness)
 
-    def _context(self, window: Window, ws: WindowState, watermark: int, processing_time: int) -> TriggerContext:
+    def context(self, window: Window, ws: WindowState, watermark: int, processing_time: int) -> TriggerContext:
         return TriggerContext(window, ws.trigger_state, ws.timers, watermark, processing_time)
 
     @staticmethod
@@ -77,7 +64,7 @@ class WindowedCore:
         end (read before the step consumes the timer: it holds until it has fired)."""
         return any(time_rules.timer_holds(t, window.max_timestamp) for t in ws.timer_times(_WATERMARK))
 
-    def _new_window_state(self) -> WindowState:
+    def new_window_state(self) -> WindowState:
         return WindowState(acc=self.accumulation.default_accumulated_value())
 
     # -- elements -----------------------------------------------------------------------------
@@ -89,12 +76,13 @@ class WindowedCore:
         emission = Emission()
         origin_of = (lambda i, value: origins[i]) if origins is not None else (lambda i, value: value)
         if self.kind == "merging":
-            touched = self._add_to_sessions(key, state, elements, watermark, processing_time, emission, origin_of)
+            touched = window_families.add_to_sessions(self, key, state, elements, watermark, processing_time, emission,
+                                                       origin_of)
         else:
             touched = {}
             for i, (ts, value, inherited) in enumerate(elements):
                 if self.kind == "per_record":
-                    reason = self._add_per_record(state, ts, value, watermark, processing_time, touched)
+                    reason = window_families.add_per_record(self, state, ts, value, watermark, processing_time, touched)
                 else:
                     if self.kind == "inherited":
                         assert inherited is not None  # (the reader gives each element its window when inheriting)
@@ -127,7 +115,7 @@ class WindowedCore:
     def _fire_if_ready(self, key: Optional[Hashable], window: Window, ws: WindowState, watermark: int,
                        processing_time: int, emission: Emission) -> None:
         """Emit the window's pane if its trigger says so (after an element, or a processing-time timer)."""
-        ctx = self._context(window, ws, watermark, processing_time)
+        ctx = self.context(window, ws, watermark, processing_time)
         if self.trigger.should_fire(ctx):
             timer_hold = self._timer_hold(window, ws)
             finished = self.trigger.on_fire(ctx)
@@ -149,7 +137,7 @@ class WindowedCore:
             ws.acc = self.accumulation.subtract(ws.acc, value)
         self._note_elements(window, ws, count, earliest, latest, watermark, processing_time)
 
-    def _accumulate_into(self, window: Window, ws: WindowState, ts: int, value: Any, watermark: int,
+    def accumulate_element(self, window: Window, ws: WindowState, ts: int, value: Any, watermark: int,
                          processing_time: int) -> None:
         if isinstance(value, RetractedValue):
             ws.acc = self.accumulation.subtract(ws.acc, value.value)
@@ -165,7 +153,7 @@ class WindowedCore:
         ws.hold(latest)
         if time_rules.sets_element_hold(window.max_timestamp, watermark):
             ws.on_time_hold = True
-        self.trigger.on_element(self._context(window, ws, watermark, processing_time), count)
+        self.trigger.on_element(self.context(window, ws, watermark, processing_time), count)
 
     def _add_to_windows(self, state: KeyState, windows: list[Window], ts: int, value: Any, watermark: int,
                         processing_time: int, touched: dict) -> Optional[DropReason]:
@@ -178,135 +166,10 @@ class WindowedCore:
         for window in open_windows:
             ws = state.windows.get(window)
             if ws is None:
-                ws = state.windows[window] = self._new_window_state()
-            self._accumulate_into(window, ws, ts, value, watermark, processing_time)
+                ws = state.windows[window] = self.new_window_state()
+            self.accumulate_element(window, ws, ts, value, watermark, processing_time)
             touched[window] = None
         return None
-
-    def _add_to_sessions(self, key: Optional[Hashable], state: KeyState, elements: Sequence[CoreElement],
-                         watermark: int, processing_time: int, emission: Emission,
-                         origin_of: Callable[[int, Any], Any]) -> dict:
-        """Beam's bundle-level merge (ReduceFnRunner.processElements): drop elements whose
-        proto-session has expired; merge the bundle's proto-sessions with the key's active sessions
-        all at once (a session whose trigger finished is no longer active and merges with nothing);
-        then add each element to its merged session.  Returns the sessions to consider firing, each
-        mapped to whether it is a merge's result."""
-        assert isinstance(self.window_option, MergingWindowOption)
-        live: list[tuple[int, Any, Window, int]] = []
-        for i, (ts, value, read_window) in enumerate(elements):
-            # (the reader's proto-session when the gap is the element's; ``assign`` otherwise)
-            proto = read_window if read_window is not None else self.window_option.assign(ts)[0]
-            if self.is_expired(proto, watermark):
-                emission.dropped.append(DroppedElement(DropReason.EXPIRED, origin_of(i, value), key, ts, watermark))
-            else:
-                live.append((ts, value, proto, i))
-        active = [w for w, ws in state.windows.items() if not ws.closed]
-        merged_into: dict[Window, Window] = {}
-        merges: set[Window] = set()
-        for members, result in self.window_option.merge_windows([*active, *(p for _, _, p, _ in live)]):
-            for window in members:
-                merged_into[window] = result
-            if self._merge_sessions(key, state, members, result, watermark, processing_time, emission):
-                merges.add(result)
-        touched: dict[Window, bool] = {}
-        for ts, value, proto, i in live:
-            window = merged_into.get(proto, proto)
-            ws = state.windows.get(window)
-            if ws is None:
-                ws = state.windows[window] = self._new_window_state()
-            elif ws.closed:
-                emission.dropped.append(DroppedElement(DropReason.CLOSED_WINDOW, origin_of(i, value), key, ts,
-                                                       watermark))
-                continue
-            self._accumulate_into(window, ws, ts, value, watermark, processing_time)
-            touched[window] = window in merges
-        return touched
-
-    def _merge_sessions(self, key: Optional[Hashable], state: KeyState, members: list[Window], result: Window,
-                        watermark: int, processing_time: int, emission: Emission) -> bool:
-        """One merge group: the active sessions among ``members`` become ``result``; each absorbed
-        session that fired is retracted (retracting mode); the trigger merges their states.  Returns
-        whether the group merged (not when ``result`` has the bounds of a finished session)."""
-        sources = [w for w in members if w in state.windows and not state.windows[w].closed]
-        if sources == [result]:
-            return True  # new proto-sessions inside an active session: Beam's merge is a no-op there (but holds)
-        if result in state.windows:
-            # ``result`` has the bounds of a session whose trigger finished.  Beam Java would merge the
-            # live sessions into it and never emit them; we keep them as they are, and the bundle's
-            # elements of ``result`` are dropped as closed_window, as in Java.
-            return False
-        merged = self._new_window_state()
-        contexts = []
-        for window in sources:
-            old = state.windows.pop(window)
-            emission.outputs.extend(self.emitter.retract_absorbed(key, window, old, watermark))
-            merged.absorb(old, self.accumulation.merge)
-            contexts.append(self._context(window, old, watermark, processing_time))
-        state.windows[result] = merged
-        self.trigger.on_merge(self._context(result, merged, watermark, processing_time), contexts)
-        return True
-
-    def _add_per_record(self, state: KeyState, ts: int, value: Any, watermark: int, processing_time: int,
-                        touched: dict) -> Optional[DropReason]:
-        """O(log n) per element in time order: the windows containing ``ts`` are found by bisection
-        (only windows of later elements within ``size``: none for an in-order element), and a new
-        window's aggregate comes from the two-stacks running aggregate instead of a rescan.  An
-        out-of-order element costs one rebuild of the running aggregate at the next in-order one."""
-        option = self.window_option
-        assert isinstance(option, SlidingWindows)
-        if isinstance(value, RetractedValue):  # Chain refuses this pairing; a hand-fed pane gets a reason
-            raise ValueError("per-record sliding windows cannot fold retractions out of their running aggregates")
-        if time_rules.is_expired(option.last_window_max_timestamp(ts), self.allowed_lateness, watermark):
-            return DropReason.EXPIRED
-        acc = self.accumulation
-        buffer, times, sliding = state.buffer, state.window_times, state.sliding
-        in_order = not len(buffer) or ts >= buffer.times[-1]
-        if in_order:
-            if not sliding.valid:  # rebuilt from the elements before this one
-                sliding.reset()
-                for other_ts, partial in buffer.in_range(ts - option.size, ts):
-                    sliding.push(other_ts, acc.merge(acc.default_accumulated_value(), partial), acc.merge)
-            sliding.evict_before(ts - option.size, acc.merge)
-        else:
-            sliding.valid = False
-        buffer.add(ts, acc.accumulate(buffer.get(ts, acc.default_accumulated_value()), value))
-        added = False
-        for later in times[bisect_right(times, ts):bisect_right(times, ts + option.size)]:
-            window = option.window_of(later)
-            later_ws = state.windows[window]
-            if not later_ws.closed and not self.is_expired(window, watermark):
-                self._accumulate_into(window, later_ws, ts, value, watermark, processing_time)
-                touched[window] = None
-                added = True
-        own = option.window_of(ts)
-        result: Optional[DropReason] = None
-        if not self.is_expired(own, watermark):
-            ws = state.windows.get(own)
-            if ws is None:
-                ws = state.windows[own] = self._new_window_state()
-                insort(times, ts)
-                if in_order:
-                    before = sliding.query(acc.merge)
-                    if before is not None:
-                        ws.acc = acc.merge(ws.acc, before)
-                else:
-                    for _, partial in buffer.in_range(own.start, ts - 1):
-                        ws.acc = acc.merge(ws.acc, partial)
-                # Earlier elements the new window covers hold its output timestamp by the same rule
-                # as arriving ones.
-                for held in buffer.time_range(max(own.start, watermark), ts - 1):
-                    ws.hold(held)
-                self._accumulate_into(own, ws, ts, value, watermark, processing_time)
-                touched[own] = None
-            elif not ws.closed:
-                self._accumulate_into(own, ws, ts, value, watermark, processing_time)
-                touched[own] = None
-            elif not added:
-                result = DropReason.CLOSED_WINDOW
-        if in_order:
-            sliding.push(ts, acc.accumulate(acc.default_accumulated_value(), value), acc.merge)
-        # An element whose own window already expired stays buffered for later windows that cover it.
-        return result
 
     # -- clocks -------------------------------------------------------------------------------
     def on_watermark(self, key: Optional[Hashable], state: KeyState, watermark: int,
@@ -347,7 +210,7 @@ class WindowedCore:
             if due:
                 for k in due:
                     del ws.timers[k]
-                ctx = self._context(window, ws, watermark, processing_time)
+                ctx = self.context(window, ws, watermark, processing_time)
                 if self.trigger.should_fire(ctx):
                     finished = self.trigger.on_fire(ctx) or expired
                     emission.outputs.extend(self.emitter.emit(key, window, ws, watermark, finished=finished,

@@ -5,15 +5,32 @@ retract the sessions they absorb) produce identical records.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Hashable, Optional
 
 from accumulations.base import Accumulation
 from triggers.option import TriggerOption
 
-from ..panes import PaneRecord, TimestampCombiner, Timing
+from ..panes import DroppedElement, PaneRecord, TimestampCombiner, Timing
 from ..windows.base import Window
 from .key_state import WindowState
 from .pane_rules import TIMINGS, absorbed_timing_code, check_output, emitted, timing_code
+
+
+#: One input of the core: event time, value, and the window it already has (window propagation) or None.
+CoreElement = tuple[int, Any, Optional[Window]]
+
+
+@dataclass(slots=True)
+class Emission:
+    """What a call emitted: panes, and the elements it dropped."""
+
+    outputs: list[PaneRecord] = field(default_factory=list)
+    dropped: list[DroppedElement] = field(default_factory=list)
+
+    def extend(self, other: "Emission") -> None:
+        self.outputs.extend(other.outputs)
+        self.dropped.extend(other.dropped)
 
 
 class PaneEmitter:

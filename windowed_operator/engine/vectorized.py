@@ -96,7 +96,7 @@ def process_arrays(core: WindowedCore, key: Optional[Hashable], state: KeyState,
     touched: list[Window] = []
     for seg, window, ws in open_segments:
         if ws is None:
-            ws = window_states[window] = core._new_window_state()
+            ws = window_states[window] = core.new_window_state()
         core.accumulate_into(window, ws, partials[seg], counts[seg], watermark, processing_time, earliest[seg],
                              latest[seg], undone.get(seg, ()))
         touched.append(window)

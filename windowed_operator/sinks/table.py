@@ -26,29 +26,23 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from dataclasses import dataclass
-from typing import Any, Literal, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .columns import (ColumnKindError, as_utc, kind_of_arrow_type, kind_of_spark_type, kind_of_sql_type,
-                      kind_of_value, same_kind, sql_type)
+from .columns import ColumnKindError, as_utc, kind_of_spark_type, sql_type
 from .dialects import (DIALECTS, PROGRESS_TABLE, db_message, dialect_insert, execute_many, make_engine, progress_table,
                        pysqlite_outside_transaction, upsert_statement)
 from .netting import GLOBAL_END, GLOBAL_START, OPTIONAL_COLUMNS, WINDOW_COLUMNS, NetError, TableColumns, net
 from .reading import pane_rows, read_batch
+from .table_shape import (NAME, ShapeOptions, SinkMode, TableSinkError, check_table, columns_of, reflect,
+                          struct_fields)
 
 log = logging.getLogger(__name__)
 
-SinkMode = Literal["upsert", "add"]
-#: A plain SQL name (of a table or a column the sink makes).
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-
-class TableSinkError(RuntimeError):
-    """A batch the sink could not apply; nothing of it is in the table (its transaction rolled back)."""
 
 
 @dataclass
@@ -89,16 +83,6 @@ def check_operator(operator: Any, mode: SinkMode, final_only: bool = False) -> N
                              "window's value; give final_only=False, or accumulate and use mode='upsert'")
 
 
-def _struct_fields(ddl: str) -> Optional[list[tuple[str, str]]]:
-    """The fields of a ``struct<...>`` DDL type (None: not a struct)."""
-    from ..ddl import parse_columns
-
-    text = parse_columns(f"v {ddl}")[0][1]
-    if not text.startswith("struct<"):
-        return None
-    return parse_columns(text[len("struct<"):-1].replace(": ", " "))
-
-
 class TableSink:
     """``sink(batch, batch_id)``: apply one micro-batch of panes to ``table`` (see the module's doc).
 
@@ -122,7 +106,7 @@ class TableSink:
         if mode not in ("upsert", "add"):
             raise ValueError(f"mode must be 'upsert' or 'add', not {mode!r}")
         for what, given in (("table", table), ("key_column", key_column), ("value_column", value_column)):
-            if not isinstance(given, str) or not _NAME.match(given):
+            if not isinstance(given, str) or not NAME.match(given):
                 raise ValueError(f"{what} {given!r} is not a plain SQL name (letters, digits, underscores)")
         unknown = [c for c in columns if c not in OPTIONAL_COLUMNS]
         if unknown:
@@ -153,7 +137,7 @@ class TableSink:
         if self._engine is not None:
             self._check_dialect(self._engine)
         elif value_type is not None:
-            _struct_fields(value_type) or kind_of_spark_type(value_type)  # (a bad type fails here, not at a batch)
+            struct_fields(value_type) or kind_of_spark_type(value_type)  # (a bad type fails here, not at a batch)
 
     # -- the engine ------------------------------------------------------------------------------
     def __getstate__(self) -> dict:  # (a foreachBatch function may be pickled: the engine is not)
@@ -235,10 +219,12 @@ class TableSink:
                                      f"{db_message(exc)}") from exc
         if self._table is not None or not panes:
             return  # (a batch without panes writes only its progress row)
-        existing = self._reflect()
-        self._layout = self._layout_of(panes, arrow_schema, existing)
+        existing = reflect(self.engine, self.table_name)
+        shape = ShapeOptions(f"table sink {self.name!r}", self.table_name, self.where(), self.value_type,
+                             self.key_column, self.value_column, self.optional, self.mode)
+        self._layout = columns_of(shape, panes, arrow_schema, existing)
         if existing is not None:
-            self._check_table(existing)
+            check_table(shape, existing, self._layout)
             self._table = sa.Table(self.table_name, sa.MetaData(),
                                    *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key)
                                      for c, k in self._layout.columns()])
@@ -261,111 +247,6 @@ class TableSink:
 
     def _exists(self) -> bool:
         return sa.inspect(self.engine).has_table(self.table_name)
-
-    def _reflect(self) -> Optional[dict[str, Any]]:
-        inspector = sa.inspect(self.engine)
-        if not inspector.has_table(self.table_name):
-            return None
-        columns = {c["name"]: c for c in inspector.get_columns(self.table_name)}
-        primary = inspector.get_pk_constraint(self.table_name).get("constrained_columns") or []
-        return {"columns": columns, "primary_key": list(primary)}
-
-    def _layout_of(self, panes: list[dict], arrow_schema: Any, existing: Optional[dict]) -> TableColumns:
-        """The columns, from ``value_type``, the Spark batch's schema, the values, or the table."""
-        table_kinds = {name: kind_of_sql_type(c["type"]) for name, c in existing["columns"].items()} \
-            if existing else {}
-        keyed: Optional[bool] = None
-        key_kind: Optional[str] = None
-        values: Optional[list[tuple[str, Optional[str]]]] = None
-        record = False
-        if arrow_schema is not None:
-            names = arrow_schema.names
-            keyed = "key" in names
-            if keyed:
-                key_kind = kind_of_arrow_type(arrow_schema.field("key").type)
-            value_type = arrow_schema.field("value").type
-            import pyarrow as pa
-
-            if isinstance(value_type, pa.StructType) and self.value_type is None:
-                record = True
-                values = [(f.name, kind_of_arrow_type(f.type)) for f in value_type]
-            elif self.value_type is None:
-                values = [(self.value_column, kind_of_arrow_type(value_type))]
-        elif panes:
-            keyed = "key" in panes[0] and any(p.get("key") is not None for p in panes)
-            if keyed:
-                key_kind = next(kind_of_value(p["key"]) for p in panes if p.get("key") is not None)
-        if self.value_type is not None:
-            fields = _struct_fields(self.value_type)
-            record = fields is not None
-            values = [(n, kind_of_spark_type(t)) for n, t in fields] if fields is not None else \
-                [(self.value_column, kind_of_spark_type(self.value_type))]
-        elif values is None:
-            values = self._values_of(panes, table_kinds)
-            record = any(isinstance(p.get("value"), dict) for p in panes)
-        if keyed and key_kind is None:
-            key_kind = table_kinds.get(self.key_column)
-        if keyed and key_kind == "json":
-            raise TableSinkError(f"table sink {self.name!r}, {self.where()}: the key is a record or a list; a table "
-                                 "sink needs a key of one column (string, integer, ...)")
-        unknown = [n for n, k in values or [] if k is None] + (["key"] if keyed and key_kind is None else [])
-        if values is None or unknown:
-            raise TableSinkError(
-                f"table sink {self.name!r}, {self.where()}: cannot tell the type of column(s) "
-                f"{unknown or [self.value_column]} from batch values that are all null and no table exists yet; "
-                "give the sink value_type='<Spark DDL type>'")
-        kinds = [(n, k) for n, k in values if k is not None]  # (all of them: none is unknown)
-        taken = {self.key_column, *WINDOW_COLUMNS, *self.optional}
-        clashing = [n for n, _ in values if n in taken or not _NAME.match(n)]
-        if clashing:
-            raise TableSinkError(f"table sink {self.name!r}, {self.where()}: value field(s) {clashing} cannot be columns "
-                                 f"(taken by the key, window or optional columns, or not plain SQL names)")
-        if self.mode == "add" and (record or kinds[0][1] not in ("bigint", "double") and
-                                   not kinds[0][1].startswith("decimal")):
-            raise TableSinkError(f"table sink {self.name!r}, {self.where()}: mode 'add' adds the panes' values, which "
-                                 f"must be one number, not {'a record' if record else kinds[0][1]}")
-        return TableColumns(key=(self.key_column, key_kind) if keyed and key_kind is not None else None,
-                      values=tuple(kinds),
-                      record=record, optional=self.optional)
-
-    def _values_of(self, panes: list[dict], table_kinds: dict[str, Optional[str]]
-                   ) -> Optional[list[tuple[str, Optional[str]]]]:
-        """A value's columns from the local runner's values: a dict's fields, or one column."""
-        records = [p["value"] for p in panes if isinstance(p.get("value"), dict)]
-        if records:
-            names: dict[str, Optional[str]] = {}
-            for value in records:
-                for name, item in value.items():
-                    if names.get(name) is None:
-                        names[name] = kind_of_value(item)
-            return [(n, k or table_kinds.get(n)) for n, k in names.items()]
-        kind = next((kind_of_value(p["value"]) for p in panes if p.get("value") is not None), None)
-        if kind is None and not panes and self.value_column not in table_kinds:
-            return None
-        return [(self.value_column, kind or table_kinds.get(self.value_column))]
-
-    def _check_table(self, existing: dict) -> None:
-        layout = self._layout
-        assert layout is not None
-        found = existing["columns"]
-        for name, kind in layout.columns():
-            if name not in found:
-                raise TableSinkError(f"table sink {self.name!r}: table {self.table_name!r} has no column {name!r}, "
-                                     f"which the sink writes (its columns: {', '.join(found)}); drop or rename the "
-                                     "table, or write to another one")
-            if not same_kind(kind, kind_of_sql_type(found[name]["type"])):
-                raise TableSinkError(f"table sink {self.name!r}: table {self.table_name!r}, column {name!r} is "
-                                     f"{found[name]['type']} in the database, the sink writes {kind} "
-                                     f"({sql_type(kind).compile()}) there")
-        extra = [n for n, c in found.items() if n not in dict(layout.columns()) and not c.get("nullable", True)
-                 and c.get("default") is None]
-        if extra:
-            raise TableSinkError(f"table sink {self.name!r}: table {self.table_name!r} has column(s) {extra} that "
-                                 "cannot be null and that the sink does not write")
-        if sorted(existing["primary_key"]) != sorted(layout.primary_key):
-            raise TableSinkError(f"table sink {self.name!r}: table {self.table_name!r} has primary key "
-                                 f"{existing['primary_key']}, the sink needs {layout.primary_key} (one row per key "
-                                 "and window)")
 
     def _net(self, panes: list[dict], batch_id: int) -> tuple[list[dict], list[dict]]:
         """The batch's net effect per (key, window): rows to delete and rows to write, each checked
