@@ -311,18 +311,6 @@ def _code_uses(accumulations: list[Optional[AccumulationSpec]], sinks: list[Opti
                    for i, sink in enumerate(sinks) if sink is not None and sink.foreach_batch is not None]
 
 
-def user_code_errors(pipeline: Pipeline, code: CodePolicy, directory: Optional[Path] = None) -> list[tuple[tuple, str]]:
-    """Each piece of user code the pipeline may run that cannot be imported, with its location;
-    ``directory`` (the file's) is put first on the module path for it (``run`` does the same for
-    Spark's Python workers on a local master)."""
-    return import_errors(_Parts.of(pipeline).code, code, directory)
-
-
-def missing_inputs(pipeline: Pipeline) -> list[tuple[tuple, str]]:
-    """Files sources whose (resolved) path does not exist; paths with glob characters are not checked."""
-    return _missing_inputs(pipeline.sources)
-
-
 def _missing_inputs(sources: dict[str, SourceSpec]) -> list[tuple[tuple, str]]:
     out = []
     for name, spec in sources.items():
@@ -333,14 +321,6 @@ def _missing_inputs(sources: dict[str, SourceSpec]) -> list[tuple[tuple, str]]:
                         f"{spec.files.path!r} does not exist: nothing to read (the examples write their data with "
                         "python examples/pipelines/run.py NAME)"))
     return out
-
-
-def resolve_paths(pipeline: Pipeline, base: Path, source: str = "<pipeline>", outside_paths: bool = False) -> Pipeline:
-    resolved, issues = _resolved_paths(_Parts.of(pipeline), base, outside_paths)
-    if issues:
-        raise PipelineError(source, issues)
-    return pipeline.model_copy(update={"sources": resolved.sources, "sinks": resolved.sinks,
-                                       "checkpoint": resolved.checkpoint})
 
 
 def _resolved_paths(parts: _Parts, base: Path, outside_paths: bool) -> tuple[_Parts, list[PipelineIssue]]:
