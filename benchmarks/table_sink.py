@@ -1,4 +1,4 @@
-"""Table sink throughput: rows/s into SQLite and PostgreSQL, and the latency it adds to a micro-batch.
+"""Table sink throughput: rows/s into SQLite, PostgreSQL and DuckDB, and the latency it adds to a micro-batch.
 
 Each batch is what ``foreachBatch`` hands the sink after Spark's ``toArrow()``: an Arrow table of
 panes (key, window bounds as UTC timestamps, a bigint value, the pane columns).  Per database and
@@ -16,7 +16,8 @@ One warm-up round, then ``--runs`` rounds with the databases interleaved (their 
 figures are medians with the spread (min-max).  ``python share`` is the part of a write spent in
 Python (reading the Arrow batch, netting each window, checking every value) rather than in the
 database.  SQLite is a file on this machine's disk with its default (full) synchronous commits;
-PostgreSQL a server started for the run (tests/postgres_server.py) with fsync off, or ``--postgres-url``.
+PostgreSQL a server started for the run (tests/postgres_server.py) with fsync off, or ``--postgres-url``;
+DuckDB a file on the same disk (when the ``duckdb`` extra is installed).
 
     python benchmarks/table_sink.py --panes 100000 --runs 3
     python benchmarks/table_sink.py --panes 20000 --runs 3 --out benchmarks/results/table_sink.txt
@@ -128,6 +129,12 @@ def main() -> None:
         databases: dict[str, Callable[[], str]] = {"sqlite": lambda: f"sqlite:///{directory / 'bench.db'}"}
         if postgres_url:
             databases["postgresql"] = lambda: postgres_url  # type: ignore[return-value]
+        try:
+            import duckdb_engine  # noqa: F401
+
+            databases["duckdb"] = lambda: f"duckdb:///{directory / 'bench.duckdb'}"
+        except ImportError:
+            say("  (no DuckDB driver here: pip install -e '.[duckdb]'; DuckDB not measured)")
         data = batches(args.panes)
         say(f"table sink: {args.panes:,} panes per batch, {args.runs} rounds after a warm-up, databases interleaved "
             f"({platform.python_version()}, {platform.machine()}); {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

@@ -88,6 +88,25 @@ def test_run_local_keeps_the_table_of_the_panes(tmp_path):
     assert rows_of(tmp_path / "results.db") == before
 
 
+def test_run_local_into_a_duckdb_file_beside_the_pipeline(tmp_path):
+    pytest.importorskip("duckdb_engine", reason='no DuckDB driver: pip install -e ".[duckdb]"')
+    import duckdb
+
+    sqlite_path = write_pipeline(tmp_path, "{url: 'sqlite:///results.db', table: sessions, mode: upsert}")
+    run_pipeline_locally(load_pipeline(sqlite_path), out=io.StringIO())
+    path = write_pipeline(tmp_path, "{url: 'duckdb:///results.duckdb', table: sessions, mode: upsert}")
+    assert load_pipeline(path).sinks[0].table.url == f"duckdb:///{tmp_path / 'results.duckdb'}"
+    run_pipeline_locally(load_pipeline(path), out=io.StringIO())
+    with duckdb.connect(str(tmp_path / "results.duckdb"), read_only=True) as db:
+        got = db.execute("SELECT key, epoch_ms(window_start), epoch_ms(window_end), value FROM sessions "
+                         "ORDER BY key, window_start").fetchall()
+    with sqlite3.connect(tmp_path / "results.db") as db:
+        same = db.execute("SELECT key, window_start, window_end, value FROM sessions ORDER BY key, window_start")
+        stamp = lambda text: round(__import__("datetime").datetime.fromisoformat(text + "+00:00").timestamp() * 1000)  # noqa: E731
+        assert got == [(k, stamp(s), stamp(e), v) for k, s, e, v in same.fetchall()]
+    assert len(got) == 3
+
+
 def test_run_local_adds_the_panes_of_discarding_counts(tmp_path):
     path = write_pipeline(tmp_path, "{url: 'sqlite:///results.db', table: counts, mode: add}", mode="discarding",
                           accumulation="{count: {}}")

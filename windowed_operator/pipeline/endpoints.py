@@ -95,15 +95,15 @@ class ForeachBatchSink(Spec):
 
 
 #: Database URL schemes a table sink takes (SQLAlchemy's names: a driver may follow ``+``).
-TABLE_URL_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg")
+TABLE_URL_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg", "duckdb")
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 class TableSinkSpec(Spec):
     """A SQL table kept equal to the operator's current result (``windowed_operator.sinks.TableSink``).
 
-    ``url``: ``sqlite:///results.db`` (a path relative to the pipeline file) or
-    ``postgresql://host:5432/db`` with no password in it: PostgreSQL takes the user and password from
+    ``url``: ``sqlite:///results.db`` or ``duckdb:///results.duckdb`` (a path relative to the pipeline
+    file) or ``postgresql://host:5432/db`` with no password in it: PostgreSQL takes the user and password from
     the environment (``PGUSER``, ``PGPASSWORD`` or a ``PGPASSFILE``); or ``url_env``: the name of an
     environment variable holding the whole URL.  Credentials never come from the file."""
 
@@ -125,7 +125,7 @@ class TableSinkSpec(Spec):
         scheme = match.group(1).lower() if match else None
         if scheme not in TABLE_URL_SCHEMES:
             raise ValueError(f"url {url!r}: the scheme must be one of {', '.join(TABLE_URL_SCHEMES)} "
-                             "(e.g. sqlite:///results.db, postgresql://host:5432/db)")
+                             "(e.g. sqlite:///results.db, duckdb:///results.duckdb, postgresql://host:5432/db)")
         netloc = url[match.end():].split("/", 1)[0]  # type: ignore[union-attr]
         if "@" in netloc and ":" in netloc.rsplit("@", 1)[0]:
             raise ValueError("url holds a password: credentials come from the environment, never from the file "

@@ -1,10 +1,18 @@
-"""The databases a table sink writes to, and what differs between them: how an engine is made from a
-URL (a file path is SQLite; PostgreSQL sessions in UTC), the dialect's upsert, the progress table, the
-batched execution of one compiled statement, and a database error as one line.
+"""The databases a table sink writes to, one small class each (``Dialect``: what differs between
+them), and what they share: the progress table, the batched execution of one compiled statement, an
+upsert, and a database error as one line.
+
+- SQLite (``sqlite:///path`` or a file path): ``BEGIN IMMEDIATE`` takes the write lock before the
+  progress row is read.
+- PostgreSQL (``postgresql://`` or ``postgresql+psycopg://``, psycopg 3 either way): sessions in UTC;
+  the progress row is read ``FOR UPDATE``.
+- DuckDB (``duckdb:///path``, or a path ending ``.duckdb``): one process writes a database file
+  (DuckDB's own rule), so no row lock is needed; its columns are read from ``information_schema``
+  (the SQLAlchemy dialect's catalog queries are PostgreSQL's, which DuckDB does not hold).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Optional
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -13,31 +21,179 @@ from .netting import TableColumns
 
 #: The table of each sink's last applied batch, per query.
 PROGRESS_TABLE = "windowed_operator_sink_progress"
-DIALECTS = ("sqlite", "postgresql")
+
+
+class Dialect:
+    """What a table sink does differently in one database (the defaults: PostgreSQL's and SQLite's)."""
+
+    name: ClassVar[str]
+    #: Whether the progress row is read ``FOR UPDATE`` (a second writer of the same sink waits).
+    locks_progress_row: ClassVar[bool] = False
+
+    def engine(self, url: sa.URL) -> Engine:
+        return sa.create_engine(url)
+
+    def begin(self, conn: Any) -> None:
+        """What a batch's transaction does first (nothing but where a database needs it)."""
+
+    def insert(self, table: sa.Table) -> Any:
+        """The dialect's ``INSERT`` with ``ON CONFLICT DO UPDATE``."""
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        return postgresql_insert(table)
+
+    def write(self, conn: Any, table: sa.Table, columns: TableColumns, mode: str, deletes: list[dict],
+              upserts: list[dict], chunk_size: int) -> None:
+        """A batch's net rows: ``deletes`` (their primary key as ``pk_<column>``) then ``upserts``, each
+        one statement compiled once and executed ``chunk_size`` rows at a time."""
+        if deletes:
+            statement = sa.delete(table).where(
+                sa.and_(*[table.c[c] == sa.bindparam(f"pk_{c}") for c in columns.primary_key]))
+            execute_many(conn, statement, deletes, chunk_size)
+        if upserts:
+            execute_many(conn, upsert_statement(self, table, columns, mode), upserts, chunk_size)
+
+    def reflect(self, engine: Engine, table: str) -> Optional[dict[str, Any]]:
+        """The table's columns (name -> SQLAlchemy's column record: ``type``, ``nullable``,
+        ``default``) and primary key as the database holds them (None: no such table)."""
+        inspector = sa.inspect(engine)
+        if not inspector.has_table(table):
+            return None
+        columns = {c["name"]: c for c in inspector.get_columns(table)}
+        primary = inspector.get_pk_constraint(table).get("constrained_columns") or []
+        return {"columns": columns, "primary_key": list(primary)}
+
+
+class SQLite(Dialect):
+    name = "sqlite"
+
+    def engine(self, url: sa.URL) -> Engine:
+        return sa.create_engine(url, connect_args={"timeout": 30})
+
+    def begin(self, conn: Any) -> None:
+        # pysqlite begins a transaction only before a write, so the progress read would be outside
+        # it: BEGIN IMMEDIATE takes the write lock first.
+        if not getattr(conn.connection.driver_connection, "in_transaction", True):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def insert(self, table: sa.Table) -> Any:
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
+
+
+class PostgreSQL(Dialect):
+    name = "postgresql"
+    locks_progress_row = True
+
+    def engine(self, url: sa.URL) -> Engine:
+        if url.drivername == "postgresql":
+            url = url.set(drivername="postgresql+psycopg")
+        options: dict[str, Any] = {}
+        if url.get_driver_name() in ("psycopg", "psycopg2"):
+            options["connect_args"] = {"options": "-c TimeZone=UTC", "connect_timeout": 10}
+        return sa.create_engine(url, **options)
+
+
+class DuckDB(Dialect):
+    name = "duckdb"
+    #: A kind's Arrow type for the staged rows (``json``: its text, cast in the statement).
+    ARROW_TYPES: ClassVar[dict[str, str]] = {
+        "bigint": "int64", "double": "float64", "string": "string", "boolean": "bool_", "date": "date32",
+        "binary": "binary", "json": "string"}
+
+    def write(self, conn: Any, table: sa.Table, columns: TableColumns, mode: str, deletes: list[dict],
+              upserts: list[dict], chunk_size: int) -> None:
+        """Set-based: DuckDB runs an ``executemany`` row by row (about 250 rows/s), so the rows go in
+        as one Arrow table each, registered on the connection, and one statement applies them."""
+        kinds = dict(columns.columns())
+        names = [c for c, _ in columns.columns()]
+        pk = [f"pk_{c}" for c in columns.primary_key]
+        # (both staged before either statement runs: DuckDB takes no registration while a result is open)
+        gone = self._stage(conn, "windowed_operator_deletes", deletes, pk, [kinds[c] for c in columns.primary_key])
+        new = self._stage(conn, "windowed_operator_upserts", upserts, names, [kinds[c] for c in names])
+        if deletes:
+            conn.execute(sa.delete(table).where(sa.and_(*[table.c[c] == gone.c[f"pk_{c}"]
+                                                          for c in columns.primary_key])))
+        if upserts:
+            picked = [sa.cast(new.c[c], sa.JSON) if kinds[c] == "json" else new.c[c] for c in names]
+            insert = self.insert(table).from_select(names, sa.select(*picked))
+            update = {c: insert.excluded[c] for c in names if c not in columns.primary_key}
+            if mode == "add":
+                column = columns.values[0][0]
+                update[column] = table.c[column] + insert.excluded[column]
+            conn.execute(insert.on_conflict_do_update(index_elements=columns.primary_key, set_=update))
+
+    def _stage(self, conn: Any, name: str, rows: list[dict], names: list[str], kinds: list[str]) -> sa.TableClause:
+        """``rows`` as an Arrow table registered on the connection as ``name``."""
+        import json
+
+        import pyarrow as pa
+
+        arrays = []
+        for column, kind in zip(names, kinds):
+            values = [row[column] for row in rows]
+            if kind == "json":
+                values = [None if v is None else json.dumps(v) for v in values]
+            arrays.append(pa.array(values, type=self._arrow_type(kind)))
+        conn.connection.driver_connection.register(name, pa.Table.from_arrays(arrays, names=names))
+        return sa.table(name, *[sa.column(c) for c in names])
+
+    def _arrow_type(self, kind: str) -> Any:
+        import pyarrow as pa
+
+        if kind == "timestamp":
+            return pa.timestamp("us", tz="UTC")
+        if kind.startswith("decimal("):
+            precision, scale = kind[len("decimal("):-1].split(",")
+            return pa.decimal128(int(precision), int(scale))
+        return getattr(pa, self.ARROW_TYPES[kind])()
+    #: DuckDB's type names (``information_schema.columns.data_type``) as SQLAlchemy types.
+    TYPES: ClassVar[dict[str, sa.types.TypeEngine]] = {
+        "BIGINT": sa.BigInteger(), "INTEGER": sa.Integer(), "SMALLINT": sa.SmallInteger(), "HUGEINT": sa.Numeric(38),
+        "DOUBLE": sa.Double(), "FLOAT": sa.Float(), "REAL": sa.Float(), "VARCHAR": sa.Text(), "BOOLEAN": sa.Boolean(),
+        "TIMESTAMP WITH TIME ZONE": sa.DateTime(timezone=True), "TIMESTAMP": sa.DateTime(), "DATE": sa.Date(),
+        "JSON": sa.JSON(), "BLOB": sa.LargeBinary()}
+
+    def reflect(self, engine: Engine, table: str) -> Optional[dict[str, Any]]:
+        with engine.connect() as conn:
+            found = conn.exec_driver_sql(
+                "SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns "
+                "WHERE table_name = $1 ORDER BY ordinal_position", (table,)).fetchall()
+            if not found:
+                return None
+            primary = conn.exec_driver_sql(
+                "SELECT constraint_column_names FROM duckdb_constraints() WHERE table_name = $1 AND "
+                "constraint_type = 'PRIMARY KEY'", (table,)).fetchall()
+        columns = {name: {"name": name, "type": self._type(data_type), "nullable": nullable == "YES",
+                          "default": default} for name, data_type, nullable, default in found}
+        return {"columns": columns, "primary_key": list(primary[0][0]) if primary else []}
+
+    def _type(self, data_type: str) -> sa.types.TypeEngine:
+        if data_type.startswith("DECIMAL("):
+            precision, scale = data_type[len("DECIMAL("):-1].split(",")
+            return sa.Numeric(int(precision), int(scale))
+        return self.TYPES.get(data_type, sa.types.NullType())
+
+
+#: The databases a table sink writes to, by SQLAlchemy's backend name.
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (SQLite(), PostgreSQL(), DuckDB())}
+#: A file path with one of these endings is a DuckDB database; any other, SQLite's.
+DUCKDB_SUFFIXES = (".duckdb", ".ddb")
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for a URL or a SQLite file path; PostgreSQL sessions in UTC."""
+    """An engine for a URL or a database file path (DuckDB's for a ``.duckdb`` file, else SQLite's)."""
     if "://" not in url:
-        url = f"sqlite:///{url}"
+        url = f"{'duckdb' if url.lower().endswith(DUCKDB_SUFFIXES) else 'sqlite'}:///{url}"
     parsed = sa.make_url(url)
-    options: dict[str, Any] = {}
-    if parsed.get_backend_name() == "postgresql":
-        if parsed.get_driver_name() in ("psycopg", "psycopg2"):
-            options["connect_args"] = {"options": "-c TimeZone=UTC", "connect_timeout": 10}
-        if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")
-            options["connect_args"] = {"options": "-c TimeZone=UTC", "connect_timeout": 10}
-    elif parsed.get_backend_name() == "sqlite":
-        options["connect_args"] = {"timeout": 30}
-    return sa.create_engine(parsed, **options)
+    dialect = DIALECTS.get(parsed.get_backend_name())
+    return dialect.engine(parsed) if dialect is not None else sa.create_engine(parsed)
 
 
-def pysqlite_outside_transaction(conn: Any) -> bool:
-    """Whether pysqlite has not begun a transaction yet (it begins one only before a write, so the
-    progress read would be outside it: BEGIN IMMEDIATE takes the write lock first)."""
-    raw = conn.connection.driver_connection
-    return not getattr(raw, "in_transaction", True)
+def dialect_of(engine: Engine) -> Dialect:
+    """The engine's ``Dialect`` (an engine of another database is refused where the sink takes it)."""
+    return DIALECTS[engine.dialect.name]
 
 
 def progress_table() -> sa.Table:
@@ -46,14 +202,6 @@ def progress_table() -> sa.Table:
                     sa.Column("batch_id", sa.BigInteger(), nullable=False), sa.Column("table_name", sa.Text()),
                     sa.Column("updated_at", sa.DateTime(timezone=True)), sa.Column("rows_upserted", sa.BigInteger()),
                     sa.Column("rows_deleted", sa.BigInteger()))
-
-
-def dialect_insert(dialect: str) -> Any:
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-        return postgresql_insert
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-    return sqlite_insert
 
 
 def execute_many(conn: Any, statement: Any, rows: list[dict], chunk_size: int) -> None:
@@ -99,10 +247,10 @@ def db_message(exc: Exception) -> str:
     return (f"column {column!r}: " if column else "") + text.splitlines()[0]
 
 
-def upsert_statement(dialect: str, table: sa.Table, columns: TableColumns, mode: str) -> Any:
+def upsert_statement(dialect: Dialect, table: sa.Table, columns: TableColumns, mode: str) -> Any:
     """The dialect's ``INSERT ... ON CONFLICT DO UPDATE`` of a row per (key, window): its columns
     replaced, or, in mode ``add``, its value added to."""
-    insert = dialect_insert(dialect)(table)
+    insert = dialect.insert(table)
     update = {c: insert.excluded[c] for c, _ in columns.columns() if c not in columns.primary_key}
     if mode == "add":
         column = columns.values[0][0]
@@ -110,5 +258,5 @@ def upsert_statement(dialect: str, table: sa.Table, columns: TableColumns, mode:
     return insert.on_conflict_do_update(index_elements=columns.primary_key, set_=update)
 
 
-__all__ = ["DIALECTS", "PROGRESS_TABLE", "db_message", "dialect_insert", "execute_many", "make_engine",
-           "progress_table", "pysqlite_outside_transaction", "upsert_statement"]
+__all__ = ["DIALECTS", "PROGRESS_TABLE", "Dialect", "db_message", "dialect_of", "execute_many", "make_engine",
+           "progress_table", "upsert_statement"]

@@ -33,12 +33,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .columns import ColumnKindError, as_utc, kind_of_spark_type, sql_type
-from .dialects import (DIALECTS, PROGRESS_TABLE, db_message, dialect_insert, execute_many, make_engine, progress_table,
-                       pysqlite_outside_transaction, upsert_statement)
+from .dialects import (DIALECTS, PROGRESS_TABLE, db_message, dialect_of, make_engine, progress_table)
 from .netting import GLOBAL_END, GLOBAL_START, OPTIONAL_COLUMNS, WINDOW_COLUMNS, NetError, TableColumns, net
 from .reading import pane_rows, read_batch
-from .table_shape import (NAME, ShapeOptions, SinkMode, TableSinkError, check_table, columns_of, reflect,
-                          struct_fields)
+from .table_shape import (NAME, ShapeOptions, SinkMode, TableSinkError, check_table, columns_of, struct_fields)
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +217,7 @@ class TableSink:
                                      f"{db_message(exc)}") from exc
         if self._table is not None or not panes:
             return  # (a batch without panes writes only its progress row)
-        existing = reflect(self.engine, self.table_name)
+        existing = dialect_of(self.engine).reflect(self.engine, self.table_name)
         shape = ShapeOptions(f"table sink {self.name!r}", self.table_name, self.where(), self.value_type,
                              self.key_column, self.value_column, self.optional, self.mode)
         self._layout = columns_of(shape, panes, arrow_schema, existing)
@@ -244,9 +242,6 @@ class TableSink:
         except sa.exc.DBAPIError:
             if not sa.inspect(self.engine).has_table(table.name):
                 raise
-
-    def _exists(self) -> bool:
-        return sa.inspect(self.engine).has_table(self.table_name)
 
     def _net(self, panes: list[dict], batch_id: int) -> tuple[list[dict], list[dict]]:
         """The batch's net effect per (key, window): rows to delete and rows to write, each checked
@@ -279,28 +274,23 @@ class TableSink:
         except sa.exc.OperationalError as exc:
             raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
                                  f"{db_message(exc)}") from exc
+        dialect = dialect_of(self.engine)
         with conn, conn.begin():
-            if conn.dialect.name == "sqlite" and pysqlite_outside_transaction(conn):
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            dialect.begin(conn)
             mine = (progress.c.sink == self.name) & (progress.c.query_id == query)
-            last = conn.execute(sa.select(progress.c.batch_id).where(mine).with_for_update()).scalar()
+            read = sa.select(progress.c.batch_id).where(mine)
+            last = conn.execute(read.with_for_update() if dialect.locks_progress_row else read).scalar_one_or_none()
             if last is not None and batch_id <= last:
                 log.info("table sink %r: batch %s of query %r was applied already (last applied: %s): skipped",
                          self.name, batch_id, query, last)
                 return
-            table = self._table
-            if deletes:
-                assert table is not None
-                statement = sa.delete(table).where(
-                    sa.and_(*[table.c[c] == sa.bindparam(f"pk_{c}") for c in self._layout.primary_key]))  # type: ignore[union-attr]
-                execute_many(conn, statement, deletes, self.chunk_size)
-            if upserts:
-                assert table is not None and self._layout is not None
-                execute_many(conn, upsert_statement(conn.dialect.name, table, self._layout, self.mode), upserts, self.chunk_size)
+            if deletes or upserts:
+                assert self._table is not None and self._layout is not None
+                dialect.write(conn, self._table, self._layout, self.mode, deletes, upserts, self.chunk_size)
             now = dt.datetime.now(dt.timezone.utc)
             values = dict(sink=self.name, query_id=query, batch_id=batch_id, table_name=self.table_name,
                           updated_at=now, rows_upserted=len(upserts), rows_deleted=len(deletes))
-            insert = dialect_insert(conn.dialect.name)(progress).values(**values)
+            insert = dialect.insert(progress).values(**values)
             conn.execute(insert.on_conflict_do_update(
                 index_elements=["sink", "query_id"],
                 set_={c: insert.excluded[c] for c in values if c not in ("sink", "query_id")}))
@@ -311,16 +301,18 @@ class TableSink:
         """The table's rows (window bounds as UTC datetimes), ordered by key and window."""
         table = self._table
         if table is None:
-            if not self._exists():
+            found = dialect_of(self.engine).reflect(self.engine, self.table_name)
+            if found is None:
                 return []
-            table = sa.Table(self.table_name, sa.MetaData(), autoload_with=self.engine)
+            table = sa.Table(self.table_name, sa.MetaData(),
+                             *[sa.Column(name, c["type"]) for name, c in found["columns"].items()])
         order = [table.c[c] for c in ([self.key_column] if self.key_column in table.c else []) + list(WINDOW_COLUMNS)]
         with self.engine.connect() as conn:
-            found = [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(*order))]
-        for row in found:
+            rows = [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(*order))]
+        for row in rows:
             for c in WINDOW_COLUMNS:
                 row[c] = as_utc(row[c])
-        return found
+        return rows
 
     def applied_batch(self, query_id: str = "") -> Optional[int]:
         """The last batch id applied for ``query_id`` (None: none yet)."""

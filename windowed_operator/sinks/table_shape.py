@@ -6,8 +6,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from .columns import kind_of_arrow_type, kind_of_spark_type, kind_of_sql_type, kind_of_value, same_kind, sql_type
 from .netting import WINDOW_COLUMNS, TableColumns
@@ -43,16 +41,6 @@ def struct_fields(ddl: str) -> Optional[list[tuple[str, str]]]:
     if not text.startswith("struct<"):
         return None
     return parse_columns(text[len("struct<"):-1].replace(": ", " "))
-
-
-def reflect(engine: Engine, table: str) -> Optional[dict[str, Any]]:
-    """The table's columns and primary key as the database holds them (None: no such table)."""
-    inspector = sa.inspect(engine)
-    if not inspector.has_table(table):
-        return None
-    columns = {c["name"]: c for c in inspector.get_columns(table)}
-    primary = inspector.get_pk_constraint(table).get("constrained_columns") or []
-    return {"columns": columns, "primary_key": list(primary)}
 
 
 def columns_of(o: ShapeOptions, panes: list[dict], arrow_schema: Any, existing: Optional[dict]) -> TableColumns:
