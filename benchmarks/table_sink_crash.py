@@ -1,4 +1,5 @@
-"""Crash test of the table sink: a Spark query writing into SQLite through ``TableSink``, killed with
+"""Crash test of the table sink: a Spark query writing into SQLite (or DuckDB: ``--database duckdb``)
+through ``TableSink``, killed with
 SIGKILL (its whole process group and every process it started) at random points and restarted from
 its checkpoint, must leave the table an uninterrupted run leaves, with no batch applied twice.
 
@@ -14,6 +15,7 @@ written to ``WORKDIR/gate`` by the parent) and waits there to be killed, so ever
 
     python benchmarks/table_sink_crash.py                     # 2 runs x 5 kills, against an uninterrupted run
     python benchmarks/table_sink_crash.py --runs 1 --kills 2  # (what tests/spark/test_table_sink_crash.py runs)
+    python benchmarks/table_sink_crash.py --database duckdb   # the same into a DuckDB file
 
 The child mode (``--child WORKDIR``) is the query itself.
 """
@@ -30,7 +32,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable
 
 SCHEMA = "user string, amount bigint, ts bigint, end_of_input boolean"
 BASE = 1_700_000_000_000
@@ -43,6 +45,10 @@ DELAY = 3_000
 #: tables' keys, windows and values must not.
 LATENESS = 600_000
 TABLES = ("sessions", "counts")
+#: The database file of each target.  A DuckDB file has one writer process and no reader beside it,
+#: so the parent reads the database only while the child is down; while it runs, the child's
+#: ``applied-<table>`` files say which batch it applied last (written after the sink's commit).
+DATABASES = {"sqlite": "results.db", "duckdb": "results.duckdb"}
 
 
 def sessions_operator():
@@ -91,17 +97,17 @@ def write_input(directory: Path, batches: list[list[dict]]) -> None:
         os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
 
 
-def sink(workdir: Path, name: str):
+def sink(workdir: Path, name: str, database: str = "sqlite"):
     from windowed_operator.sinks import TableSink
 
-    return TableSink(str(workdir / "results.db"), name, mode=MODES[name], operator=OPERATORS[name](),  # type: ignore
+    return TableSink(str(workdir / DATABASES[database]), name, mode=MODES[name], operator=OPERATORS[name](),  # type: ignore
                      columns=["timing", "pane_index", "batch_id"])
 
 
-def gated(workdir: Path, write: Callable) -> Callable:
+def gated(workdir: Path, name: str, write: Callable) -> Callable:
     """``write`` (a ``foreachBatch`` function), stopping for good before its ``n``-th call when the file
     ``workdir/gate`` says ``n`` (a start to be killed: it must not finish before the kill lands);
-    ``workdir/blocked`` tells the parent it got there."""
+    ``workdir/blocked`` tells the parent it got there, ``workdir/applied-<name>`` the batch written last."""
     gate = workdir / "gate"
     limit = int(gate.read_text()) if gate.exists() else None
     calls = [0]
@@ -113,12 +119,13 @@ def gated(workdir: Path, write: Callable) -> Callable:
             while True:
                 time.sleep(1)
         write(frame, batch_id)
+        (workdir / f"applied-{name}").write_text(f"{batch_id}\n")
 
     return call
 
 
-def child(workdir: Path, tables: tuple[str, ...] = TABLES) -> None:
-    """The queries (one per table) over ``workdir/in`` into ``workdir/results.db``, to the end of input."""
+def child(workdir: Path, tables: tuple[str, ...] = TABLES, database: str = "sqlite") -> None:
+    """The queries (one per table) over ``workdir/in`` into the database file, to the end of input."""
     from windowed_operator.spark.base.session import local_session
 
     spark = local_session(master="local[2]", app_name="table-sink-crash", shuffle_partitions=2)
@@ -126,7 +133,7 @@ def child(workdir: Path, tables: tuple[str, ...] = TABLES) -> None:
     for name in tables:
         df = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(workdir / "in"))
         out = OPERATORS[name]().apply(df, end_of_input="end_of_input")
-        queries.append(out.writeStream.foreachBatch(gated(workdir, sink(workdir, name))).queryName(name)
+        queries.append(out.writeStream.foreachBatch(gated(workdir, name, sink(workdir, name, database))).queryName(name)
                        .option("checkpointLocation", str(workdir / "checkpoints" / name))
                        .trigger(availableNow=True).start())
     for query in queries:
@@ -137,25 +144,49 @@ def child(workdir: Path, tables: tuple[str, ...] = TABLES) -> None:
 
 def table_rows(db: Path, name: str) -> list[tuple]:
     """The table's keys, windows and values (batch ids belong to a run, and a pane's timing may differ
-    after a restart: see ``LATENESS``)."""
+    after a restart: see ``LATENESS``); window bounds as epoch ms, the same in either database."""
     if not db.exists():
         return []
+    query = f"SELECT key, {{ms}}(window_start), {{ms}}(window_end), value FROM {name} ORDER BY key, 2, 3"
+    if db.suffix == ".duckdb":
+        import duckdb
+
+        with duckdb.connect(str(db), read_only=True) as conn:
+            if not conn.execute("SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]).fetchall():
+                return []
+            return [tuple(r) for r in conn.execute(query.format(ms="epoch_ms")).fetchall()]
     with sqlite3.connect(db) as conn:
         if not conn.execute("SELECT name FROM sqlite_master WHERE name = ?", (name,)).fetchall():
             return []
-        return conn.execute(f"SELECT key, window_start, window_end, value FROM {name} "
-                            "ORDER BY key, window_start, window_end").fetchall()
+        conn.create_function("epoch_ms", 1, lambda text: round(
+            __import__("datetime").datetime.fromisoformat(text + "+00:00").timestamp() * 1000))
+        return conn.execute(query.format(ms="epoch_ms")).fetchall()
 
 
 def applied(db: Path) -> dict[str, int]:
-    """Each table's last applied batch (the progress rows)."""
+    """Each table's last applied batch (the progress rows; read only while no child holds the file)."""
     if not db.exists():
         return {}
+    progress = "SELECT sink, batch_id FROM windowed_operator_sink_progress"
+    if db.suffix == ".duckdb":
+        import duckdb
+
+        with duckdb.connect(str(db), read_only=True) as conn:
+            if not conn.execute("SELECT 1 FROM information_schema.tables WHERE table_name = "
+                                "'windowed_operator_sink_progress'").fetchall():
+                return {}
+            return dict(conn.execute(progress).fetchall())
     try:
         with sqlite3.connect(db, timeout=30) as conn:
-            return dict(conn.execute("SELECT sink, batch_id FROM windowed_operator_sink_progress").fetchall())
+            return dict(conn.execute(progress).fetchall())
     except sqlite3.OperationalError:  # (not created yet)
         return {}
+
+
+def signalled(workdir: Path, tables: tuple[str, ...]) -> dict[str, int]:
+    """The batch the running child says it applied last to each table (``gated``)."""
+    return {name: int(f.read_text()) for name in tables if (f := workdir / f"applied-{name}").exists()
+            and f.read_text().strip()}
 
 
 def _descendants(pid: int) -> list[int]:
@@ -192,33 +223,33 @@ def kill_all(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def start_child(workdir: Path, log, tables: tuple[str, ...] = TABLES) -> subprocess.Popen:
+def start_child(workdir: Path, log, tables: tuple[str, ...] = TABLES, database: str = "sqlite") -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", str(workdir),
-                             "--tables", ",".join(tables)],
+                             "--tables", ",".join(tables), "--database", database],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ))
 
 
 def run_with_kills(workdir: Path, batches: list[list[dict]], kills: int, rng: random.Random,
                    say: Callable[[str], None] = print, timeout: float = 900.0,
-                   tables: tuple[str, ...] = TABLES) -> dict:
+                   tables: tuple[str, ...] = TABLES, database: str = "sqlite") -> dict:
     """Run the child, SIGKILL it ``kills`` times at random points, then let a last start finish;
     returns what happened (kill moments, progress seen after each restart)."""
     write_input(workdir / "in", batches)
-    db = workdir / "results.db"
+    db = workdir / DATABASES[database]
     history: list[dict[str, int]] = []
     moments: list[str] = []
     deadline = time.monotonic() + timeout
     gate, blocked = workdir / "gate", workdir / "blocked"
     with open(workdir / "child.log", "ab") as log:
         for kill in range(kills + 1):
-            before = applied(db)
+            before = signalled(workdir, tables)
             blocked.unlink(missing_ok=True)
             at_startup = kill < kills and rng.random() < 0.2
             if kill == kills:
                 gate.unlink(missing_ok=True)
             else:  # (a start at most 3 sink calls long: each start leaves batches for the next)
                 gate.write_text(f"{1 if at_startup else rng.randint(2, 3)}\n")
-            proc = start_child(workdir, log, tables)
+            proc = start_child(workdir, log, tables, database)
             if kill == kills:  # the last start runs to the end
                 if proc.wait(timeout=max(1.0, deadline - time.monotonic())) != 0:
                     raise RuntimeError(f"the last run failed: see {workdir / 'child.log'}")
@@ -232,7 +263,7 @@ def run_with_kills(workdir: Path, batches: list[list[dict]], kills: int, rng: ra
             else:  # once this start has applied a new batch to a table drawn at random (or reached the
                 # gate: a replayed batch is no new one), a random moment later
                 table = rng.choice(tables)
-                while applied(db).get(table, -1) == before.get(table, -1) and proc.poll() is None and \
+                while signalled(workdir, tables).get(table, -1) == before.get(table, -1) and proc.poll() is None and \
                         not blocked.exists() and time.monotonic() < deadline:
                     time.sleep(0.05)
                 delay = rng.uniform(0, 2.5)
@@ -244,8 +275,8 @@ def run_with_kills(workdir: Path, batches: list[list[dict]], kills: int, rng: ra
                 moments.append("finished before the kill")
                 say(f"  start {kill + 1}: finished before the kill")
                 break
-            progress = applied(db)
             kill_all(proc)
+            progress = applied(db)  # (what the database committed when the kill landed)
             moments.append(where)
             history.append(progress)
             say(f"  kill {kill + 1}: {where} (applied then: {progress})")
@@ -255,17 +286,17 @@ def run_with_kills(workdir: Path, batches: list[list[dict]], kills: int, rng: ra
             "history": history, "final": applied(db)}
 
 
-def run_uninterrupted(workdir: Path, batches: list[list[dict]]) -> None:
+def run_uninterrupted(workdir: Path, batches: list[list[dict]], database: str = "sqlite") -> None:
     write_input(workdir / "in", batches)
     with open(workdir / "child.log", "ab") as log:
-        if start_child(workdir, log).wait() != 0:
+        if start_child(workdir, log, database=database).wait() != 0:
             raise RuntimeError(f"the uninterrupted run failed: see {workdir / 'child.log'}")
 
 
-def check(killed: Path, reference: dict[str, list[tuple]], outcome: dict) -> None:
+def check(killed: Path, reference: dict[str, list[tuple]], outcome: dict, database: str = "sqlite") -> None:
     """The killed run's tables equal the reference; progress only ever moved forward."""
     for name in reference:
-        got = table_rows(killed / "results.db", name)
+        got = table_rows(killed / DATABASES[database], name)
         if got != reference[name]:
             raise AssertionError(f"table {name!r} after the kills differs from the uninterrupted run's:\n"
                                  f"  killed:        {got}\n  uninterrupted: {reference[name]}")
@@ -284,9 +315,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--tables", default=",".join(TABLES), help=argparse.SUPPRESS)
+    parser.add_argument("--database", choices=sorted(DATABASES), default="sqlite")
     args = parser.parse_args()
     if args.child is not None:
-        child(args.child, tuple(args.tables.split(",")))
+        child(args.child, tuple(args.tables.split(",")), args.database)
         return
     import tempfile
 
@@ -295,10 +327,11 @@ def main() -> None:
     for run in range(args.runs):
         batches = make_batches(args.seed + run)
         print(f"run {run + 1}: {len(batches)} batches, {args.kills} kills")
-        outcome = run_with_kills(root / f"killed-{run}", batches, args.kills, random.Random(args.seed * 100 + run))
-        run_uninterrupted(root / f"clean-{run}", batches)
-        reference = {name: table_rows(root / f"clean-{run}" / "results.db", name) for name in TABLES}
-        check(root / f"killed-{run}", reference, outcome)
+        outcome = run_with_kills(root / f"killed-{run}", batches, args.kills, random.Random(args.seed * 100 + run),
+                                 database=args.database)
+        run_uninterrupted(root / f"clean-{run}", batches, args.database)
+        reference = {name: table_rows(root / f"clean-{run}" / DATABASES[args.database], name) for name in TABLES}
+        check(root / f"killed-{run}", reference, outcome, args.database)
         total += outcome["kills"]
         print(f"run {run + 1}: {outcome['kills']} kills; tables equal the uninterrupted run's "
               f"({', '.join(f'{n}: {len(reference[n])} rows' for n in TABLES)}); progress {outcome['final']}")

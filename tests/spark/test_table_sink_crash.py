@@ -1,4 +1,4 @@
-"""A Spark query writing into SQLite through the table sink, SIGKILLed (its process group and every
+"""A Spark query writing into SQLite or DuckDB through the table sink, SIGKILLed (its process group and every
 process it started) at random points and restarted from its checkpoint, leaves the tables an
 uninterrupted run leaves, and no batch is applied twice (benchmarks/table_sink_crash.py; this is
 its short form: one kill, one query (each kill costs a driver's start, about a minute of CI); the full one, 10 kills over 2 runs of two queries, compares
@@ -21,11 +21,14 @@ import table_sink_crash as crash  # noqa: E402
 pytestmark = pytest.mark.spark
 
 
-def test_kills_at_random_points_leave_the_uninterrupted_table(tmp_path):
+@pytest.mark.parametrize("database", sorted(crash.DATABASES))
+def test_kills_at_random_points_leave_the_uninterrupted_table(tmp_path, database):
     """The discarding counts (mode add: a batch applied twice would count twice), four batches."""
+    if database == "duckdb":
+        pytest.importorskip("duckdb_engine", reason='no DuckDB driver: pip install -e ".[duckdb]"')
     batches = crash.make_batches(seed=11, n_batches=4)
     outcome = crash.run_with_kills(tmp_path / "killed", batches, kills=1, rng=random.Random(5), say=lambda _: None,
-                                   tables=("counts",))
+                                   tables=("counts",), database=database)
     assert outcome["kills"] == 1, outcome["moments"]
     # the uninterrupted run's table: the local runner's over the same batches (which a Spark run
     # gives: tests/spark/test_table_sink_spark.py)
@@ -37,4 +40,4 @@ def test_kills_at_random_points_leave_the_uninterrupted_table(tmp_path):
         local(run_local_like_spark(op, batches, crash.DELAY).outputs, 0)
         reference[name] = crash.table_rows(tmp_path / "local.db", name)
         assert len(reference[name]) > 5
-    crash.check(tmp_path / "killed", reference, outcome)
+    crash.check(tmp_path / "killed", reference, outcome, database)
