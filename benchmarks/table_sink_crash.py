@@ -7,7 +7,8 @@ The query is two streaming queries in one driver over the same input files (one 
 micro-batch): sessions with early and late firings in retracting mode (``mode="upsert"``: a replay
 applied twice would go unnoticed in the values, so the progress rows are checked too), and
 tumbling counts in discarding mode (``mode="add"``: a batch applied twice would count twice).
-A kill lands at a random moment after the child has applied a new batch to one of the tables drawn
+The sinks keep an audit (a row per applied batch, whose primary key refuses a second one), and
+after the kills it must hold every batch once.  A kill lands at a random moment after the child has applied a new batch to one of the tables drawn
 at random (inside Spark's planning, the operator, the sink's transaction or Spark's commit), or,
 one time in five, during start-up.  A start that is to be killed cannot finish first, whatever the
 timing: it stops at a gate before its ``n``-th sink call after the start (``n`` drawn at random,
@@ -101,7 +102,7 @@ def sink(workdir: Path, name: str, database: str = "sqlite"):
     from windowed_operator.sinks import TableSink
 
     return TableSink(str(workdir / DATABASES[database]), name, mode=MODES[name], operator=OPERATORS[name](),  # type: ignore
-                     columns=["timing", "pane_index", "batch_id"])
+                     columns=["timing", "pane_index", "batch_id"], audit=True)
 
 
 def gated(workdir: Path, name: str, write: Callable) -> Callable:
@@ -181,6 +182,19 @@ def applied(db: Path) -> dict[str, int]:
             return dict(conn.execute(progress).fetchall())
     except sqlite3.OperationalError:  # (not created yet)
         return {}
+
+
+def audited(db: Path, name: str) -> list[int]:
+    """The batch ids the sink's audit holds for table ``name``, in order (the query keeps its id
+    across restarts from its checkpoint)."""
+    query = f"SELECT batch_id FROM windowed_operator_sink_batches WHERE sink = '{name}' ORDER BY batch_id"
+    if db.suffix == ".duckdb":
+        import duckdb
+
+        with duckdb.connect(str(db), read_only=True) as conn:
+            return [r[0] for r in conn.execute(query).fetchall()]
+    with sqlite3.connect(db) as conn:
+        return [r[0] for r in conn.execute(query).fetchall()]
 
 
 def signalled(workdir: Path, tables: tuple[str, ...]) -> dict[str, int]:
@@ -300,6 +314,10 @@ def check(killed: Path, reference: dict[str, list[tuple]], outcome: dict, databa
         if got != reference[name]:
             raise AssertionError(f"table {name!r} after the kills differs from the uninterrupted run's:\n"
                                  f"  killed:        {got}\n  uninterrupted: {reference[name]}")
+    for name, last in outcome["final"].items():  # every batch applied once: the database's own record
+        ids = audited(killed / DATABASES[database], name)
+        if ids != list(range(last + 1)):
+            raise AssertionError(f"the audit of {name!r} holds batches {ids}, not each of 0-{last} once")
     seen = [*outcome["history"], outcome["final"]]
     for earlier, later in zip(seen, seen[1:]):
         for name, batch in earlier.items():

@@ -107,6 +107,16 @@ def test_run_local_into_a_duckdb_file_beside_the_pipeline(tmp_path):
     assert len(got) == 3
 
 
+def test_a_pipeline_file_turns_the_audit_on(tmp_path):
+    path = write_pipeline(tmp_path, "{url: 'sqlite:///results.db', table: sessions, audit: 2}")
+    assert load_pipeline(path).sinks[0].table.build().audit == 2
+    run_pipeline_locally(load_pipeline(path), out=io.StringIO())
+    with sqlite3.connect(tmp_path / "results.db") as db:
+        kept = db.execute("SELECT count(*), max(batch_id) FROM windowed_operator_sink_batches").fetchone()
+        last = db.execute("SELECT batch_id FROM windowed_operator_sink_progress").fetchone()[0]
+    assert kept == (2, last)
+
+
 def test_run_local_adds_the_panes_of_discarding_counts(tmp_path):
     path = write_pipeline(tmp_path, "{url: 'sqlite:///results.db', table: counts, mode: add}", mode="discarding",
                           accumulation="{count: {}}")

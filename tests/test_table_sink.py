@@ -271,3 +271,42 @@ def test_the_sink_and_a_local_run_into_it_import_no_pyspark(tmp_path):
             f"PaneRecord, Timing\nTableSink({str(tmp_path / 't.db')!r}, 't')([PaneRecord('u', 0, 10, 1, Timing.EARLY, "
             "0, True, False, False, 9)], 0)\nassert 'pyspark' not in sys.modules, 'pyspark was imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("suffix", [".db", ".duckdb"])
+def test_the_audit_keeps_a_row_per_applied_batch_and_replays_add_none(tmp_path, suffix):
+    if suffix == ".duckdb":
+        pytest.importorskip("duckdb_engine", reason='no DuckDB driver: pip install -e ".[duckdb]"')
+    sink = TableSink(str(tmp_path / f"results{suffix}"), "t", audit=True, query_id="q")
+    for batch_id in range(3):
+        sink([pane("u", 0, 10_000, batch_id + 1, index=batch_id)], batch_id)
+    for batch_id in range(3):  # Spark's replay after a crash: skipped, and not audited twice
+        assert not sink([pane("u", 0, 10_000, 9, index=batch_id)], batch_id).applied
+    sink([pane("u", 0, 10_000, -3, index=3, retraction=True)], 3)
+    rows = sink.audit_rows()
+    assert [(r["query_id"], r["batch_id"], r["rows_upserted"], r["rows_deleted"]) for r in rows] == [
+        ("q", 0, 1, 0), ("q", 1, 1, 0), ("q", 2, 1, 0), ("q", 3, 0, 1)]
+    assert all(r["table_name"] == "t" and r["applied_at"] is not None for r in rows)
+    kept = TableSink(str(tmp_path / f"results{suffix}"), "t", name="kept", audit=2, query_id="q")
+    for batch_id in range(5):
+        kept([pane("v", 0, 10_000, batch_id, index=batch_id)], batch_id)
+    assert [r["batch_id"] for r in kept.audit_rows("q")] == [3, 4]  # (the last two of the query)
+    assert [r["batch_id"] for r in sink.audit_rows("q")] == [0, 1, 2, 3]  # (another sink's rows untouched)
+
+
+def test_a_batch_rolled_back_leaves_no_audit_row(tmp_path):
+    path = tmp_path / "results.db"
+    sink = TableSink(str(path), "t", audit=True)
+    sink([pane("u", 0, 10_000, 3)], 0)
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TRIGGER no_v BEFORE INSERT ON t WHEN NEW.key = 'v' BEGIN SELECT RAISE(ABORT, 'no v'); END")
+    with pytest.raises(TableSinkError, match="batch 1 rolled back"):
+        sink([pane("u", 0, 10_000, 5, index=1), pane("v", 0, 10_000, 1)], 1)
+    assert [r["batch_id"] for r in sink.audit_rows()] == [0]
+
+
+@pytest.mark.parametrize("audit", [0, -1, "yes", 1.5])
+def test_an_audit_that_is_no_flag_or_count_is_refused(tmp_path, audit):
+    with pytest.raises(ValueError, match=f"audit must be True, False or a positive number of batches to keep, not "
+                                         f"{audit!r}"):
+        TableSink(str(tmp_path / "r.db"), "t", audit=audit)

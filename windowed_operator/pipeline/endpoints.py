@@ -3,7 +3,7 @@ the local runner build them: ``spark/pipeline_run.py``, ``local_io.py``)."""
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal, Optional
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -115,6 +115,9 @@ class TableSinkSpec(Spec):
     final_only: bool = False
     value_type: Optional[str] = None
     name: Optional[str] = Field(default=None, description="the sink's name in the progress table (default: table)")
+    audit: Union[bool, Annotated[int, Field(gt=0)]] = Field(default=False, description=(
+        "also keep a row per applied batch in windowed_operator_sink_batches: true (every batch) or the number of "
+        "batches of each query to keep"))
 
     @field_validator("url")
     @classmethod
@@ -169,7 +172,7 @@ class TableSinkSpec(Spec):
 
         return TableSink(self.resolved_url(), self.table, mode=self.mode, columns=self.columns,
                          final_only=self.final_only, value_type=self.value_type, name=self.name, operator=operator,
-                         query_id=query_id)
+                         query_id=query_id, audit=self.audit)
 
 
 #: What of an operator's output a sink receives (``windowed_operator.spark.plan.outputs``).

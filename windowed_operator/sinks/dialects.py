@@ -21,6 +21,8 @@ from .netting import TableColumns
 
 #: The table of each sink's last applied batch, per query.
 PROGRESS_TABLE = "windowed_operator_sink_progress"
+#: The audit: a row per applied batch of each sink and query (``TableSink(audit=...)``).
+AUDIT_TABLE = "windowed_operator_sink_batches"
 
 
 class Dialect:
@@ -204,6 +206,15 @@ def progress_table() -> sa.Table:
                     sa.Column("rows_deleted", sa.BigInteger()))
 
 
+def audit_table() -> sa.Table:
+    """One row per applied batch; its primary key makes a second application of a batch impossible."""
+    return sa.Table(AUDIT_TABLE, sa.MetaData(),
+                    sa.Column("sink", sa.Text(), primary_key=True), sa.Column("query_id", sa.Text(), primary_key=True),
+                    sa.Column("batch_id", sa.BigInteger(), primary_key=True), sa.Column("table_name", sa.Text()),
+                    sa.Column("applied_at", sa.DateTime(timezone=True)), sa.Column("rows_upserted", sa.BigInteger()),
+                    sa.Column("rows_deleted", sa.BigInteger()))
+
+
 def execute_many(conn: Any, statement: Any, rows: list[dict], chunk_size: int) -> None:
     """``statement`` (compiled once by the dialect) for every row, ``chunk_size`` rows per
     ``executemany``: the values go through the column types' bind processors here, once per
@@ -258,5 +269,5 @@ def upsert_statement(dialect: Dialect, table: sa.Table, columns: TableColumns, m
     return insert.on_conflict_do_update(index_elements=columns.primary_key, set_=update)
 
 
-__all__ = ["DIALECTS", "PROGRESS_TABLE", "Dialect", "db_message", "dialect_of", "execute_many", "make_engine",
+__all__ = ["AUDIT_TABLE", "DIALECTS", "PROGRESS_TABLE", "audit_table", "Dialect", "db_message", "dialect_of", "execute_many", "make_engine",
            "progress_table", "upsert_statement"]

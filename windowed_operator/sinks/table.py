@@ -33,7 +33,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .columns import ColumnKindError, as_utc, kind_of_spark_type, sql_type
-from .dialects import (DIALECTS, PROGRESS_TABLE, db_message, dialect_of, make_engine, progress_table)
+from .dialects import (AUDIT_TABLE, DIALECTS, PROGRESS_TABLE, audit_table, db_message, dialect_of, make_engine,
+                       progress_table)
 from .netting import GLOBAL_END, GLOBAL_START, OPTIONAL_COLUMNS, WINDOW_COLUMNS, NetError, TableColumns, net
 from .reading import pane_rows, read_batch
 from .table_shape import (NAME, ShapeOptions, SinkMode, TableSinkError, check_table, columns_of, struct_fields)
@@ -93,14 +94,18 @@ class TableSink:
     ``final_only``: write only final panes (``is_last``, or ON_TIME or LATE), retractions still
     delete; ``name``: the sink's name in the progress table (default: the table's); ``query_id``: the
     query the batch ids belong to (default: a Spark batch's streaming query id, else ``""``);
-    ``operator``: checks that its panes fit ``mode``.  An existing table must have the sink's
-    columns with the same kinds and primary key.
+    ``operator``: checks that its panes fit ``mode``; ``audit``: also keep a row per applied batch
+    in ``windowed_operator_sink_batches`` (batch id, rows upserted and deleted, when), in the batch's
+    transaction: ``True`` keeps every batch, a number the last that many of each query, so that
+    exactly-once can be read from the database (``audit_rows``).  An existing table must have the
+    sink's columns with the same kinds and primary key.
     """
 
     def __init__(self, url: Union[str, Engine], table: str, *, mode: SinkMode = "upsert",
                  value_type: Optional[str] = None, key_column: str = "key", value_column: str = "value",
                  columns: Sequence[str] = (), final_only: bool = False, name: Optional[str] = None,
-                 query_id: Optional[str] = None, chunk_size: int = 5_000, operator: Any = None) -> None:
+                 query_id: Optional[str] = None, chunk_size: int = 5_000, operator: Any = None,
+                 audit: Union[bool, int] = False) -> None:
         if mode not in ("upsert", "add"):
             raise ValueError(f"mode must be 'upsert' or 'add', not {mode!r}")
         for what, given in (("table", table), ("key_column", key_column), ("value_column", value_column)):
@@ -114,6 +119,8 @@ class TableSink:
                              "window's value")
         if chunk_size <= 0:
             raise ValueError(f"chunk_size must be positive, not {chunk_size}")
+        if not isinstance(audit, (bool, int)) or (not isinstance(audit, bool) and audit <= 0):
+            raise ValueError(f"audit must be True, False or a positive number of batches to keep, not {audit!r}")
         if operator is not None:
             check_operator(operator, mode, final_only)
         self.url = url
@@ -127,6 +134,7 @@ class TableSink:
         self.name = name or table
         self.query_id = query_id
         self.chunk_size = chunk_size
+        self.audit = audit
         self.last_result: Optional[BatchResult] = None
         self._engine: Optional[Engine] = url if isinstance(url, Engine) else None
         self._layout: Optional[TableColumns] = None
@@ -212,6 +220,8 @@ class TableSink:
             self._progress = progress_table()
             try:
                 self._create(self._progress)
+                if self.audit:
+                    self._create(audit_table())
             except sa.exc.OperationalError as exc:
                 raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
                                      f"{db_message(exc)}") from exc
@@ -288,6 +298,8 @@ class TableSink:
                 assert self._table is not None and self._layout is not None
                 dialect.write(conn, self._table, self._layout, self.mode, deletes, upserts, self.chunk_size)
             now = dt.datetime.now(dt.timezone.utc)
+            if self.audit:
+                self._audit(conn, batch_id, query, now, len(upserts), len(deletes))
             values = dict(sink=self.name, query_id=query, batch_id=batch_id, table_name=self.table_name,
                           updated_at=now, rows_upserted=len(upserts), rows_deleted=len(deletes))
             insert = dialect.insert(progress).values(**values)
@@ -295,6 +307,16 @@ class TableSink:
                 index_elements=["sink", "query_id"],
                 set_={c: insert.excluded[c] for c in values if c not in ("sink", "query_id")}))
             result.applied, result.upserted, result.deleted = True, len(upserts), len(deletes)
+
+    def _audit(self, conn: Any, batch_id: int, query: str, now: dt.datetime, upserted: int, deleted: int) -> None:
+        """The batch's audit row, and the query's rows beyond the number kept dropped."""
+        audit = audit_table()
+        conn.execute(sa.insert(audit).values(sink=self.name, query_id=query, batch_id=batch_id,
+                                             table_name=self.table_name, applied_at=now, rows_upserted=upserted,
+                                             rows_deleted=deleted))
+        if self.audit is not True:
+            conn.execute(sa.delete(audit).where((audit.c.sink == self.name) & (audit.c.query_id == query) &
+                                                (audit.c.batch_id <= batch_id - int(self.audit))))
 
     # -- reading it back ------------------------------------------------------------------------
     def rows(self) -> list[dict]:
@@ -314,6 +336,18 @@ class TableSink:
                 row[c] = as_utc(row[c])
         return rows
 
+    def audit_rows(self, query_id: Optional[str] = None) -> list[dict]:
+        """The audit's rows of this sink (of ``query_id``, or of every query), by query and batch id."""
+        if not sa.inspect(self.engine).has_table(AUDIT_TABLE):
+            return []
+        audit = audit_table()
+        mine = audit.c.sink == self.name
+        if query_id is not None:
+            mine = mine & (audit.c.query_id == query_id)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(
+                sa.select(audit).where(mine).order_by(audit.c.query_id, audit.c.batch_id))]
+
     def applied_batch(self, query_id: str = "") -> Optional[int]:
         """The last batch id applied for ``query_id`` (None: none yet)."""
         progress = progress_table()
@@ -324,5 +358,5 @@ class TableSink:
                 (progress.c.sink == self.name) & (progress.c.query_id == query_id))).scalar()
 
 
-__all__ = ["BatchResult", "GLOBAL_END", "GLOBAL_START", "TableColumns", "OPTIONAL_COLUMNS", "PROGRESS_TABLE", "TableSink",
-           "TableSinkError", "check_operator", "make_engine", "pane_rows"]
+__all__ = ["AUDIT_TABLE", "BatchResult", "GLOBAL_END", "GLOBAL_START", "TableColumns", "OPTIONAL_COLUMNS", "PROGRESS_TABLE",
+           "TableSink", "TableSinkError", "check_operator", "make_engine", "pane_rows"]
