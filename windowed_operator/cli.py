@@ -70,14 +70,51 @@ DEMO_PLOT = os.path.join(tempfile.gettempdir(), "windowed-operator-demo-timeline
 
 def _main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command in ("state", "demo", "repartition", "rescale") or (args.command == "run" and not args.local):
+    if args.command in ("state", "demo", "repartition", "rescale", "verify-restarts") or \
+            (args.command == "run" and not args.local):
         refused = _missing_spark(getattr(args, "file", None) or args.command)
         if refused is not None:
             return refused
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "state": _state, "validate": _pipeline, "run": _pipeline, "demo": _demo, "repartition": _move_checkpoint,
-        "rescale": _move_checkpoint, "ship": _ship}
+        "rescale": _move_checkpoint, "ship": _ship, "verify-restarts": _verify_restarts}
     return commands[args.command](args)
+
+
+def _verify_restarts(args: argparse.Namespace) -> int:
+    """0: the outputs are equal; 1: they differ; 2: the file cannot be verified (it says why)."""
+    from .pipeline import CodePolicy, PipelineError, load_pipeline
+
+    code = CodePolicy(allow_all=args.allow_code, modules=tuple(args.allow_module))
+    try:
+        pipeline = load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths, require_inputs=True)
+    except PipelineError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    from .spark.verify import refusals, verify_restarts
+
+    refused = refusals(pipeline)
+    if refused:
+        print(f"{args.file}: verify-restarts cannot compare its runs:", *[f"  {why}" for why in refused], sep="\n",
+              file=sys.stderr)
+        return 2
+    if args.kills < 0:
+        print(f"--kills must be 0 or more, not {args.kills}", file=sys.stderr)
+        return 2
+    if not args.master.startswith("local"):
+        print(f"--master {args.master}: verify-restarts kills the driver and its local executors; give a local "
+              "master", file=sys.stderr)
+        return 2
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="wo-verify-"))
+    env = dict(os.environ)  # (modules beside the file, as ``run`` finds them)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(args.file).resolve().parent),
+                                         *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+    print(f"verify-restarts {args.file}: {args.kills} kill(s); the runs under {workdir}", flush=True)
+    verdict = verify_restarts(pipeline, args.kills, workdir, master=args.master, conf=dict(args.conf),
+                              seed=args.seed, env=env, say=lambda line: print(line, flush=True))
+    for line in verdict.lines():
+        print(line)
+    return 0 if verdict.equal else 1
 
 
 def _ship(args: argparse.Namespace) -> int:
@@ -116,7 +153,16 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("file")
     run = sub.add_parser("run", help="run a pipeline file on Spark (local by default)")
     run.add_argument("file")
-    for command in (validate, run):  # what a pipeline file may do is the command's decision, not the file's
+    verify = sub.add_parser(
+        "verify-restarts", help="run a pipeline file once uninterrupted and once SIGKILLed N times (restarting "
+                                "from its checkpoint each time), and compare its sinks' outputs")
+    verify.add_argument("file")
+    verify.add_argument("--kills", type=int, default=3, help="SIGKILLs of the driver at random moments (default 3)")
+    verify.add_argument("--seed", type=int, default=None, help="the random moments' seed")
+    verify.add_argument("--workdir", default=None,
+                        help="where the two runs' checkpoints and outputs go (default: a new temporary directory)")
+    verify.add_argument("--master", default="local[2]", help="Spark master, a local one (default: local[2])")
+    for command in (validate, run, verify):  # what a pipeline file may do is the command's decision, not the file's
         command.add_argument("--allow-code", action="store_true",
                              help="let the file import any user code it names (join functions, accumulations, "
                                   "foreach_batch sinks)")
@@ -155,7 +201,7 @@ def _parser() -> argparse.ArgumentParser:
                              help="refuse a checkpoint whose last batch committed more recently (default 60: its "
                                   "query may be running); 0 once you know it is stopped")
         command.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
-    for command in (run, repartition, rescale):
+    for command in (run, repartition, rescale, verify):
         command.add_argument("--conf", action="append", default=[], type=_conf_pair, metavar="KEY=VALUE",
                              help="a Spark setting for the session (repeatable), e.g. --conf spark.executor.memory=2g")
     for command in (demo, run, state, repartition, rescale):

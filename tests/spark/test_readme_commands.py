@@ -23,6 +23,7 @@ NOT_HERE = {
     "python -m pytest": "this test suite",
     "windowed-operator run FILE --master spark://": "needs a standalone cluster (tests/spark/test_cluster.py)",
     "ZIP=$(windowed-operator ship)": "spark-submit to a cluster",
+    "windowed-operator verify-restarts": "two runs with kills, 90 s (tests/spark/test_verify_restarts.py runs it)",
     "PYTHONPATH=$ZIP spark-submit": "spark-submit to a cluster",
     "windowed-operator repartition CHECKPOINT": "a stopped query's checkpoint (tests/spark/test_repartition.py)",
     "windowed-operator rescale CHECKPOINT": "a stopped query's checkpoint (tests/spark/test_repartition.py)",
