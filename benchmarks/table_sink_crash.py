@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +33,8 @@ import time
 import warnings
 from pathlib import Path
 from typing import Callable
+
+from windowed_operator.spark.verify import kill_all  # (the process tree killed: one way, the command's)
 
 SCHEMA = "user string, amount bigint, ts bigint, end_of_input boolean"
 BASE = 1_700_000_000_000
@@ -201,40 +202,6 @@ def signalled(workdir: Path, tables: tuple[str, ...]) -> dict[str, int]:
     """The batch the running child says it applied last to each table (``gated``)."""
     return {name: int(f.read_text()) for name in tables if (f := workdir / f"applied-{name}").exists()
             and f.read_text().strip()}
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parent = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for kid in children.get(todo.pop(), []):
-            found.append(kid)
-            todo.append(kid)
-    return found
-
-
-def kill_all(proc: subprocess.Popen) -> None:
-    """SIGKILL the child's process group and every process it started (pyspark's worker daemon
-    makes a process group of its own)."""
-    others = _descendants(proc.pid)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for pid in others:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
 
 
 def start_child(workdir: Path, log, tables: tuple[str, ...] = TABLES, database: str = "sqlite") -> subprocess.Popen:
