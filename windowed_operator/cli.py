@@ -7,7 +7,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, MutableMapping, Optional
 
 from ._version import __version__
 
@@ -83,13 +83,8 @@ def _main(argv: Optional[list[str]] = None) -> int:
 
 def _verify_restarts(args: argparse.Namespace) -> int:
     """0: the outputs are equal; 1: they differ; 2: the file cannot be verified (it says why)."""
-    from .pipeline import CodePolicy, PipelineError, load_pipeline
-
-    code = CodePolicy(allow_all=args.allow_code, modules=tuple(args.allow_module))
-    try:
-        pipeline = load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths, require_inputs=True)
-    except PipelineError as exc:
-        print(exc, file=sys.stderr)
+    pipeline = _load_pipeline_file(args)
+    if pipeline is None:
         return 2
     from .spark.verify import refusals, verify_restarts
 
@@ -106,9 +101,8 @@ def _verify_restarts(args: argparse.Namespace) -> int:
               "master", file=sys.stderr)
         return 2
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="wo-verify-"))
-    env = dict(os.environ)  # (modules beside the file, as ``run`` finds them)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(args.file).resolve().parent),
-                                         *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+    env = dict(os.environ)
+    _beside_the_file(args.file, env)
     print(f"verify-restarts {args.file}: {args.kills} kill(s); the runs under {workdir}", flush=True)
     verdict = verify_restarts(pipeline, args.kills, workdir, master=args.master, conf=dict(args.conf),
                               seed=args.seed, env=env, say=lambda line: print(line, flush=True))
@@ -251,14 +245,28 @@ def _move_checkpoint(args: argparse.Namespace) -> int:
     return _run_reporting_errors(args.checkpoint, args.debug, spark_log, move)
 
 
-def _pipeline(args: argparse.Namespace) -> int:
+def _load_pipeline_file(args: argparse.Namespace) -> Any:
+    """The pipeline file, loaded as the command's options allow (None: its errors printed)."""
     from .pipeline import CodePolicy, PipelineError, load_pipeline
 
     code = CodePolicy(allow_all=args.allow_code, modules=tuple(args.allow_module))
     try:
-        pipeline = load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths, require_inputs=True)
+        return load_pipeline(args.file, code=code, outside_paths=args.allow_outside_paths, require_inputs=True)
     except PipelineError as exc:
         print(exc, file=sys.stderr)
+        return None
+
+
+def _beside_the_file(file: str, environ: MutableMapping[str, str]) -> None:
+    """Put the pipeline file's directory first on ``PYTHONPATH``: Spark's local Python workers (which
+    take the driver's environment) find user modules next to the file, as the driver does."""
+    environ["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(file).resolve().parent), *filter(None, environ.get("PYTHONPATH", "").split(os.pathsep))])
+
+
+def _pipeline(args: argparse.Namespace) -> int:
+    pipeline = _load_pipeline_file(args)
+    if pipeline is None:
         return 1
     if args.command == "validate":
         print(f"{args.file}: ok ({len(pipeline.sources)} source(s), {len(pipeline.operators)} operator(s), "
@@ -279,11 +287,8 @@ def _pipeline(args: argparse.Namespace) -> int:
         from .spark.base.session import is_local_master
 
         master = args.master or os.environ.get("MASTER")
-        if is_local_master(master or "local"):  # Spark's Python workers find modules beside the file too
-            # (before the JVM starts, which passes its environment to them); a cluster's need --py-files
-            beside = str(Path(args.file).resolve().parent)
-            os.environ["PYTHONPATH"] = os.pathsep.join(
-                [beside, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+        if is_local_master(master or "local"):  # (before the JVM starts; a cluster's workers need --py-files)
+            _beside_the_file(args.file, os.environ)
         if spark_log:
             print(f"Spark's log: {spark_log}", flush=True)
         run_pipeline(pipeline, master=master, conf=dict(args.conf), py_files=args.py_files, spark_log=spark_log)
