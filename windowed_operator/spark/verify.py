@@ -136,7 +136,8 @@ class Verdict:
         return not self.differences
 
     def lines(self, shown: int = 5) -> list[str]:
-        out = [f"{self.kills} kill(s) landed: " + "; ".join(self.moments)]
+        out = [f"{self.kills} kill(s) landed: " + "; ".join(self.moments) if self.moments else
+               "no kill landed (the run ended before one could): the comparison shows no restart"]
         for label, count in self.rows.items():
             if label not in self.differences:
                 out.append(f"  {label}: equal ({count} rows)")
@@ -189,10 +190,12 @@ def kill_all(proc: subprocess.Popen) -> None:
 
 
 def _start(run: Path, master: str, conf: dict[str, str], env: dict[str, str]) -> subprocess.Popen:
-    log = open(run / "run.log", "ab")  # noqa: SIM115 - the child's own output, kept for a failure's report
-    return subprocess.Popen([sys.executable, "-m", "windowed_operator.spark.verify", "--child", str(run), "--master",
-                             master, *[f"--conf={k}={v}" for k, v in conf.items()]],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    """One start of a run, in a session of its own, its output appended to ``run/run.log`` (kept for a
+    failure's report; the child keeps its own descriptor of it)."""
+    with open(run / "run.log", "ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "windowed_operator.spark.verify", "--child", str(run),
+                                 "--master", master, *[f"--conf={k}={v}" for k, v in conf.items()]],
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
 
 
 def _committed(run: Path) -> int:
