@@ -7,9 +7,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, MutableMapping, Optional
+from typing import TYPE_CHECKING, Callable, MutableMapping, Optional
 
 from ._version import __version__
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
 
 #: What a shell reports for a program stopped by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130
@@ -245,7 +248,7 @@ def _move_checkpoint(args: argparse.Namespace) -> int:
     return _run_reporting_errors(args.checkpoint, args.debug, spark_log, move)
 
 
-def _load_pipeline_file(args: argparse.Namespace) -> Any:
+def _load_pipeline_file(args: argparse.Namespace) -> Optional[Pipeline]:
     """The pipeline file, loaded as the command's options allow (None: its errors printed)."""
     from .pipeline import CodePolicy, PipelineError, load_pipeline
 

@@ -23,6 +23,7 @@ from typing import Any, Optional, Union
 import yaml
 from pydantic import ValidationError
 
+from ..sinks.dialects import file_database
 from .endpoints import SinkSpec, SourceSpec
 from .document import Pipeline, reference_errors
 from .spec import AccumulationSpec
@@ -351,13 +352,11 @@ def _resolved_paths(parts: _Parts, base: Path, outside_paths: bool) -> tuple[_Pa
                                                                                f"sinks[{i}].files.path")})
         if sink.checkpoint is not None:
             updates["checkpoint"] = absolute(sink.checkpoint, f"sinks[{i}].checkpoint")
-        scheme = next((s for s in ("sqlite:///", "duckdb:///") if sink.table is not None and sink.table.url is not None
-                       and sink.table.url.startswith(s)), None)
-        if scheme is not None and sink.table is not None and sink.table.url is not None:
-            database = sink.table.url[len(scheme):]  # (sqlite:////abs/path: absolute)
-            if database and not database.startswith(":"):
-                updates["table"] = sink.table.model_copy(update={
-                    "url": scheme + absolute(database.split("?", 1)[0], f"sinks[{i}].table.url")})
+        found = file_database(sink.table.url) if sink.table is not None and sink.table.url is not None else None
+        if found is not None and sink.table is not None:  # (sqlite:////abs/path: absolute)
+            database, file = found
+            updates["table"] = sink.table.model_copy(update={
+                "url": f"{database}:///" + absolute(file.split("?", 1)[0], f"sinks[{i}].table.url")})
         sinks.append(sink.model_copy(update=updates))
     checkpoint = absolute(parts.checkpoint, "checkpoint") if parts.checkpoint is not None else None
     return _Parts(sources, sinks, checkpoint, parts.code), issues

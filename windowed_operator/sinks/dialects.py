@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Optional
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from .columns import sql_type
 from .netting import TableColumns
 
 #: The table of each sink's last applied batch, per query.
@@ -110,35 +111,37 @@ class DuckDB(Dialect):
         as one Arrow table each, registered on the connection, and one statement applies them."""
         kinds = dict(columns.columns())
         names = [c for c, _ in columns.columns()]
-        pk = [f"pk_{c}" for c in columns.primary_key]
+        driver = conn.connection.driver_connection
         # (both staged before either statement runs: DuckDB takes no registration while a result is open)
-        gone = self._stage(conn, "windowed_operator_deletes", deletes, pk, [kinds[c] for c in columns.primary_key])
-        new = self._stage(conn, "windowed_operator_upserts", upserts, names, [kinds[c] for c in names])
-        if deletes:
+        gone = self._stage(driver, "windowed_operator_deletes", deletes, [f"pk_{c}" for c in columns.primary_key],
+                           [kinds[c] for c in columns.primary_key])
+        new = self._stage(driver, "windowed_operator_upserts", upserts, names, [kinds[c] for c in names])
+        if gone is not None:
             conn.execute(sa.delete(table).where(sa.and_(*[table.c[c] == gone.c[f"pk_{c}"]
                                                           for c in columns.primary_key])))
-        if upserts:
-            picked = [sa.cast(new.c[c], sa.JSON) if kinds[c] == "json" else new.c[c] for c in names]
-            insert = self.insert(table).from_select(names, sa.select(*picked))
-            update = {c: insert.excluded[c] for c in names if c not in columns.primary_key}
-            if mode == "add":
-                column = columns.values[0][0]
-                update[column] = table.c[column] + insert.excluded[column]
-            conn.execute(insert.on_conflict_do_update(index_elements=columns.primary_key, set_=update))
+        if new is not None:
+            picked = sa.select(*[sa.cast(new.c[c], sa.JSON) if kinds[c] == "json" else new.c[c] for c in names])
+            conn.execute(upsert_statement(self, table, columns, mode, source=picked))
+        for staged in (gone, new):  # (the batch's Arrow tables are not kept alive by the connection)
+            if staged is not None:
+                driver.unregister(staged.name)
 
-    def _stage(self, conn: Any, name: str, rows: list[dict], names: list[str], kinds: list[str]) -> sa.TableClause:
-        """``rows`` as an Arrow table registered on the connection as ``name``."""
+    def _stage(self, driver: Any, name: str, rows: list[dict], names: list[str], kinds: list[str]
+               ) -> Optional[sa.TableClause]:
+        """``rows`` as an Arrow table registered on the DuckDB connection as ``name`` (None: no rows)."""
         import json
 
         import pyarrow as pa
 
+        if not rows:
+            return None
         arrays = []
         for column, kind in zip(names, kinds):
             values = [row[column] for row in rows]
             if kind == "json":
                 values = [None if v is None else json.dumps(v) for v in values]
             arrays.append(pa.array(values, type=self._arrow_type(kind)))
-        conn.connection.driver_connection.register(name, pa.Table.from_arrays(arrays, names=names))
+        driver.register(name, pa.Table.from_arrays(arrays, names=names))
         return sa.table(name, *[sa.column(c) for c in names])
 
     def _arrow_type(self, kind: str) -> Any:
@@ -146,10 +149,11 @@ class DuckDB(Dialect):
 
         if kind == "timestamp":
             return pa.timestamp("us", tz="UTC")
-        if kind.startswith("decimal("):
-            precision, scale = kind[len("decimal("):-1].split(",")
-            return pa.decimal128(int(precision), int(scale))
+        if kind.startswith("decimal"):
+            numeric = sql_type(kind)  # (the kind's precision and scale, read once: ``columns``)
+            return pa.decimal128(numeric.precision, numeric.scale)  # type: ignore[attr-defined]
         return getattr(pa, self.ARROW_TYPES[kind])()
+
     #: DuckDB's type names (``information_schema.columns.data_type``) as SQLAlchemy types.
     TYPES: ClassVar[dict[str, sa.types.TypeEngine]] = {
         "BIGINT": sa.BigInteger(), "INTEGER": sa.Integer(), "SMALLINT": sa.SmallInteger(), "HUGEINT": sa.Numeric(38),
@@ -182,6 +186,16 @@ class DuckDB(Dialect):
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (SQLite(), PostgreSQL(), DuckDB())}
 #: A file path with one of these endings is a DuckDB database; any other, SQLite's.
 DUCKDB_SUFFIXES = (".duckdb", ".ddb")
+#: The databases that are a file (``<name>:///path``), and the ending a new file of each takes.
+FILE_DATABASES = {"sqlite": ".db", "duckdb": DUCKDB_SUFFIXES[0]}
+
+
+def file_database(url: str) -> Optional[tuple[str, str]]:
+    """``(database, path)`` of a URL naming a database file (None: a server, or an in-memory database)."""
+    scheme, sep, path = url.partition(":///")
+    if not sep or scheme.lower() not in FILE_DATABASES or not path or path.startswith(":"):
+        return None
+    return scheme.lower(), path
 
 
 def make_engine(url: str) -> Engine:
@@ -258,10 +272,13 @@ def db_message(exc: Exception) -> str:
     return (f"column {column!r}: " if column else "") + text.splitlines()[0]
 
 
-def upsert_statement(dialect: Dialect, table: sa.Table, columns: TableColumns, mode: str) -> Any:
+def upsert_statement(dialect: Dialect, table: sa.Table, columns: TableColumns, mode: str, source: Any = None) -> Any:
     """The dialect's ``INSERT ... ON CONFLICT DO UPDATE`` of a row per (key, window): its columns
-    replaced, or, in mode ``add``, its value added to."""
+    replaced, or, in mode ``add``, its value added to; the rows bound per execution, or ``source``'s
+    (a select of every column, in ``columns.columns()``'s order)."""
     insert = dialect.insert(table)
+    if source is not None:
+        insert = insert.from_select([c for c, _ in columns.columns()], source)
     update = {c: insert.excluded[c] for c, _ in columns.columns() if c not in columns.primary_key}
     if mode == "add":
         column = columns.values[0][0]

@@ -29,11 +29,10 @@ from typing import Any, Callable, Optional, TextIO
 
 from ..pipeline.document import Pipeline
 from ..pipeline.endpoints import SinkSpec
+from ..sinks.dialects import FILE_DATABASES, file_database
 
 #: Table columns that number a run's own batches, so differ between two runs of the same output.
 RUN_COLUMNS = ("batch_id",)
-#: The file databases a table sink's URL may name (each run writes its own file).
-FILE_DATABASES = {"sqlite": ".db", "duckdb": ".duckdb"}
 
 
 def refusals(pipeline: Pipeline) -> list[str]:
@@ -61,8 +60,8 @@ def _file_database(sink: SinkSpec) -> Optional[str]:
     """``sqlite`` or ``duckdb`` for a table sink into a database file (None: a server, or a URL from the
     environment)."""
     url = sink.table.url if sink.table is not None else None
-    scheme = url.split("://", 1)[0].lower() if url and "://" in url else None
-    return scheme if scheme in FILE_DATABASES else None
+    found = file_database(url) if url is not None else None
+    return found[0] if found is not None else None
 
 
 def isolated(pipeline: Pipeline, run: Path) -> Pipeline:
