@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..ddl import parse_columns
 from .choice import Choice, Spec
@@ -24,18 +24,17 @@ def _valid_schema(text: str) -> str:
     return text
 
 
+#: A source's columns as Spark DDL, checked when the file loads.
+SchemaDDL = Annotated[str, AfterValidator(_valid_schema)]
+
+
 class FileSource(Spec):
     path: str
     format: Literal["json", "csv", "parquet"]
-    schema_: str = Field(alias="schema", description="DDL, e.g. 'user string, amount bigint, ts timestamp'")
+    schema_: SchemaDDL = Field(alias="schema", description="DDL, e.g. 'user string, amount bigint, ts timestamp'")
     max_files_per_trigger: Optional[int] = Field(default=None, gt=0)
     options: dict[str, str] = Field(default_factory=dict)
     end_of_input: Optional[str] = Field(default=None, description=_END_OF_INPUT)
-
-    @field_validator("schema_")
-    @classmethod
-    def _schema(cls, text: str) -> str:
-        return _valid_schema(text)
 
 
 class RateSource(Spec):
@@ -43,15 +42,10 @@ class RateSource(Spec):
 
 
 class MemorySource(Spec):
-    schema_: str = Field(alias="schema")
+    schema_: SchemaDDL = Field(alias="schema")
     rows: list[dict[str, Any]] = Field(min_length=1)
     rows_per_batch: int = Field(default=1_000, gt=0)
     end_of_input: Optional[str] = Field(default=None, description=_END_OF_INPUT)
-
-    @field_validator("schema_")
-    @classmethod
-    def _schema(cls, text: str) -> str:
-        return _valid_schema(text)
 
 
 class SourceSpec(Choice):
