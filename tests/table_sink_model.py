@@ -7,6 +7,11 @@ model of the table built from the panes alone (no code of the sink's):
 - discarding: the sum of each window's panes;
 - ``final_only``: of those, the windows whose latest pane is final (is_last, or not EARLY).
 
+Each batch also records the runner's watermark, and the status view is checked against the model
+(``check_status``): every row it calls settled equals that window's row at the end of the stream
+(no later pane changes or removes it), every row it calls complete holds an on-time (or later)
+result, and at the end of input every row is settled.
+
 Shared by the SQLite and PostgreSQL tests (tests/test_table_sink.py, tests/test_table_sink_postgres.py).
 """
 from __future__ import annotations
@@ -108,6 +113,23 @@ def table_of(sink: TableSink) -> dict[tuple, tuple]:
             (r["value"], r["timing"], r["pane_index"], r["is_last"], r["batch_id"]) for r in sink.rows()}
 
 
+def check_status(statuses: list[tuple[int, list[dict]]], final: dict[tuple, tuple], stale_merged: bool) -> None:
+    """The status view after each batch against the table at the end (see the module's doc).
+    ``stale_merged``: sessions without retractions, whose merged-away windows keep their last
+    (EARLY) row, which no pane removes."""
+    for batch_id, rows in statuses:
+        for row in rows:
+            pk = (row["key"], ms(row["window_start"]), ms(row["window_end"]))
+            values = (row["value"], row["timing"], row["pane_index"], row["is_last"], row["batch_id"])
+            if row["settled"]:
+                assert row["complete"], f"after batch {batch_id}: {pk} settled but not complete"
+                assert final.get(pk) == values, \
+                    f"after batch {batch_id}: {pk} settled as {values}, but ends as {final.get(pk)}"
+            if row["complete"] and not stale_merged:
+                assert row["timing"] != "EARLY", f"after batch {batch_id}: {pk} complete with an EARLY pane"
+    assert all(row["settled"] for row in statuses[-1][1]), "the end of input settles every row"
+
+
 def check_stream(url: str, table: str, family: str, mode: str, final_only: bool, stream: dict,
                  after: Optional[Callable[[TableSink], None]] = None) -> None:
     """Run the stream bundle by bundle into a sink at ``url``; after each the table equals the model
@@ -122,6 +144,7 @@ def check_stream(url: str, table: str, family: str, mode: str, final_only: bool,
     runner = op.local_runner()
     watermark = 0
     emitted_by_batch = []
+    statuses = []
     try:
         steps = [*stream["steps"], ("finish", None)]
         for batch_id, (kind, arg) in enumerate(steps):
@@ -132,10 +155,12 @@ def check_stream(url: str, table: str, family: str, mode: str, final_only: bool,
                 panes = runner.advance_watermark_to(watermark)
             else:
                 panes = runner.finish()
-            sink.write(panes, batch_id)
+            sink.write(panes, batch_id, watermark=runner.watermark)
             model.add(panes, batch_id)
             emitted_by_batch.append(panes)
             assert table_of(sink) == model.expected(), f"after batch {batch_id} ({kind})"
+            statuses.append((batch_id, sink.status_rows()))
+        check_status(statuses, table_of(sink), family == "sessions" and mode != "retracting")
         before = table_of(sink)
         for batch_id, panes in enumerate(emitted_by_batch):  # a replay (Spark after a crash) is skipped
             assert not sink.write(panes, batch_id).applied

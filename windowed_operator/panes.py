@@ -50,6 +50,12 @@ OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_
 SIDE_OUTPUT_COLUMNS = ["record_type", "reason", "element", "element_timestamp"]
 #: One more on a merge's (and on a chain's that starts with one): the input a side row came on.
 INPUT_COLUMN = "input"
+#: The columns of an operator's watermark rows on Spark (``windowed_operator.spark.with_watermark``):
+#: the watermark a key group ran a batch at (epoch ms) and, under ``partition=``, the partition
+#: holding it back; null on every other row, and every other column null on them.  Table sinks read
+#: them (``sinks.completeness``).
+WATERMARK_ROW_COLUMN = "__wo_watermark"
+HELD_BY_ROW_COLUMN = "__wo_held_by"
 
 
 @dataclass(frozen=True, slots=True)

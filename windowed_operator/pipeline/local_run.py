@@ -76,6 +76,9 @@ under the query id ``LOCAL_QUERY_ID``); then a totals line per operator."""
     tables = {i: sink.table.build(operators.get(sink.input), query_id=LOCAL_QUERY_ID)
               for i, sink in enumerate(pipeline.sinks) if sink.table is not None}
 
+    def run_watermark(name: str) -> int:
+        return run.runners[name].watermark
+
     def deliver(bundle: int, name: str, panes: list[PaneRecord], late: list[DroppedElement],
                 dead: list[DroppedElement]) -> None:
         op = operators[name]
@@ -101,10 +104,10 @@ under the query id ``LOCAL_QUERY_ID``); then a totals line per operator."""
             elif sink.files is not None:
                 write_rows(Path(sink.files.path), bundle, rows, sink.files.format)
             elif sink.table is not None:
-                tables[i].write(rows, bundle)
+                tables[i].write(rows, bundle, watermark=run_watermark(name))
 
     try:
-        run.runners = run_pipeline_runners(pipeline, operators, deliver)
+        run_pipeline_runners(pipeline, operators, deliver, runners=run.runners)
     finally:
         for table in tables.values():
             table.dispose()
@@ -121,14 +124,16 @@ Deliver = Callable[[int, str, list[PaneRecord], list[DroppedElement], list[Dropp
 
 
 def run_pipeline_runners(pipeline: Pipeline, operators: Optional[dict[str, Any]] = None,
-                         deliver: Optional[Deliver] = None) -> dict[str, Any]:
+                         deliver: Optional[Deliver] = None, runners: Optional[dict[str, Any]] = None,
+                         ) -> dict[str, Any]:
     """Run every operator to the end of its input; returns the local runners by operator name.
     ``deliver(bundle, operator, panes, late, dead)`` receives what each operator emitted per bundle.
-    Each bundle is one file of each source, as one Spark micro-batch; with ``trigger_interval`` each
+    ``runners``: the dict to keep the runners in (filled before the first bundle: ``deliver`` may
+    read an operator's watermark).  Each bundle is one file of each source, as one Spark micro-batch; with ``trigger_interval`` each
     is that much processing time after the previous one (processing-time triggers, idle timeouts),
     else processing time stands still."""
     operators = operators if operators is not None else pipeline.build_operators()
-    runners: dict[str, Any] = {}
+    runners = runners if runners is not None else {}
     for spec in pipeline.operators:
         op = operators[spec.name]
         if spec.upstream_delay is not None:

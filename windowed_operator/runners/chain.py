@@ -29,6 +29,11 @@ class ChainRunner:
         return self.runners[-1].outputs
 
     @property
+    def watermark(self) -> int:
+        """The last stage's watermark (the one its panes were fired at)."""
+        return self.runners[-1].watermark
+
+    @property
     def processing_time(self) -> int:
         return self.runners[0].processing_time
 

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .columns import sql_type
+from .completeness import AUDIT_COLUMNS, PROGRESS_COLUMNS
 from .netting import TableColumns
 
 #: The table of each sink's last applied batch, per query.
@@ -217,7 +218,8 @@ def progress_table() -> sa.Table:
                     sa.Column("sink", sa.Text(), primary_key=True), sa.Column("query_id", sa.Text(), primary_key=True),
                     sa.Column("batch_id", sa.BigInteger(), nullable=False), sa.Column("table_name", sa.Text()),
                     sa.Column("updated_at", sa.DateTime(timezone=True)), sa.Column("rows_upserted", sa.BigInteger()),
-                    sa.Column("rows_deleted", sa.BigInteger()))
+                    sa.Column("rows_deleted", sa.BigInteger()),
+                    *[sa.Column(name, kind) for name, kind in PROGRESS_COLUMNS])
 
 
 def audit_table() -> sa.Table:
@@ -226,7 +228,7 @@ def audit_table() -> sa.Table:
                     sa.Column("sink", sa.Text(), primary_key=True), sa.Column("query_id", sa.Text(), primary_key=True),
                     sa.Column("batch_id", sa.BigInteger(), primary_key=True), sa.Column("table_name", sa.Text()),
                     sa.Column("applied_at", sa.DateTime(timezone=True)), sa.Column("rows_upserted", sa.BigInteger()),
-                    sa.Column("rows_deleted", sa.BigInteger()))
+                    sa.Column("rows_deleted", sa.BigInteger()), *[sa.Column(name, kind) for name, kind in AUDIT_COLUMNS])
 
 
 def execute_many(conn: Any, statement: Any, rows: list[dict], chunk_size: int) -> None:

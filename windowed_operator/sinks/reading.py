@@ -7,7 +7,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Iterable, Optional
 
-from ..panes import PaneRecord
+from ..panes import HELD_BY_ROW_COLUMN, WATERMARK_ROW_COLUMN, PaneRecord
+from .completeness import BatchWatermark
 from .netting import EPOCH
 
 def pane_rows(panes: Iterable[PaneRecord]) -> list[dict]:
@@ -19,7 +20,7 @@ def pane_rows(panes: Iterable[PaneRecord]) -> list[dict]:
 
 #: The columns of a pane row the sink reads.
 _READ = ("key", "window_start", "window_end", "value", "timing", "pane_index", "is_last", "is_retraction",
-         "record_type")
+         "record_type", WATERMARK_ROW_COLUMN, HELD_BY_ROW_COLUMN)
 
 
 def arrow_rows(table: Any) -> list[dict]:
@@ -44,6 +45,16 @@ def arrow_rows(table: Any) -> list[dict]:
     return [dict(zip(names, values)) for values in zip(*columns.values())]
 
 
+def watermark_rows(rows: list[dict]) -> tuple[list[dict], Optional[BatchWatermark]]:
+    """The rows without the operator's watermark rows (``with_watermark``'s), and the batch's
+    watermark they report (None: the batch has none)."""
+    if not rows or WATERMARK_ROW_COLUMN not in rows[0]:
+        return rows, None
+    marks = [BatchWatermark(r[WATERMARK_ROW_COLUMN], r.get(HELD_BY_ROW_COLUMN)) for r in rows
+             if r[WATERMARK_ROW_COLUMN] is not None]
+    return [r for r in rows if r[WATERMARK_ROW_COLUMN] is None], BatchWatermark.lowest(marks)
+
+
 def read_batch(batch: Any) -> tuple[list[dict], Any, Optional[str]]:
     """(rows, Arrow schema or None, the batch's streaming query id or None)."""
     if hasattr(batch, "sparkSession") and hasattr(batch, "toArrow"):  # a Spark DataFrame
@@ -64,4 +75,4 @@ def read_batch(batch: Any) -> tuple[list[dict], Any, Optional[str]]:
     return [dict(r) for r in rows], None, None
 
 
-__all__ = ["arrow_rows", "pane_rows", "read_batch"]
+__all__ = ["arrow_rows", "pane_rows", "read_batch", "watermark_rows"]

@@ -33,10 +33,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from .columns import ColumnKindError, as_utc, kind_of_spark_type, sql_type
+from .completeness import (AUDIT_COLUMNS, PROGRESS_COLUMNS, BatchWatermark, Completeness, add_missing_columns,
+                           batch_values, create_status_view)
 from .dialects import (AUDIT_TABLE, DIALECTS, PROGRESS_TABLE, audit_table, db_message, dialect_of, make_engine,
                        progress_table)
 from .netting import GLOBAL_END, GLOBAL_START, OPTIONAL_COLUMNS, WINDOW_COLUMNS, NetError, TableColumns, net
-from .reading import pane_rows, read_batch
+from .reading import pane_rows, read_batch, watermark_rows
 from .table_shape import (NAME, ShapeOptions, SinkMode, TableSinkError, check_table, columns_of, struct_fields)
 
 log = logging.getLogger(__name__)
@@ -97,15 +99,17 @@ class TableSink:
     ``operator``: checks that its panes fit ``mode``; ``audit``: also keep a row per applied batch
     in ``windowed_operator_sink_batches`` (batch id, rows upserted and deleted, when), in the batch's
     transaction: ``True`` keeps every batch, a number the last that many of each query, so that
-    exactly-once can be read from the database (``audit_rows``).  An existing table must have the
-    sink's columns with the same kinds and primary key.
+    exactly-once can be read from the database (``audit_rows``); ``status_view``: the name of the
+    view of the table's rows with ``complete`` and ``settled`` (``sinks.completeness``; default
+    ``<table>_status``, made where ``operator`` is given; False: none).  An existing table must have
+    the sink's columns with the same kinds and primary key.
     """
 
     def __init__(self, url: Union[str, Engine], table: str, *, mode: SinkMode = "upsert",
                  value_type: Optional[str] = None, key_column: str = "key", value_column: str = "value",
                  columns: Sequence[str] = (), final_only: bool = False, name: Optional[str] = None,
                  query_id: Optional[str] = None, chunk_size: int = 5_000, operator: Any = None,
-                 audit: Union[bool, int] = False) -> None:
+                 audit: Union[bool, int] = False, status_view: Union[bool, str] = True) -> None:
         if mode not in ("upsert", "add"):
             raise ValueError(f"mode must be 'upsert' or 'add', not {mode!r}")
         for what, given in (("table", table), ("key_column", key_column), ("value_column", value_column)):
@@ -123,6 +127,9 @@ class TableSink:
             raise ValueError(f"audit must be True, False or a positive number of batches to keep, not {audit!r}")
         if operator is not None:
             check_operator(operator, mode, final_only)
+        view = f"{table}_status" if status_view is True else status_view or None
+        if view is not None and not NAME.match(view):
+            raise ValueError(f"status_view {view!r} is not a plain SQL name (letters, digits, underscores)")
         self.url = url
         self.table_name = table
         self.mode: SinkMode = mode
@@ -135,6 +142,9 @@ class TableSink:
         self.query_id = query_id
         self.chunk_size = chunk_size
         self.audit = audit
+        #: The operator's completeness rules (None without ``operator``: the watermark alone is recorded).
+        self.rules = Completeness.of(operator)
+        self.status_view = view if self.rules is not None else None
         self.last_result: Optional[BatchResult] = None
         self._engine: Optional[Engine] = url if isinstance(url, Engine) else None
         self._layout: Optional[TableColumns] = None
@@ -183,10 +193,16 @@ class TableSink:
     def __call__(self, batch: Any, batch_id: int) -> BatchResult:
         return self.write(batch, batch_id)
 
-    def write(self, batch: Any, batch_id: int, query_id: Optional[str] = None) -> BatchResult:
+    def write(self, batch: Any, batch_id: int, query_id: Optional[str] = None,
+              watermark: Union[int, BatchWatermark, None] = None) -> BatchResult:
         """Apply one batch (a Spark DataFrame, a pyarrow Table, a pandas DataFrame, ``PaneRecord``s
-        or row dicts) as batch ``batch_id``; returns what was done."""
+        or row dicts) as batch ``batch_id``; returns what was done.  ``watermark``: the operator's
+        watermark the batch's panes were fired at (epoch ms: the local runner's ``watermark`` after
+        the step), recorded in the progress row; a Spark batch of ``with_watermark``'s frame carries
+        it in its watermark rows."""
         rows, arrow_schema, batch_query = read_batch(batch)
+        rows, carried = watermark_rows(rows)
+        mark = BatchWatermark(int(watermark)) if isinstance(watermark, int) else watermark or carried
         query = query_id if query_id is not None else self.query_id if self.query_id is not None else \
             batch_query or ""
         result = BatchResult(batch_id=int(batch_id), applied=False)
@@ -205,7 +221,7 @@ class TableSink:
         try:
             self._prepare(panes, arrow_schema)
             deletes, upserts = self._net(panes, int(batch_id))
-            self._apply(deletes, upserts, int(batch_id), query, result)
+            self._apply(deletes, upserts, int(batch_id), query, result, mark)
         except TableSinkError:
             raise
         except sa.exc.DBAPIError as exc:
@@ -220,8 +236,12 @@ class TableSink:
             self._progress = progress_table()
             try:
                 self._create(self._progress)
+                found = dialect_of(self.engine).reflect(self.engine, PROGRESS_TABLE) or {}
+                add_missing_columns(self.engine, PROGRESS_TABLE, PROGRESS_COLUMNS, found.get("columns") or {})
                 if self.audit:
                     self._create(audit_table())
+                    found = dialect_of(self.engine).reflect(self.engine, AUDIT_TABLE) or {}
+                    add_missing_columns(self.engine, AUDIT_TABLE, AUDIT_COLUMNS, found.get("columns") or {})
             except sa.exc.OperationalError as exc:
                 raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
                                      f"{db_message(exc)}") from exc
@@ -236,12 +256,14 @@ class TableSink:
             self._table = sa.Table(self.table_name, sa.MetaData(),
                                    *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key)
                                      for c, k in self._layout.columns()])
-            return
-        table = sa.Table(self.table_name, sa.MetaData(),
-                         *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key,
-                                     nullable=c not in self._layout.primary_key) for c, k in self._layout.columns()])
-        self._create(table)
-        self._table = table
+        else:
+            table = sa.Table(self.table_name, sa.MetaData(),
+                             *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key,
+                                         nullable=c not in self._layout.primary_key) for c, k in self._layout.columns()])
+            self._create(table)
+            self._table = table
+        if self.status_view is not None:
+            create_status_view(self.engine, self.status_view, self.table_name, self.name)
 
     def _create(self, table: sa.Table) -> None:
         """Create ``table`` unless it exists (another sink of the same database may be creating it
@@ -276,7 +298,8 @@ class TableSink:
                 f"does not fit: {why} (pane of key {row.get('key')!r}, window [{row.get('window_start')}, "
                 f"{row.get('window_end')})); nothing of the batch was written")
 
-    def _apply(self, deletes: list[dict], upserts: list[dict], batch_id: int, query: str, result: BatchResult) -> None:
+    def _apply(self, deletes: list[dict], upserts: list[dict], batch_id: int, query: str, result: BatchResult,
+               mark: Optional[BatchWatermark]) -> None:
         progress = self._progress
         assert progress is not None
         try:
@@ -298,22 +321,24 @@ class TableSink:
                 assert self._table is not None and self._layout is not None
                 dialect.write(conn, self._table, self._layout, self.mode, deletes, upserts, self.chunk_size)
             now = dt.datetime.now(dt.timezone.utc)
+            marked = batch_values(mark, self.rules)
             if self.audit:
-                self._audit(conn, batch_id, query, now, len(upserts), len(deletes))
+                self._audit(conn, batch_id, query, now, len(upserts), len(deletes), marked.get("watermark"))
             values = dict(sink=self.name, query_id=query, batch_id=batch_id, table_name=self.table_name,
-                          updated_at=now, rows_upserted=len(upserts), rows_deleted=len(deletes))
+                          updated_at=now, rows_upserted=len(upserts), rows_deleted=len(deletes), **marked)
             insert = dialect.insert(progress).values(**values)
             conn.execute(insert.on_conflict_do_update(
                 index_elements=["sink", "query_id"],
                 set_={c: insert.excluded[c] for c in values if c not in ("sink", "query_id")}))
             result.applied, result.upserted, result.deleted = True, len(upserts), len(deletes)
 
-    def _audit(self, conn: Any, batch_id: int, query: str, now: dt.datetime, upserted: int, deleted: int) -> None:
+    def _audit(self, conn: Any, batch_id: int, query: str, now: dt.datetime, upserted: int, deleted: int,
+               watermark: Optional[dt.datetime]) -> None:
         """The batch's audit row, and the query's rows beyond the number kept dropped."""
         audit = audit_table()
         conn.execute(sa.insert(audit).values(sink=self.name, query_id=query, batch_id=batch_id,
                                              table_name=self.table_name, applied_at=now, rows_upserted=upserted,
-                                             rows_deleted=deleted))
+                                             rows_deleted=deleted, watermark=watermark))
         if self.audit is not True:
             conn.execute(sa.delete(audit).where((audit.c.sink == self.name) & (audit.c.query_id == query) &
                                                 (audit.c.batch_id <= batch_id - int(self.audit))))
@@ -321,13 +346,44 @@ class TableSink:
     # -- reading it back ------------------------------------------------------------------------
     def rows(self) -> list[dict]:
         """The table's rows (window bounds as UTC datetimes), ordered by key and window."""
-        table = self._table
+        return self._read(self.table_name, self._table)
+
+    def status_rows(self) -> list[dict]:
+        """The status view's rows: the table's with ``complete`` and ``settled`` (booleans), read in
+        one statement (``sinks.completeness``); ``[]`` before the view exists."""
+        if self.status_view is None:
+            raise ValueError(f"table sink {self.name!r} has no status view: give it operator= (and not "
+                             "status_view=False)")
+        rows = self._read(self.status_view, None)
+        for row in rows:
+            row["complete"], row["settled"] = bool(row["complete"]), bool(row["settled"])
+        return rows
+
+    def progress(self, query_id: Optional[str] = None) -> Optional[dict]:
+        """The sink's progress row (of ``query_id``; default: the one updated last), or None."""
+        if not sa.inspect(self.engine).has_table(PROGRESS_TABLE):
+            return None
+        progress = progress_table()
+        mine = progress.c.sink == self.name
+        if query_id is not None:
+            mine = mine & (progress.c.query_id == query_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(progress).where(mine).order_by(progress.c.updated_at.desc(),
+                                                                         progress.c.batch_id.desc()).limit(1)).first()
+        if row is None:
+            return None
+        found = dict(row._mapping)
+        for name, kind in PROGRESS_COLUMNS:
+            if isinstance(kind, sa.DateTime) and found.get(name) is not None:
+                found[name] = as_utc(found[name])
+        return found
+
+    def _read(self, name: str, table: Optional[sa.Table]) -> list[dict]:
         if table is None:
-            found = dialect_of(self.engine).reflect(self.engine, self.table_name)
+            found = dialect_of(self.engine).reflect(self.engine, name)
             if found is None:
                 return []
-            table = sa.Table(self.table_name, sa.MetaData(),
-                             *[sa.Column(name, c["type"]) for name, c in found["columns"].items()])
+            table = sa.Table(name, sa.MetaData(), *[sa.Column(c, record["type"]) for c, record in found["columns"].items()])
         order = [table.c[c] for c in ([self.key_column] if self.key_column in table.c else []) + list(WINDOW_COLUMNS)]
         with self.engine.connect() as conn:
             rows = [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(*order))]

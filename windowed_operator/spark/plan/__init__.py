@@ -8,7 +8,7 @@ from typing import Any, Optional, Union
 
 from ...elements import BadElementError, ReadElement
 from ...operator import WindowingOptions
-from ...panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, pane_from_row
+from ...panes import HELD_BY_ROW_COLUMN, INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, WATERMARK_ROW_COLUMN, pane_from_row
 from ...time import END_OF_INPUT, END_OF_INPUT_WATERMARK
 from ...watermarks import BoundedDisorderWatermark, partition_of
 from ..base.clock import FileClock, SparkBatchClock
@@ -30,8 +30,8 @@ COUNT_COLUMNS = [LATE_COUNT_COLUMN, BAD_COUNT_COLUMN]
 #: ``driver.stage.observe_drops`` observes them as ``watermark_ms``, ``held_back_by``,
 #: ``held_back_lag_ms``).  So do those of a stage that hands its watermark on to the next stage of a
 #: chain (``SparkPlan.hands_on_watermark``: its pane rows keep them as watermark rows).
-WATERMARK_COLUMN = "__wo_watermark"
-HELD_BY_COLUMN = "__wo_held_by"
+WATERMARK_COLUMN = WATERMARK_ROW_COLUMN
+HELD_BY_COLUMN = HELD_BY_ROW_COLUMN
 HELD_LAG_COLUMN = "__wo_held_lag"
 PARTITION_COUNT_COLUMNS = [WATERMARK_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN]
 
