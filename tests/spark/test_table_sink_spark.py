@@ -100,6 +100,12 @@ def test_a_pipeline_files_table_sink_gets_the_same_table_on_spark_and_run_local(
 
     assert rows(spark_dir) == rows(local_dir) and len(rows(local_dir)) == 3
 
+    def settled(directory):  # (both recorded their watermark: the end of input settled every row)
+        with sqlite3.connect(directory / "results.db") as db:
+            return db.execute("SELECT count(*) FROM sessions_status WHERE settled").fetchone()[0]
+
+    assert settled(spark_dir) == settled(local_dir) == 3
+
 
 def test_a_bad_source_file_is_named_in_the_first_line_not_as_the_sink_s_error(spark, tmp_path):
     """A parquet file of the user's whose column has another type than the stream's schema fails the
@@ -175,3 +181,45 @@ def test_a_stop_while_the_sink_reads_its_batch_is_one_short_line_spark_takes_for
     assert stream_execution.isInterruptionException(jvm.py4j.Py4JException(short), context)
     with pytest.raises(Exception, match="StackOverflowError"):  # (the sink's error before: the full trace chained)
         stream_execution.isInterruptionException(jvm.py4j.Py4JException(proxy_message(raise_query_failed)), context)
+
+
+@pytest.mark.parametrize("make_operator, mode", [(sessions_operator, "upsert"), (counts_operator, "add")])
+def test_completeness_on_spark_settles_only_final_rows(spark, tmp_path, make_operator, mode):
+    """``with_watermark``'s frame into the sink: each batch records the watermark its key groups ran
+    at; every row the status view calls settled after any batch is the row the table ends with, the
+    end of input settles every row, and rows settle before the end (the check is not vacuous).  The
+    table itself equals the one of the plain output."""
+    from table_sink_model import check_status, ms
+
+    from windowed_operator.spark import with_watermark
+
+    op = make_operator()
+    batches = make_batches(11, n_batches=6)
+    source = tmp_path / "in"
+    write_batches(source, batches)
+    sink = TableSink(str(tmp_path / "spark.db"), "results", mode=mode, operator=op,
+                     columns=["timing", "pane_index", "is_last", "batch_id"])
+    statuses, marks = [], []
+
+    def recorded(batch, batch_id):
+        sink(batch, batch_id)
+        statuses.append((batch_id, sink.status_rows()))
+        marks.append(sink.progress()["watermark"])
+
+    df = spark.readStream.schema(MARKED_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    query = (with_watermark(op.apply(df, end_of_input=END_COLUMN)).writeStream.foreachBatch(recorded)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    final = {(r["key"], ms(r["window_start"]), ms(r["window_end"])):
+             (r["value"], r["timing"], r["pane_index"], r["is_last"], r["batch_id"]) for r in sink.rows()}
+    check_status(statuses, final, stale_merged=False)
+    known = [m for m in marks if m is not None]
+    assert known == sorted(known) and known[-1].year == 9999  # (never back; the end of input)
+    assert any(row["settled"] for _, rows in statuses[:-1] for row in rows), "no row settled before the end"
+
+    runner = run_local_like_spark(op, batches, DELAY)
+    local_sink = TableSink(str(tmp_path / "local.db"), "results", mode=mode, operator=op,
+                           columns=["timing", "pane_index"])
+    local_sink(runner.outputs, 0)
+    assert [tuple(v for k, v in r.items() if k not in ("is_last", "batch_id")) for r in sink.rows()] == \
+        table(local_sink)

@@ -85,6 +85,9 @@ def check_operator(operator: Any, mode: SinkMode, final_only: bool = False) -> N
 
 
 class TableSink:
+    #: It reads the operator's watermark rows of a batch (``windowed_operator.spark.with_watermark``).
+    reads_watermark = True
+
     """``sink(batch, batch_id)``: apply one micro-batch of panes to ``table`` (see the module's doc).
 
     ``url``: a SQLAlchemy URL (``sqlite:///path.db``; ``postgresql://host:5432/db`` or

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # (``X as X``: re-exported, for type checkers)
     from .base.shipping import (library_zip as library_zip, ship_library as ship_library,
                                 shipping_conf as shipping_conf)
     from .base.session import local_session as local_session
+    from .driver.feed import with_watermark as with_watermark
 
 #: Each public name and the module (under this package) that defines it.
 _EXPORTS = {
@@ -30,7 +31,7 @@ _EXPORTS = {
     "local_session": "base.session", "stop_at_end_of_input": "base.progress", "print_progress": "base.progress",
     "FileClock": "base.clock", "SparkBatchClock": "base.clock", "batch_progress": "base.progress",
     "ship_library": "base.shipping", "library_zip": "base.shipping", "shipping_conf": "base.shipping",
-    "END_OF_INPUT": "plan", "OUTPUT_COLUMNS": "plan", "SparkPlan": "plan",
+    "END_OF_INPUT": "plan", "OUTPUT_COLUMNS": "plan", "SparkPlan": "plan", "with_watermark": "driver.feed",
 }
 
 __all__ = list(_EXPORTS)  # noqa: PLE0604 (the names of _EXPORTS, the one table)

@@ -19,6 +19,7 @@ from ..pipeline.user_code import import_dotted
 from ..runners.totals import Totals
 from .checkpoint_settings import native_stages_setting, record
 from .driver.native_stage import NATIVE_STAGES_CONF
+from .driver.feed import feed_of, with_watermark
 from .plan.outputs import split_outputs
 from .base.progress import ProgressPrinter, await_queries
 from .base.settings import read_flag
@@ -149,7 +150,11 @@ def sink_checkpoints(pipeline: Pipeline) -> list[str]:
 
 def sink_frame(sink: SinkSpec, frame: DataFrame, operator: Any) -> DataFrame:
     """What of its input's frame a sink writes (``output``: all, the panes, or the late data and dead
-    letters; the spec's validation has refused a side output of an operator that has none)."""
+    letters; the spec's validation has refused a side output of an operator that has none).  A table
+    sink gets the whole frame with the operator's watermark rows (``with_watermark``), and keeps the
+    panes of it."""
+    if sink.table is not None and feed_of(frame) is not None and not feed_of(frame).native_stage:  # type: ignore[union-attr]
+        return with_watermark(frame)
     if sink.output == "all":
         return frame
     outputs = split_outputs(frame, operator)

@@ -55,6 +55,28 @@ class Feed:
     #: The operator planned again to hand its watermark on (its ``Feed``), where the next stage must
     #: follow it instead of Spark's own (a per-partition watermark, which Spark's runs ahead of).
     handing_on_watermark: Optional[Callable[[], "Feed"]] = None
+    #: The operator's output with its watermark rows (the operator planned again where it does not
+    #: report them: ``with_watermark``).
+    watermark_output: Optional[Callable[[], DataFrame]] = None
+
+
+def with_watermark(out: DataFrame) -> DataFrame:
+    """``out`` (what an operator's, merge's or chain's ``apply()`` returned) with the operator's
+    watermark rows: in every micro-batch each key group adds a row that has every output column
+    null but ``__wo_watermark``, the watermark (epoch ms) the group fired the batch's panes at, and
+    ``__wo_held_by``, under ``partition=`` the partition holding it back.  What a table sink reads
+    to record completeness beside its table (``windowed_operator.sinks.completeness``): write this
+    frame to ``foreachBatch(TableSink(..., operator=op))``.  The operator is planned again so that
+    every key group runs in every batch the watermark advances (a few ms per group and batch), so
+    that every group reports; start the query from this frame instead of ``out``."""
+    feed = feed_of(out)
+    if feed is None or feed.watermark_output is None:
+        from ..base.errors import SparkOperatorError
+
+        why = "Spark aggregates a native stage itself, and its watermark is Spark's" \
+            if feed is not None and feed.native_stage else "give it the DataFrame apply() returned, before any select"
+        raise SparkOperatorError(f"with_watermark: not an operator's output that can report its watermark: {why}")
+    return feed.watermark_output()
 
 
 def handing_on(out: DataFrame) -> DataFrame:

@@ -105,6 +105,12 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                               source_columns, observation=observation, inherited_windows=inherited_windows)
         return feed_of(again)  # type: ignore[return-value]
 
+    def watermark_output() -> DataFrame:  # the output with every group's watermark rows
+        if not plan.hands_on_watermark:
+            return handing_on_watermark().watermark_output()  # type: ignore[misc]
+        kept = F.col(LATE_COUNT_COLUMN).isNull() | F.col(WATERMARK_COLUMN).isNotNull()
+        return out.where(kept).select(*_shown_columns(plan), F.col(WATERMARK_COLUMN), F.col(HELD_BY_COLUMN))
+
     feed = Feed(frame=frame, operator=plan.operator, end_of_input_watermark=plan.end_of_input_watermark,
                 observation=observation, event_time_frame=event_time_frame, time_mode=plan.time_mode,
                 windows=plan.operator.window if plan.operator.window is not None else inherited_windows,
@@ -112,7 +118,8 @@ def run_processor(projected: DataFrame, plan: SparkPlan, key_col: Optional[str],
                 with_side_rows=pane_rows(out, plan, side_rows=True) if plan.side_outputs else None,
                 watermark_rows=plan.hands_on_watermark,
                 handing_on_watermark=(handing_on_watermark if plan.runs_behind_sparks_watermark
-                                      and not plan.hands_on_watermark else None))
+                                      and not plan.hands_on_watermark else None),
+                watermark_output=watermark_output)
     return attach_feed(without_counts(out, plan).select(*_shown_columns(plan)), feed)
 
 

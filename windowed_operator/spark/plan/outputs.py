@@ -35,7 +35,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import DataStreamWriter
 
 from ...panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
-from . import EVENT_TIME_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN
+from . import EVENT_TIME_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, WATERMARK_COLUMN
 
 #: What a sink of ``Outputs.write`` is: ``sink(batch_df, batch_id)`` (a ``TableSink`` is one).
 BatchSink = Callable[[DataFrame, int], Any]
@@ -109,12 +109,19 @@ class OutputColumns:
     def has_side(self) -> bool:
         return "record_type" in self.schema.fieldNames()
 
+    @property
+    def has_watermark_rows(self) -> bool:
+        """The output carries the operator's watermark rows (``with_watermark``)."""
+        return WATERMARK_COLUMN in self.schema.fieldNames()
+
     def _type(self, name: str) -> T.DataType:
         return self.schema[name].dataType
 
     def panes(self, df: DataFrame) -> DataFrame:
         names = self.schema.fieldNames()
         rows = df.where(F.col("record_type") == "pane") if self.has_side else df
+        if self.has_watermark_rows:
+            rows = rows.where(F.col(WATERMARK_COLUMN).isNull())
         columns = []
         for name in [*OUTPUT_COLUMNS, EVENT_TIME_COLUMN]:
             if name not in names:
@@ -144,8 +151,9 @@ class SplitBatch:
         if both:
             batch = batch.persist()
         try:
-            if self.panes_sink is not None:
-                self.panes_sink(self.layout.panes(batch), batch_id)
+            if self.panes_sink is not None:  # (a table sink reads the watermark rows: ``reads_watermark``)
+                whole = self.layout.has_watermark_rows and getattr(self.panes_sink, "reads_watermark", False)
+                self.panes_sink(batch if whole else self.layout.panes(batch), batch_id)
             if self.side_sink is not None:
                 self.side_sink(self.layout.side(batch), batch_id)
         finally:
@@ -170,7 +178,9 @@ class Outputs:
         ``side``: each a function ``(batch_df, batch_id)`` or a ``TableSink``, given its part of each
         micro-batch (possibly empty) with the batch id.  Returns the ``DataStreamWriter``: set its
         checkpoint location and trigger, then ``start()``.  A batch Spark replays after a failure
-        reaches both sinks again with its id: the table sink skips one it applied."""
+        reaches both sinks again with its id: the table sink skips one it applied.  Of an output
+        ``with_watermark`` made, a table sink of the panes gets each batch whole, watermark rows
+        included, to record its completeness (``sinks.completeness``)."""
         if panes is None and side is None:
             raise ValueError("Outputs.write needs panes=, side= or both (each a function (batch_df, batch_id) or a "
                              "TableSink)")
