@@ -130,3 +130,21 @@ def test_the_status_view_is_named_or_left_out(tmp_path):
         off.status_rows()
     with pytest.raises(ValueError, match="status_view 'a b' is not a plain SQL name"):
         TableSink(str(tmp_path / "r.db"), "x", operator=op, status_view="a b")
+
+
+def test_under_a_per_partition_watermark_the_partition_holding_it_back_is_recorded(tmp_path):
+    from accumulations import Count
+    from windowed_operator import bounded_disorder
+
+    op = KeyedWindowedOperator(TimeWindows(60_000), Count(), key="k", timestamp="ts",
+                               watermark=bounded_disorder(10_000, partition="part"))
+    sink = TableSink(str(tmp_path / "r.db"), "counts", mode="add", operator=op)
+    runner = op.local_runner()
+    for minute in range(4):  # partition "late" is two minutes behind "fast"
+        panes = runner.add_elements(*[{"k": "x", "ts": (minute + 2) * 60_000, "part": "fast"},
+                                      {"k": "y", "ts": minute * 60_000, "part": "late"}])
+        sink.write(panes, minute, watermark=BatchWatermark.of_runner(runner))
+    progress = sink.progress()
+    assert progress["held_back_by"] == "late" and progress["watermark"] == at(3 * 60_000 - 10_000)
+    assert {(r["key"], r["window_end"], r["settled"]) for r in sink.status_rows()} == \
+        {("y", at(60_000), True), ("y", at(120_000), True)}  # (x's windows have not fired: the watermark is y's)

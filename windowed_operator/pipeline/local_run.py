@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, TextIO
 from ..merge_operator import MergeOperatorBase
 from ..panes import DropReason, DroppedElement, PaneRecord, as_consumed
 from ..runners.totals import Totals
+from ..sinks.completeness import BatchWatermark
 from ..watermarks import BoundedDisorderWatermark
 from .local_io import console_table, dropped_row, pane_row, read_file, side_row, typed_rows, write_rows
 from .endpoints import SourceSpec
@@ -76,8 +77,8 @@ under the query id ``LOCAL_QUERY_ID``); then a totals line per operator."""
     tables = {i: sink.table.build(operators.get(sink.input), query_id=LOCAL_QUERY_ID)
               for i, sink in enumerate(pipeline.sinks) if sink.table is not None}
 
-    def run_watermark(name: str) -> int:
-        return run.runners[name].watermark
+    def run_watermark(name: str) -> BatchWatermark:
+        return BatchWatermark.of_runner(run.runners[name])
 
     def deliver(bundle: int, name: str, panes: list[PaneRecord], late: list[DroppedElement],
                 dead: list[DroppedElement]) -> None:

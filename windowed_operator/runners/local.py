@@ -47,6 +47,13 @@ class LocalRunner:
     def watermark(self) -> int:
         return self.tracker.current
 
+    def holding_back(self) -> Optional[str]:
+        """Under a per-partition watermark, the partition holding it back now (as the Spark runner
+        names it), else None."""
+        partitions = getattr(getattr(self, "tracker", None), "partitions", None)
+        held = partitions.holding_back(self.processing_time) if partitions is not None else None
+        return None if held is None or self.watermark >= MAX_TIMESTAMP else str(held[0])
+
     # -- steps --------------------------------------------------------------------------------
     def add_elements(self, *elements: Any, partition: Optional[Hashable] = None) -> list[PaneRecord]:
         """One bundle.  Every element is read before any state changes, so a bad element that raises

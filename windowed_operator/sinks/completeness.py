@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -44,6 +44,12 @@ class BatchWatermark:
 
     watermark_ms: int
     held_back_by: Optional[str] = None
+
+    @classmethod
+    def of_runner(cls, runner: Any) -> "BatchWatermark":
+        """A local runner's watermark after a step (and the partition holding it back, where it says)."""
+        holding_back = getattr(runner, "holding_back", None)
+        return cls(runner.watermark, holding_back() if holding_back is not None else None)
 
     @staticmethod
     def lowest(marks: list["BatchWatermark"]) -> Optional["BatchWatermark"]:
@@ -100,38 +106,37 @@ def batch_values(mark: Optional[BatchWatermark], rules: Optional[Completeness]) 
     return values
 
 
-def add_missing_columns(engine: Engine, table: str, columns: tuple[tuple[str, Any], ...], found: dict) -> None:
-    """Add ``columns`` a table made by an earlier version lacks (``found``: its reflected columns)."""
-    missing = [(name, kind) for name, kind in columns if name not in found]
-    for name, kind in missing:
+def add_missing_columns(engine: Engine, table: str, columns: tuple[tuple[str, Any], ...],
+                        reflect: Callable[[], Optional[dict]]) -> None:
+    """Add ``columns`` a table made by an earlier version lacks (``reflect``: its columns, read)."""
+    found = (reflect() or {}).get("columns") or {}
+    for name, kind in columns:
+        if name in found:
+            continue
         try:
             with engine.begin() as conn:
                 conn.exec_driver_sql(f'ALTER TABLE {table} ADD COLUMN {name} {kind.compile(dialect=engine.dialect)}')
         except sa.exc.DBAPIError:  # (another sink of the same database added it at the same moment)
-            from .dialects import dialect_of
-
-            if name not in ((dialect_of(engine).reflect(engine, table) or {}).get("columns") or {}):
+            if name not in ((reflect() or {}).get("columns") or {}):
                 raise
 
 
-def status_view_sql(view: str, table: str, sink: str, engine: Engine) -> str:
+def status_view_sql(view: str, table: str, sink: str, progress: str, engine: Engine) -> str:
     """The status view: ``table``'s rows with ``complete`` and ``settled`` against the sink's latest
-    progress row."""
-    from .dialects import PROGRESS_TABLE
-
+    row of the progress table (``progress``)."""
     name = sa.literal(sink).compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True})
-    latest = (f"SELECT complete_through, settled_through FROM {PROGRESS_TABLE} WHERE sink = {name} "
+    latest = (f"SELECT complete_through, settled_through FROM {progress} WHERE sink = {name} "
               "ORDER BY updated_at DESC, batch_id DESC LIMIT 1")
     return (f"CREATE VIEW {view} AS SELECT t.*, COALESCE(t.window_end <= p.complete_through, FALSE) AS complete, "
             f"COALESCE(t.window_end <= p.settled_through, FALSE) AS settled FROM {table} AS t "
             f"LEFT JOIN ({latest}) AS p ON 1 = 1")
 
 
-def create_status_view(engine: Engine, view: str, table: str, sink: str) -> None:
+def create_status_view(engine: Engine, view: str, table: str, sink: str, progress: str) -> None:
     """(Re)create the status view (its columns follow the table's)."""
     with engine.begin() as conn:
         conn.exec_driver_sql(f"DROP VIEW IF EXISTS {view}")
-        conn.exec_driver_sql(status_view_sql(view, table, sink, engine))
+        conn.exec_driver_sql(status_view_sql(view, table, sink, progress, engine))
 
 
 __all__ = ["AUDIT_COLUMNS", "BatchWatermark", "Completeness", "PROGRESS_COLUMNS", "add_missing_columns",

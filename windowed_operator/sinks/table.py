@@ -239,12 +239,12 @@ class TableSink:
             self._progress = progress_table()
             try:
                 self._create(self._progress)
-                found = dialect_of(self.engine).reflect(self.engine, PROGRESS_TABLE) or {}
-                add_missing_columns(self.engine, PROGRESS_TABLE, PROGRESS_COLUMNS, found.get("columns") or {})
+                reflect = dialect_of(self.engine).reflect
+                add_missing_columns(self.engine, PROGRESS_TABLE, PROGRESS_COLUMNS,
+                                    lambda: reflect(self.engine, PROGRESS_TABLE))
                 if self.audit:
                     self._create(audit_table())
-                    found = dialect_of(self.engine).reflect(self.engine, AUDIT_TABLE) or {}
-                    add_missing_columns(self.engine, AUDIT_TABLE, AUDIT_COLUMNS, found.get("columns") or {})
+                    add_missing_columns(self.engine, AUDIT_TABLE, AUDIT_COLUMNS, lambda: reflect(self.engine, AUDIT_TABLE))
             except sa.exc.OperationalError as exc:
                 raise TableSinkError(f"table sink {self.name!r}: cannot reach the database of {self.where()}: "
                                      f"{db_message(exc)}") from exc
@@ -266,7 +266,7 @@ class TableSink:
             self._create(table)
             self._table = table
         if self.status_view is not None:
-            create_status_view(self.engine, self.status_view, self.table_name, self.name)
+            create_status_view(self.engine, self.status_view, self.table_name, self.name, PROGRESS_TABLE)
 
     def _create(self, table: sa.Table) -> None:
         """Create ``table`` unless it exists (another sink of the same database may be creating it
