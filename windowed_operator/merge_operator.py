@@ -143,6 +143,7 @@ class WindowedMergeOperator(MergeOperatorBase):
         allowed_lateness: DurationLike = 0, timestamp: Extractor = None, value: ValueOption = None,
         watermark: Optional[WatermarkOption] = None,
         timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, late_data_output: bool = False,
+        fired_by: bool = False,
         on_bad_element: OnBadElement = "raise", max_future_skew: Optional[DurationLike] = None,
         name: Optional[str] = None, key_type: Optional[str] = None, value_type: Optional[str] = None,
     ) -> None:
@@ -169,6 +170,7 @@ class KeyedWindowedMergeOperator(MergeOperatorBase):
         allowed_lateness: DurationLike = 0, timestamp: Extractor = None, value: ValueOption = None,
         watermark: Optional[WatermarkOption] = None,
         timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, late_data_output: bool = False,
+        fired_by: bool = False,
         on_bad_element: OnBadElement = "raise", max_future_skew: Optional[DurationLike] = None,
         name: Optional[str] = None, key_type: Optional[str] = None, value_type: Optional[str] = None,
     ) -> None:

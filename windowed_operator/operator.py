@@ -77,6 +77,9 @@ class WindowingOptions(Config):
     watermark: WatermarkOption = Field(default_factory=UpstreamWatermark, discriminator="kind")
     timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW
     late_data_output: bool = Field(default=False, description="send dropped late elements to the late-data output")
+    fired_by: bool = Field(default=False, description="give each pane why it fired, the input watermark then and the "
+                                                      "partition holding it back (fired_by, firing_watermark, "
+                                                      "held_back_by)")
     on_bad_element: OnBadElement = "raise"
     max_future_skew: Optional[Duration] = Field(
         default=None, gt=0, description="ms an element's event time may be ahead of processing time; later ones are "
@@ -210,6 +213,7 @@ class WindowedOperator(OperatorBase):
         trigger: Union[TriggerOption, Trigger, None] = None, allowed_lateness: DurationLike = 0,
         timestamp: Extractor = None, value: ValueOption = None, watermark: Optional[WatermarkOption] = None,
         timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, late_data_output: bool = False,
+        fired_by: bool = False,
         on_bad_element: OnBadElement = "raise", max_future_skew: Optional[DurationLike] = None,
         name: Optional[str] = None, key_type: Optional[str] = None, value_type: Optional[str] = None,
     ) -> None:
@@ -231,7 +235,8 @@ class KeyedWindowedOperator(OperatorBase):
       ``fixed_watermark(ms)``.
     - ``key``, ``timestamp``, ``value``: field names or callables.
     - ``late_data_output``, ``on_bad_element`` ("raise" or "dead_letter"), ``max_future_skew``,
-      ``timestamp_combiner``, ``name``.
+      ``timestamp_combiner``, ``name``; ``fired_by=True``: each pane says why it fired
+      (``windowed_operator.engine.fired_by``).
 
     Run it with ``run_local(stream)`` / ``local_runner()`` or on Spark with ``apply(df)``; chain with
     ``then(other)``."""
@@ -245,6 +250,7 @@ class KeyedWindowedOperator(OperatorBase):
         allowed_lateness: DurationLike = 0, timestamp: Extractor = None, value: ValueOption = None,
         watermark: Optional[WatermarkOption] = None,
         timestamp_combiner: TimestampCombiner = TimestampCombiner.END_OF_WINDOW, late_data_output: bool = False,
+        fired_by: bool = False,
         on_bad_element: OnBadElement = "raise", max_future_skew: Optional[DurationLike] = None,
         name: Optional[str] = None, key_type: Optional[str] = None, value_type: Optional[str] = None,
     ) -> None:

@@ -48,6 +48,9 @@ OUTPUT_COLUMNS = ["key", "window_start", "window_end", "value", "timing", "pane_
                   "is_retraction", "timestamp"]
 #: Extra columns when the operator has a late-data or dead-letter output.
 SIDE_OUTPUT_COLUMNS = ["record_type", "reason", "element", "element_timestamp"]
+#: Extra columns with ``fired_by=True``: why each pane fired, the input watermark then (a time) and
+#: the partition holding it back (``engine.fired_by``).
+FIRING_COLUMNS = ["fired_by", "firing_watermark", "held_back_by"]
 #: One more on a merge's (and on a chain's that starts with one): the input a side row came on.
 INPUT_COLUMN = "input"
 #: The columns of an operator's watermark rows on Spark (``windowed_operator.spark.with_watermark``):
@@ -68,6 +71,17 @@ class RetractedValue:
 
 
 @dataclass(frozen=True, slots=True)
+class Firing:
+    """Why a pane fired (``fired_by``: a trigger clause or an event, ``engine.fired_by`` names them),
+    the input watermark then (epoch ms), and under a per-partition watermark the partition holding
+    it back (None: none)."""
+
+    fired_by: str
+    watermark: int
+    held_back_by: Optional[str] = None
+
+
+@dataclass(frozen=True, slots=True)
 class PaneRecord:
     """One output row: a pane (or the retraction of an earlier pane) of one window of one key."""
 
@@ -81,6 +95,8 @@ class PaneRecord:
     is_last: bool
     is_retraction: bool
     timestamp: int
+    #: Why it fired, with the watermark then (``fired_by=True``; None otherwise: ``engine.fired_by``).
+    firing: Optional[Firing] = None
 
     @property
     def window(self) -> Window:
@@ -94,8 +110,12 @@ class PaneRecord:
         return self.index
 
     def as_dict(self) -> dict:
-        """The pane's fields as a dict (``key``, ``window_start``, ``window_end``, ``value``, ``timing``, ...)."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        """The pane's output fields as a dict (``key``, ``window_start``, ``window_end``, ``value``,
+        ``timing``, ...; with ``firing``, ``fired_by``, ``firing_watermark`` and ``held_back_by``)."""
+        fields = {name: getattr(self, name) for name in self.__slots__ if name != "firing"}
+        if self.firing is not None:
+            fields.update(zip(FIRING_COLUMNS, (self.firing.fired_by, self.firing.watermark, self.firing.held_back_by)))
+        return fields
 
 
 class WindowOverflowError(ArithmeticError):

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..ddl import parse_columns
 from ..elements import element_json
-from ..panes import INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord
+from ..panes import FIRING_COLUMNS, INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord
 from ..time import shown_time
 
 _INTEGRAL = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}
@@ -137,12 +137,15 @@ def _time(ms: Optional[int]) -> Optional[dt.datetime]:
     return None if shown is None else dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=shown)
 
 
-def _row(keyed: bool, pane: tuple, side: Optional[tuple], merge: bool = False) -> dict:
-    """Values in ``OUTPUT_COLUMNS`` order (and ``SIDE_OUTPUT_COLUMNS``', then a merge's input), as a
-    row with those names."""
+def _row(keyed: bool, pane: tuple, side: Optional[tuple], merge: bool = False,
+         firing: Optional[tuple] = None) -> dict:
+    """Values in ``OUTPUT_COLUMNS`` order (then ``FIRING_COLUMNS``' where given, and
+    ``SIDE_OUTPUT_COLUMNS``', then a merge's input), as a row with those names."""
     row = dict(zip(OUTPUT_COLUMNS, pane))
     if not keyed:
         del row["key"]
+    if firing is not None:
+        row.update(zip(FIRING_COLUMNS, firing))
     if side is not None:
         row.update(zip(SIDE_OUTPUT_COLUMNS, side))
         if merge:
@@ -152,10 +155,12 @@ def _row(keyed: bool, pane: tuple, side: Optional[tuple], merge: bool = False) -
 
 def pane_row(pane: PaneRecord, keyed: bool, side_outputs: bool, merge: bool = False) -> dict:
     """A pane as the Spark runner's output row (same columns, same names; ``merge``: a merge's, whose
-    side outputs add ``input``)."""
+    side outputs add ``input``; with its ``firing``, the ``fired_by`` columns)."""
+    firing = pane.firing
     return _row(keyed, (pane.key, _time(pane.window_start), _time(pane.window_end), pane.value, pane.timing.value,
                         pane.index, pane.is_first, pane.is_last, pane.is_retraction, _time(pane.timestamp)),
-                ("pane", None, None, None, None) if side_outputs else None, merge)
+                ("pane", None, None, None, None) if side_outputs else None, merge,
+                None if firing is None else (firing.fired_by, _time(firing.watermark), firing.held_back_by))
 
 
 def _side_values(dropped: DroppedElement, record_type: str) -> tuple:
@@ -164,9 +169,12 @@ def _side_values(dropped: DroppedElement, record_type: str) -> tuple:
             dropped.input)
 
 
-def dropped_row(dropped: DroppedElement, record_type: str, keyed: bool, merge: bool = False) -> dict:
-    """A late-data or dead-letter record as the Spark runner's output row: no pane columns."""
-    return _row(keyed, (dropped.key, *[None] * (len(OUTPUT_COLUMNS) - 1)), _side_values(dropped, record_type), merge)
+def dropped_row(dropped: DroppedElement, record_type: str, keyed: bool, merge: bool = False,
+                fired_by: bool = False) -> dict:
+    """A late-data or dead-letter record as the Spark runner's output row: no pane columns (nor
+    ``fired_by``'s, where the operator has them)."""
+    return _row(keyed, (dropped.key, *[None] * (len(OUTPUT_COLUMNS) - 1)), _side_values(dropped, record_type), merge,
+                (None, None, None) if fired_by else None)
 
 
 def side_row(dropped: DroppedElement, record_type: str, keyed: bool, merge: bool = False) -> dict:

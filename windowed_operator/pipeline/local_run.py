@@ -90,8 +90,8 @@ under the query id ``LOCAL_QUERY_ID``); then a totals line per operator."""
         merge = isinstance(op, MergeOperatorBase)
         rows_of = {  # (what each sink's ``output`` receives, as on Spark: ``windowed_operator.spark.plan.outputs``)
             "all": [pane_row(p, op.keyed, side_outputs, merge) for p in panes] +
-                   [dropped_row(d, "late", op.keyed, merge) for d in late] +
-                   [dropped_row(d, "dead_letter", op.keyed, merge) for d in dead],
+                   [dropped_row(d, "late", op.keyed, merge, op.fired_by) for d in late] +
+                   [dropped_row(d, "dead_letter", op.keyed, merge, op.fired_by) for d in dead],
             "panes": [pane_row(p, op.keyed, False) for p in panes],
             "side": [side_row(d, "late", op.keyed, merge) for d in late] +
                     [side_row(d, "dead_letter", op.keyed, merge) for d in dead]}

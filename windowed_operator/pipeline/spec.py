@@ -23,7 +23,7 @@ from triggers.option import TriggerOption
 from ..config import Duration
 from ..merge_operator import InputOptions, KeyedWindowedMergeOperator, MergeOperatorBase, WindowedMergeOperator
 from ..operator import KeyedWindowedOperator, OnBadElement, WindowedOperator, WindowingOptions
-from ..panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
+from ..panes import FIRING_COLUMNS, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
 from ..watermarks import BoundedDisorderWatermark, FixedLagWatermark, UpstreamWatermark
 from ..windows import CumulativeWindows, GlobalWindow, SessionWindows, SlidingWindows, TimeWindows
 from ..windows.base import WindowOption
@@ -275,6 +275,7 @@ class OperatorSpec(Spec):
         default=None, description="default: bounded_disorder 0 over a source; an operator reading another operator's "
                                   "panes follows that operator's watermark and takes none of its own")
     late_data_output: bool = _option(WindowingOptions, "late_data_output")
+    fired_by: bool = _option(WindowingOptions, "fired_by")
     on_bad_element: OnBadElement = _option(WindowingOptions, "on_bad_element")
     max_future_skew: Optional[Duration] = _option(WindowingOptions, "max_future_skew")
     idle_timeout: Optional[Duration] = _option(MergeOperatorBase, "idle_timeout")  # (merge operators only)
@@ -307,7 +308,7 @@ class OperatorSpec(Spec):
         """The columns of the operator's panes (on Spark; ``index`` is the local runner's name of
         ``pane_index``), with the late-data/dead-letter columns when it has that output."""
         keyed = self.key is not None or self.left_options.key is not None
-        columns = (["key"] if keyed else []) + list(PANE_COLUMNS)
+        columns = (["key"] if keyed else []) + list(PANE_COLUMNS) + (list(FIRING_COLUMNS) if self.fired_by else [])
         if self.late_data_output or self.on_bad_element == "dead_letter":
             columns += list(SIDE_OUTPUT_COLUMNS)
         return columns
@@ -327,7 +328,7 @@ class OperatorSpec(Spec):
             window=self.window.build() if self.window else None, accumulation=self.accumulation.build(),
             trigger=self.trigger, allowed_lateness=self.allowed_lateness, watermark=watermark,
             timestamp=self.timestamp, value=self.value, late_data_output=self.late_data_output,
-            on_bad_element=self.on_bad_element, max_future_skew=self.max_future_skew, name=self.name)
+            fired_by=self.fired_by, on_bad_element=self.on_bad_element, max_future_skew=self.max_future_skew, name=self.name)
         keyed = self.key is not None or self.left_options.key is not None
         key: dict[str, Any] = {"key": self.key} if keyed else {}
         if self.input is not None:

@@ -1,14 +1,16 @@
 """The deterministic in-process runner: drives the core from a test stream or step by step."""
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional
 
 from ..elements import BadElementError, TimestampedValue
 from ..engine.build import build_core
 from ..engine.core import CoreElement, Emission, WindowedCore
+from ..engine.fired_by import Clauses, Phase, causes
 from ..engine.key_state import KeyState
-from ..panes import DroppedElement, InputRow, PaneRecord, of_input
+from ..panes import DroppedElement, Firing, InputRow, PaneRecord, of_input
 from ..testing import _elements, replay
 from ..time import MAX_TIMESTAMP, to_duration_millis, to_millis
 from ..watermarks import WatermarkTracker, partition_of
@@ -110,7 +112,7 @@ class LocalRunner:
                 observe(ts, partition)
             state = self.states.setdefault(key, KeyState())
             self._collect(self.core.process_batch(key, state, batch, watermark, self.processing_time, origins[key]),
-                          emitted)
+                          emitted, Phase.ELEMENTS, watermark)
             self._forget_if_empty(key)
         emitted.extend(self._advance_watermark())
         return emitted
@@ -128,7 +130,8 @@ class LocalRunner:
         for key in list(self.states):
             state = self.states[key]
             if self.core.processing_time_work_due(state, self.processing_time):
-                self._collect(self.core.on_processing_time(key, state, self.watermark, self.processing_time), emitted)
+                self._collect(self.core.on_processing_time(key, state, self.watermark, self.processing_time), emitted,
+                              Phase.PROCESSING_TIME, self.watermark)
         emitted.extend(self._advance_watermark())
         return emitted
 
@@ -153,11 +156,16 @@ class LocalRunner:
         for key in list(self.states):
             state = self.states[key]
             if self.core.event_time_work_due(state, after):
-                self._collect(self.core.on_watermark(key, state, after, self.processing_time), emitted)
+                self._collect(self.core.on_watermark(key, state, after, self.processing_time), emitted,
+                              Phase.WATERMARK, after)
                 self._forget_if_empty(key)
         return emitted
 
-    def _collect(self, emission: Emission, emitted: list[PaneRecord]) -> None:
+    def _collect(self, emission: Emission, emitted: list[PaneRecord], phase: Phase, watermark: int) -> None:
+        """A step's emission (``phase``, at ``watermark``): its panes (each saying why it fired, with
+        ``fired_by``) and its drops."""
+        if self.operator.fired_by and emission.outputs:
+            emission.outputs = self._fired(emission.outputs, phase, watermark)
         emitted.extend(emission.outputs)
         self.outputs.extend(emission.outputs)
         self.emitted_at.extend([(self.steps, self.processing_time, self.tracker.current)] * len(emission.outputs))
@@ -165,6 +173,13 @@ class LocalRunner:
             self.dropped_counts[dropped.reason.value] += 1
             if self.operator.late_data_output:
                 self.late_data.append(of_input(dropped))
+
+    def _fired(self, panes: list[PaneRecord], phase: Phase, watermark: int) -> list[PaneRecord]:
+        found = causes([(p.key, p.window_start, p.window_end) for p in panes], [p.timing.value for p in panes],
+                       [p.is_last for p in panes], [p.is_retraction for p in panes], phase, watermark,
+                       Clauses.of(self.operator.trigger))
+        held = self.holding_back()
+        return [dataclasses.replace(p, firing=Firing(cause or "", watermark, held)) for p, cause in zip(panes, found)]
 
     def _forget_if_empty(self, key: Optional[Hashable]) -> None:
         if self.states[key].is_empty():

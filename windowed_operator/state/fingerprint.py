@@ -31,7 +31,7 @@ SAFE_CHANGES: dict[str, str] = {
                           "mode)",
     "watermark": "the watermark policy decides when state fires, not what it holds (a watermark never moves back: "
                  "a larger delay takes effect once event times pass the stored watermark)",
-    "outputs": "late-data and dead-letter outputs, names and bad-element handling hold no state",
+    "outputs": "late-data and dead-letter outputs, names, bad-element handling and fired_by hold no state",
 }
 
 #: Changes of the parts above that are refused all the same (``_change_is_safe``), named for the docs.
@@ -95,7 +95,8 @@ def state_fingerprint(operator: Any, *, key_groups: int, layout: str, time_mode:
         "accumulation mode": trigger.mode.value,
         "only updated panes": str(trigger.only_updated_panes),
         "watermark": _stable(operator.watermark),
-        "outputs": f"late_data_output={operator.late_data_output}, on_bad_element={operator.on_bad_element}",
+        "outputs": f"late_data_output={operator.late_data_output}, on_bad_element={operator.on_bad_element}"
+                   + (", fired_by=True" if getattr(operator, "fired_by", False) else ""),
     }
 
 

@@ -22,7 +22,6 @@ A stage fed by another also takes its input rows in those steps (``GroupBatch.re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any, Callable, Hashable, Optional, Protocol, Union
 
 from ..engine.columnar import Panes
@@ -33,14 +32,6 @@ from .group_state import GroupState
 #: Runs the core on one key's rows: ``(key, state) -> Emission``.
 KeyWork = Callable[[Optional[Hashable], KeyState], Emission]
 Work = list[tuple[Optional[Hashable], KeyWork]]
-
-
-class Phase(IntEnum):
-    """The step of a batch that made a pane (a column of every Spark stage that feeds another)."""
-
-    WATERMARK = 0  # the watermark's advance (and, in a fed stage, the upstream panes it released)
-    PROCESSING_TIME = 1  # processing time's advance (and the upstream panes it made)
-    ELEMENTS = 2  # the batch's elements
 
 
 @dataclass

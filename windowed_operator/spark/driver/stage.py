@@ -169,6 +169,8 @@ def _shown_columns(plan: SparkPlan) -> list[Column]:
     shown += [shown_timestamp("window_start"), shown_timestamp("window_end"), F.col("value"), F.col("timing"),
               F.col("pane_index"), F.col("is_first"), F.col("is_last"), F.col("is_retraction"),
               shown_timestamp("timestamp")]
+    if plan.fired_by:
+        shown += [F.col("fired_by"), shown_timestamp("firing_watermark"), F.col("held_back_by")]
     shown += [shown_timestamp(name) if name == "element_timestamp" else F.col(name) for name in plan.side_columns]
     if plan.event_time_output:
         shown.append(F.col(EVENT_TIME_COLUMN))

@@ -201,6 +201,11 @@ class SparkPlan:
         return MERGE_PARTITION_COLUMN if self.merge else field_name
 
     @property
+    def fired_by(self) -> bool:
+        """Whether each pane says why it fired (the operator's ``fired_by``: ``engine.fired_by``)."""
+        return bool(getattr(self.operator, "fired_by", False))
+
+    @property
     def reports_watermark(self) -> bool:
         """Whether the count rows carry the group's watermark (``PARTITION_COUNT_COLUMNS``): under a
         per-partition watermark, and where a stage hands its watermark on or follows its upstream's rows."""
@@ -261,6 +266,8 @@ class SparkPlan:
         fields += [("window_start", "bigint"), ("window_end", "bigint"), ("value", self.value_type),
                    ("timing", "string"), ("pane_index", "int"), ("is_first", "boolean"), ("is_last", "boolean"),
                    ("is_retraction", "boolean"), ("timestamp", "bigint")]
+        if self.fired_by:
+            fields += [("fired_by", "string"), ("firing_watermark", "bigint"), ("held_back_by", "string")]
         fields += [(name, _SIDE_TYPES[name]) for name in self.side_columns]
         fields += [(PHASE_COLUMN, "int")] + [(name, "bigint") for name in COUNT_COLUMNS]
         if self.reports_watermark:

@@ -34,14 +34,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import DataStreamWriter
 
-from ...panes import OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
+from ...panes import FIRING_COLUMNS, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS
 from . import EVENT_TIME_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, WATERMARK_COLUMN
 
 #: What a sink of ``Outputs.write`` is: ``sink(batch_df, batch_id)`` (a ``TableSink`` is one).
 BatchSink = Callable[[DataFrame, int], Any]
 
 #: Pane columns never null on a pane row.
-_ALWAYS_SET = ("key", "timing", "pane_index", "is_first", "is_last", "is_retraction")
+_ALWAYS_SET = ("key", "timing", "pane_index", "is_first", "is_last", "is_retraction", "fired_by")
 #: Pane columns null on the global window's panes only (its bounds, its end-of-input pane's time).
 _SET_BUT_GLOBAL = ("window_start", "window_end", "timestamp")
 #: Side columns never null on a side row.
@@ -123,7 +123,7 @@ class OutputColumns:
         if self.has_watermark_rows:
             rows = rows.where(F.col(WATERMARK_COLUMN).isNull())
         columns = []
-        for name in [*OUTPUT_COLUMNS, EVENT_TIME_COLUMN]:
+        for name in [*OUTPUT_COLUMNS, *FIRING_COLUMNS, EVENT_TIME_COLUMN]:
             if name not in names:
                 continue
             set_always = name in _ALWAYS_SET or (name in _SET_BUT_GLOBAL and not self.global_windows)

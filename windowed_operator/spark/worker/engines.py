@@ -19,7 +19,8 @@ from ...engine.columnar import PaneTable, Panes
 from ...engine.columnar_sessions import ColumnarSessions, SessionTable
 from ...engine.range_ops import factorize
 from ...panes import DroppedElement
-from ...state.group_batch import StoreResult, GroupBatch, KeyEngine, Phase, TableEngine
+from ...engine.fired_by import Phase
+from ...state.group_batch import StoreResult, GroupBatch, KeyEngine, TableEngine
 from ...windows.session_windows import element_gap, read_gaps
 from ..plan.paths import Fold
 from ..plan import SparkPlan

@@ -19,7 +19,8 @@ from ...engine.pane_columns import PaneColumns, read_pane_columns
 from ...engine.range_ops import factorize, lexsort_ints
 from ...engine.vectorized import process_batch_arrays
 from ...panes import DroppedElement, RetractedValue, panes_from_columns
-from ...state.group_batch import GroupBatch, Phase
+from ...engine.fired_by import Phase
+from ...state.group_batch import GroupBatch
 from ...time import MIN_TIMESTAMP
 from ..plan import PHASE_COLUMN, SIDE_ROW_COLUMNS, STAGE_COLUMN, SparkPlan
 from .rows import RowReader

@@ -23,7 +23,7 @@ from .engines import ObjectSteps, TableSteps
 from .fed import FedReader
 from .group_store import SparkGroupStore
 from .output_frame import output_frame
-from .output_rows import count_row, event_times
+from .output_rows import add_firing, count_row, event_times, held_label
 from .rows import RowReader
 from .state_schemas import DeclaredState
 from .timers import GroupTimers
@@ -65,7 +65,12 @@ class GroupRunner:
             plan.drop_counter.add(n_dropped)
         self.timers.note_input(meta, beats, processing_time)
         group.save(wm=watermark, **({"pt": processing_time} if plan.upstream is not None else {}))
-        yield from self._frame(self.steps.output(bound, result), behind, n_dropped, len(bound.bad))
+        parts = self.steps.output(bound, result)
+        if plan.fired_by:
+            held_by = held_label(self.held[1]) if self.held is not None else None
+            for part in parts:
+                add_firing(plan, part, watermark, held_by)
+        yield from self._frame(parts, behind, n_dropped, len(bound.bad))
 
     def _begin(self, meta: dict, timer_values: TimerValues, fired_timer: Optional[int],
                beats: Any) -> tuple[int, int, int, int]:

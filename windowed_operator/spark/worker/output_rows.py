@@ -12,7 +12,7 @@ import pandas as pd
 from ...elements import element_json
 from ...engine.core import Emission
 from ...panes import INPUT_COLUMN, OUTPUT_COLUMNS, DroppedElement, PaneRecord, of_input
-from ...state.group_batch import Phase
+from ...engine.fired_by import Clauses, Phase, causes
 from ...time import END_OF_INPUT
 from ..plan import (BAD_COUNT_COLUMN, EVENT_TIME_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN, LATE_COUNT_COLUMN,
                     PHASE_COLUMN, STAGE_COLUMN, WATERMARK_COLUMN, SparkPlan)
@@ -86,10 +86,33 @@ def count_row(plan: SparkPlan, late: int, bad: int, held: Optional[tuple[int, Op
         watermark, slowest = held
         row[WATERMARK_COLUMN] = [watermark]
         if slowest is not None:
-            side, partition, lag = slowest
-            row[HELD_BY_COLUMN] = [f"{side} {partition}" if side else str(partition)]
-            row[HELD_LAG_COLUMN] = [lag]
+            row[HELD_BY_COLUMN] = [held_label(slowest)]
+            row[HELD_LAG_COLUMN] = [slowest[2]]
     return row
+
+
+def held_label(slowest: Optional[tuple[str, Any, int]]) -> Optional[str]:
+    """The partition holding a per-partition watermark back, as the output names it (after its
+    input's name in a merge); None: none does."""
+    if slowest is None:
+        return None
+    side, partition, _ = slowest
+    return f"{side} {partition}" if side else str(partition)
+
+
+def add_firing(plan: SparkPlan, part: dict[str, Any], watermark: int, held_by: Optional[str]) -> None:
+    """``fired_by``'s columns of one step's rows (``engine.fired_by``: null on rows that are no pane)."""
+    if "fired_by" in part:  # (the count row: every column null)
+        return
+    timings = [None if t is None or t != t else t for t in list(part["timing"])]
+    n = len(timings)
+    keys = list(part["key"]) if plan.keyed else [None] * n
+    phase = int(part[PHASE_COLUMN][0]) if n else 0
+    found = causes(list(zip(keys, list(part["window_start"]), list(part["window_end"]))), timings,
+                   list(part["is_last"]), list(part["is_retraction"]), phase, watermark, Clauses.of(plan.operator.trigger))
+    part["fired_by"] = found
+    part["firing_watermark"] = [None if c is None else watermark for c in found]
+    part["held_back_by"] = [None if c is None else held_by for c in found]
 
 
 def event_times(plan: SparkPlan, timestamps: Any, behind: int) -> pd.Series:
