@@ -148,3 +148,19 @@ def test_under_a_per_partition_watermark_the_partition_holding_it_back_is_record
     assert progress["held_back_by"] == "late" and progress["watermark"] == at(3 * 60_000 - 10_000)
     assert {(r["key"], r["window_end"], r["settled"]) for r in sink.status_rows()} == \
         {("y", at(60_000), True), ("y", at(120_000), True)}  # (x's windows have not fired: the watermark is y's)
+
+
+def test_the_table_says_why_each_row_fired(tmp_path):
+    op = KeyedWindowedOperator(TimeWindows(10_000), Sum(), fired_by=True, allowed_lateness=5_000,
+                               trigger=TriggerOption.at_watermark().with_early_firings_at_every(count=1)
+                               .with_late_firings_at_every(count=1).accumulating_fired_panes())
+    sink = TableSink(str(tmp_path / "r.db"), "totals", operator=op, columns=["timing", "fired_by", "firing_watermark"])
+    runner = op.local_runner()
+    sink.write(runner.add_elements(TimestampedValue(("a", 1), T), TimestampedValue(("b", 1), T + 10_000)), 0,
+               watermark=runner.watermark)
+    sink.write(runner.advance_watermark_to(T + 12_000), 1, watermark=runner.watermark)
+    sink.write(runner.add_elements(TimestampedValue(("a", 2), T + 1_000)), 2, watermark=runner.watermark)
+    assert [(r["key"], r["timing"], r["fired_by"], r["firing_watermark"]) for r in sink.rows()] == [
+        ("a", "LATE", "late_count", at(T + 12_000)), ("b", "EARLY", "early_count", None)]
+    with pytest.raises(ValueError, match="give the operator fired_by=True"):
+        TableSink(str(tmp_path / "r.db"), "other", operator=tumbling(), columns=["fired_by"])

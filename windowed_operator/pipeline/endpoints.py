@@ -105,7 +105,8 @@ class TableSinkSpec(Spec):
     url_env: Optional[str] = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     table: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     mode: Literal["upsert", "add"] = "upsert"
-    columns: list[Literal["timing", "pane_index", "is_last", "batch_id"]] = Field(default_factory=list)
+    columns: list[Literal["timing", "pane_index", "is_last", "batch_id", "fired_by", "firing_watermark"]] = Field(
+        default_factory=list)
     final_only: bool = False
     value_type: Optional[str] = None
     name: Optional[str] = Field(default=None, description="the sink's name in the progress table (default: table)")

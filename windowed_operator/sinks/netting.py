@@ -16,8 +16,9 @@ from ..time import MAX_SHOWN_TIME, MIN_SHOWN_TIME, shown_time
 from .columns import ColumnKindError, as_utc, converter
 
 #: Columns a sink may add beside the key, the window and the value, by name.
-OPTIONAL_COLUMNS = ("timing", "pane_index", "is_last", "batch_id")
-_OPTIONAL_KINDS = {"timing": "string", "pane_index": "bigint", "is_last": "boolean", "batch_id": "bigint"}
+OPTIONAL_COLUMNS = ("timing", "pane_index", "is_last", "batch_id", "fired_by", "firing_watermark")
+_OPTIONAL_KINDS = {"timing": "string", "pane_index": "bigint", "is_last": "boolean", "batch_id": "bigint",
+                   "fired_by": "string", "firing_watermark": "timestamp"}
 WINDOW_COLUMNS = ("window_start", "window_end")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 GLOBAL_START = EPOCH + dt.timedelta(milliseconds=MIN_SHOWN_TIME)

@@ -8,19 +8,28 @@ import datetime as dt
 from typing import Any, Iterable, Optional
 
 from ..panes import HELD_BY_ROW_COLUMN, WATERMARK_ROW_COLUMN, PaneRecord
+from ..time import shown_time
 from .completeness import BatchWatermark
 from .netting import EPOCH
 
 def pane_rows(panes: Iterable[PaneRecord]) -> list[dict]:
-    """The local runner's panes as rows with the Spark output's names (times stay as they are)."""
+    """The local runner's panes as rows with the Spark output's names (times stay as they are, but
+    the firing watermark, a time as on Spark)."""
     return [{"key": p.key, "window_start": p.window_start, "window_end": p.window_end, "value": p.value,
              "timing": p.timing.value, "pane_index": p.index, "is_first": p.is_first, "is_last": p.is_last,
-             "is_retraction": p.is_retraction} for p in panes]
+             "is_retraction": p.is_retraction,
+             **({} if p.firing is None else {"fired_by": p.firing.fired_by,
+                                             "firing_watermark": _time(p.firing.watermark)})} for p in panes]
+
+
+def _time(ms: int) -> Optional[dt.datetime]:
+    shown = shown_time(ms)
+    return None if shown is None else EPOCH + dt.timedelta(milliseconds=shown)
 
 
 #: The columns of a pane row the sink reads.
 _READ = ("key", "window_start", "window_end", "value", "timing", "pane_index", "is_last", "is_retraction",
-         "record_type", WATERMARK_ROW_COLUMN, HELD_BY_ROW_COLUMN)
+         "record_type", "fired_by", "firing_watermark", WATERMARK_ROW_COLUMN, HELD_BY_ROW_COLUMN)
 
 
 def arrow_rows(table: Any) -> list[dict]:

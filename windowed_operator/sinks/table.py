@@ -95,7 +95,8 @@ class TableSink:
     (SQLite) or an ``Engine``; ``value_type``: the value's Spark DDL type (``bigint``,
     ``struct<clicks: bigint, pages: array<string>>``), needed only where a first batch cannot show it
     (a Spark batch shows it always; local panes whose values are all null do not); ``columns``: any of
-    ``timing``, ``pane_index``, ``is_last``, ``batch_id`` (the batch that last wrote the row);
+    ``timing``, ``pane_index``, ``is_last``, ``batch_id`` (the batch that last wrote the row),
+    ``fired_by`` and ``firing_watermark`` (of an operator with ``fired_by=True``);
     ``final_only``: write only final panes (``is_last``, or ON_TIME or LATE), retractions still
     delete; ``name``: the sink's name in the progress table (default: the table's); ``query_id``: the
     query the batch ids belong to (default: a Spark batch's streaming query id, else ``""``);
@@ -130,6 +131,10 @@ class TableSink:
             raise ValueError(f"audit must be True, False or a positive number of batches to keep, not {audit!r}")
         if operator is not None:
             check_operator(operator, mode, final_only)
+            firing = [c for c in columns if c in ("fired_by", "firing_watermark")]
+            if firing and not getattr(getattr(operator, "operators", [operator])[-1], "fired_by", False):
+                raise ValueError(f"columns {firing} come from panes that say why they fired: give the operator "
+                                 "fired_by=True")
         view = f"{table}_status" if status_view is True else status_view or None
         if view is not None and not NAME.match(view):
             raise ValueError(f"status_view {view!r} is not a plain SQL name (letters, digits, underscores)")
@@ -348,7 +353,7 @@ class TableSink:
 
     # -- reading it back ------------------------------------------------------------------------
     def rows(self) -> list[dict]:
-        """The table's rows (window bounds as UTC datetimes), ordered by key and window."""
+        """The table's rows (times as UTC datetimes), ordered by key and window."""
         return self._read(self.table_name, self._table)
 
     def status_rows(self) -> list[dict]:
@@ -390,9 +395,10 @@ class TableSink:
         order = [table.c[c] for c in ([self.key_column] if self.key_column in table.c else []) + list(WINDOW_COLUMNS)]
         with self.engine.connect() as conn:
             rows = [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(*order))]
+        times = set(WINDOW_COLUMNS) | {c.name for c in table.c if isinstance(c.type, sa.DateTime)}
         for row in rows:
-            for c in WINDOW_COLUMNS:
-                row[c] = as_utc(row[c])
+            for c in times:
+                row[c] = None if row[c] is None else as_utc(row[c])
         return rows
 
     def audit_rows(self, query_id: Optional[str] = None) -> list[dict]:
