@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/timing.py, run as a script
+from floor import calibrate, floor_plans, floor_rows  # noqa: E402
 from timing import interleaved, percentile, ratios, spread  # noqa: E402
 
 import numpy as np
@@ -155,8 +156,19 @@ def native(spark, data_dir: Path, work: Path, kind: str) -> Run:
     return run_query(spark, out, work, f"native-{kind}")
 
 
+def floor_context(floor: dict[str, int] | None, calls: Callable[[str], Any] | None = None):
+    """Where ``floor`` is given (rows per call by operator; ``calls``: accumulators counting the
+    calls, by operator), the query is built as its floor (``benchmarks/floor.py``); else as ours."""
+    from contextlib import nullcontext
+
+    if floor is None:
+        return nullcontext()
+    return floor_plans(lambda label: floor.get(label, 0), calls or (lambda label: None))
+
+
 def ours(spark, data_dir: Path, work: Path, kind: str, trigger: str, key_groups: int,
-         vectorized: bool = True, preaggregate: bool = True) -> Run:
+         vectorized: bool = True, preaggregate: bool = True, floor: dict[str, int] | None = None,
+         calls: Callable[[str], Any] | None = None) -> Run:
     from accumulations import Sum
     from triggers import TriggerOption
     from windowed_operator import KeyedWindowedOperator, SessionWindows, TimeWindows, bounded_disorder
@@ -172,10 +184,13 @@ def ours(spark, data_dir: Path, work: Path, kind: str, trigger: str, key_groups:
         warnings.simplefilter("ignore")
         op = KeyedWindowedOperator(window, Sum("amount"), trigger=option, key="key", timestamp="ts_ms",
                                    watermark=bounded_disorder(DELAY_MS))
-    out = op.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups, vectorized=vectorized,
-                   preaggregate=preaggregate)
-    run = run_query(spark, out, work, f"ours-{kind}-{trigger}-{key_groups}-{vectorized}-{preaggregate}")
-    run.state = our_state(spark, run.checkpoint)
+    with floor_context(floor, calls):
+        out = op.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups, vectorized=vectorized,
+                       preaggregate=preaggregate)
+    side = "floor" if floor is not None else "ours"
+    run = run_query(spark, out, work, f"{side}-{kind}-{trigger}-{key_groups}-{vectorized}-{preaggregate}")
+    if floor is None:
+        run.state = our_state(spark, run.checkpoint)
     return run
 
 
@@ -190,7 +205,8 @@ def native_hot_items(spark, data_dir: Path, work: Path) -> Run:
     return run_query(spark, out, work, "native-hot-items")
 
 
-def ours_hot_items(spark, data_dir: Path, work: Path, key_groups: int | None, chained: bool = True) -> Run:
+def ours_hot_items(spark, data_dir: Path, work: Path, key_groups: int | None, chained: bool = True,
+                   floor: dict[str, int] | None = None, calls: Callable[[str], Any] | None = None) -> Run:
     """The same with our operators: a hopping count per key, then (``chained``) a windowless Max
     that keeps each count's window, in the same query."""
     from accumulations import Count, Max
@@ -199,8 +215,9 @@ def ours_hot_items(spark, data_dir: Path, work: Path, key_groups: int | None, ch
     counts = KeyedWindowedOperator(TimeWindows(10_000).slide_by(2_000), Count(), key="key", timestamp="ts_ms",
                                    watermark=bounded_disorder(DELAY_MS))
     operators = counts.then(WindowedOperator(None, Max())) if chained else counts
-    out = operators.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups)
-    return run_query(spark, out, work, f"ours-hot-items-{chained}")
+    with floor_context(floor, calls):
+        out = operators.apply(source(spark, data_dir).drop("ts"), key_groups=key_groups)
+    return run_query(spark, out, work, f"{'floor' if floor is not None else 'ours'}-hot-items-{chained}")
 
 
 def beam_direct(df: pd.DataFrame, sample: int) -> dict | None:
@@ -270,17 +287,35 @@ GROUPS: dict[str, list[str]] = {
 }
 
 
-def spark_case(spark, data_dir: Path, work: Path, name: str, key_groups: int | None) -> Callable[[], Run]:
+def spark_case(spark, data_dir: Path, work: Path, name: str, key_groups: int | None) -> Callable[..., Run]:
+    """The case's run (our cases take ``floor=`` and ``calls=``: ``floor_context``)."""
     if name == "native chain hot items":
         return lambda: native_hot_items(spark, data_dir, work)
     if name.startswith("ours chain"):
-        return lambda: ours_hot_items(spark, data_dir, work, key_groups, chained=name.endswith("hot items"))
+        return lambda **floor: ours_hot_items(spark, data_dir, work, key_groups, chained=name.endswith("hot items"),
+                                              **floor)
     kind = name.split()[1]
     if name.startswith("native"):
         return lambda: native(spark, data_dir, work, kind)
     trigger = name.split()[-1] if name.split()[-1] in ("default", "early", "retracting") else "default"
-    return lambda: ours(spark, data_dir, work, kind, trigger, key_groups, vectorized=not name.endswith("plain path"),
-                        preaggregate=not name.endswith("no pre-aggregation"))
+    return lambda **floor: ours(spark, data_dir, work, kind, trigger, key_groups,
+                                vectorized=not name.endswith("plain path"),
+                                preaggregate=not name.endswith("no pre-aggregation"), **floor)
+
+
+def floor_of(name: str) -> str:
+    """The name of an our case's floor (``benchmarks/floor.py``)."""
+    return "floor" + name[len("ours"):]
+
+
+def floor_case(spark, make: Callable[..., Run], ours_run: Callable[[], Run], rows: dict[str, int]) -> Callable[[], Run]:
+    """The floor of an our case (``make``): calibrated once, from the last run of ours (``ours_run``)
+    and a counting run of the floor, both untimed, to emit as many rows as ours (``rows``: kept)."""
+    def run() -> Run:
+        if not rows:
+            rows.update(calibrate(spark, ours_run().progress, lambda calls: make(floor={}, calls=calls)))
+        return make(floor=rows)
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -296,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="events per sliding case: more than the largest window (1M) so it fills")
     parser.add_argument("--only", default="", help="comma-separated case prefixes (pandas,native,ours,latency,beam,"
                                                    "sliding)")
+    parser.add_argument("--no-floor", action="store_true", help="leave out the floor of each of our cases "
+                                                                    "(benchmarks/floor.py)")
     parser.add_argument("--json", help="also write the figures to this file (benchmarks/results/run.json, say)")
     parser.add_argument("--beam-python", help="a Python with apache_beam, when this one has none (the Beam case "
                                               "then runs there, on the same generated data)")
@@ -352,26 +389,45 @@ def main(argv: list[str] | None = None) -> int:
                 return last[name].seconds
             return run
 
-        timings = interleaved([(n, timed(n, spark_case(spark, data_dir, work, n, args.key_groups))) for n in names],
-                              args.runs)
+        cases: list[tuple[str, Callable[[], float]]] = []
         for name in names:
+            make = spark_case(spark, data_dir, work, name, args.key_groups)
+            cases.append((name, timed(name, make)))
+            if name.startswith("ours") and not args.no_floor:  # (right after ours: its calibration reads ours' run)
+                cases.append((floor_of(name), timed(floor_of(name), floor_case(
+                    spark, make, lambda name=name: last[name], {}))))
+        timings = interleaved(cases, args.runs)
+        for name, _ in cases:
             record(name, timings[name], state=last[name].state)
             if name != peer:
                 results[name]["vs_native"] = ratios(timings[name], timings[peer]).text()
+            if name.startswith("ours") and floor_of(name) in timings:
+                results[name]["vs_floor"] = ratios(timings[name], timings[floor_of(name)]).text()
+                print(f"  {name}: ours/floor {results[name]['vs_floor']}x, floor/native "
+                      f"{ratios(timings[floor_of(name)], timings[peer]).text()}x (throughput ratios per round); "
+                      f"rows out: ours {floor_rows(last[name].progress):,}, floor "
+                      f"{floor_rows(last[floor_of(name)].progress):,}", flush=True)
     if pick("latency"):
         latency_dir = work / "latency"
         write_parquet(generate(args.latency_batches * args.latency_rows, args.keys, seed=5), latency_dir,
                       files=args.latency_batches)
+        latest: dict[str, Run] = {}
+
+        def tumbling(trigger: str, **options: Any) -> Callable[..., Run]:
+            return lambda **floor: ours(spark, latency_dir, work, "tumbling", trigger, args.key_groups, **options,
+                                        **floor)
+
         cases = [("native", lambda: native(spark, latency_dir, work, "tumbling")),
-                 ("ours", lambda: ours(spark, latency_dir, work, "tumbling", "default", args.key_groups)),
-                 ("ours early", lambda: ours(spark, latency_dir, work, "tumbling", "early", args.key_groups)),
-                 ("ours no pre-agg", lambda: ours(spark, latency_dir, work, "tumbling", "default", args.key_groups,
-                                                  preaggregate=False))]
+                 ("ours", tumbling("default")), ("ours early", tumbling("early")),
+                 ("ours no pre-agg", tumbling("default", preaggregate=False))]
+        if not args.no_floor:
+            cases[2:2] = [("floor", floor_case(spark, tumbling("default"), lambda: latest["ours"], {}))]
+            cases[4:4] = [("floor early", floor_case(spark, tumbling("early"), lambda: latest["ours early"], {}))]
         figures: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in cases}
 
         def latency_case(name: str, make: Callable[[], Run]) -> Callable[[], float]:
             def run() -> float:
-                done = make()
+                done = latest[name] = make()
                 figures[name].append(latency_figures(done))
                 return done.seconds
             return run
@@ -382,7 +438,12 @@ def main(argv: list[str] | None = None) -> int:
         for name, runs in figures.items():
             p50, p99 = spread([r[0] for r in runs]), spread([r[1] for r in runs])
             results[f"latency {name}"] = {"p50_s": p50.median, "p99_s": p99.median}
-            print(f"  {name:<16} p50 {p50.text(3)} s   p99 {p99.text(3)} s", flush=True)
+            floor = name.replace("ours", "floor") if name.startswith("ours") else None
+            versus = ""
+            if floor in figures:  # (p50 per round: ours over the floor's, and over native's)
+                versus = (f"   p50 ours/floor {spread([o[0] / f[0] for o, f in zip(runs, figures[floor])]).text(2)}x, "
+                          f"ours/native {spread([o[0] / n[0] for o, n in zip(runs, figures['native'])]).text(2)}x")
+            print(f"  {name:<16} p50 {p50.text(3)} s   p99 {p99.text(3)} s{versus}", flush=True)
     if pick("beam"):
         beam = beam_direct(df, args.beam_sample)
         if beam is None and args.beam_python:

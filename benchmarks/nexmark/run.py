@@ -46,6 +46,7 @@ sys.path.insert(0, str(HERE.parent))  # benchmarks/: timing.py and this package
 from nexmark import queries as Q  # noqa: E402
 from nexmark import spark_queries as S  # noqa: E402
 from nexmark.generator import NexmarkConfig, generate, write_files  # noqa: E402
+from floor import calibrate, floor_plans  # noqa: E402
 from timing import interleaved, percentile, ratios, spread  # noqa: E402
 
 
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="spark.windowed_operator.nativeStages: a chain's later stage that Spark can aggregate "
                              "itself (q5's and q5r's) runs as Spark's aggregation (on, as a new query would set it) "
                              "or as a second transformWithState (off)")
+    parser.add_argument("--no-floor", action="store_true", help="leave out each query's floor (benchmarks/floor.py)")
     parser.add_argument("--ours-setting", action="append", default=[], metavar="QUERY:NAME=VALUE",
                         help="also run ours on QUERY with spark.windowed_operator.NAME=VALUE, as the side ours* "
                              "(e.g. q8:packInput=false), in the same rounds; repeatable")
@@ -180,8 +182,23 @@ def main(argv: list[str] | None = None) -> int:
         last: dict[str, S.Run] = {}
         correct: dict[str, bool] = {}
 
+        floor_rows: dict[str, int] = {}
+
+        def floor_run(rows: dict[str, int], calls: Callable[[str], Any] = lambda label: None) -> S.Run:
+            """The query's floor (``benchmarks/floor.py``), emitting ``rows`` per call by operator."""
+            with floor_plans(lambda label: rows.get(label, 0), calls):
+                out = S.ours(query, config, S.source(spark, work / "events"))
+            return S.run_to_end(out, work / f"ckpt-{query}-floor-{time.monotonic_ns()}", S.end_watermark(query, config))
+
         def case(side: str) -> Callable[[], float]:
             def run() -> float:
+                if side == "floor":  # (calibrated once, untimed, after ours' first run: as many rows as ours)
+                    if not floor_rows:
+                        floor_rows.update(calibrate(spark, last["ours"].progress,
+                                                    lambda calls: floor_run({}, calls)))
+                    done = last[side] = floor_run(floor_rows)
+                    correct[side] = True  # (a floor computes nothing to check)
+                    return done.seconds
                 df = S.source(spark, work / "events")
                 ours = side != "native"
                 with (S.library_setting(spark, f"spark.windowed_operator.{settings[query][0]}", settings[query][1])
@@ -196,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                 return done.seconds
             return run
 
-        sides = (["native"] if query in S.NATIVE else []) + ["ours"] + ([SET] if query in settings else [])
+        sides = (["native"] if query in S.NATIVE else []) + ["ours"] + ([] if args.no_floor else ["floor"]) \
+            + ([SET] if query in settings else [])
         requested = BEAM_MODES[args.beam_mode] if args.beam_python and query in BEAM_QUERIES else ()
         beam_modes = [mode for mode in requested if not (mode == "batch" and query in BEAM_STREAMING_ONLY)]
         sample = min(args.beam_sample, args.events)
@@ -224,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{query:<6}{side:<8}{figure.text(0):>34}{versus:>22}{len(last[side].rows):>10,}"
                   f"{state_rows(last[side]):>12,}{f'{p50:.2f} / {p99:.2f}':>20}  "
                   f"{'yes' if correct[side] else 'NO'}", flush=True)
+        if "floor" in timings:
+            print(f"{query:<6}{'':<8}ours/floor {ratios(timings['ours'], timings['floor']).text()}x (throughput, per "
+                  "round; the floor: our query with a do-nothing processor emitting as many rows, benchmarks/floor.py)"
+                  + (f", floor/native {ratios(timings['floor'], timings['native']).text()}x" if "native" in timings
+                     else ""), flush=True)
         if query in settings:
             print(f"{query:<6}{SET:<8}: ours with spark.windowed_operator.{settings[query][0]}={settings[query][1]}",
                   flush=True)
