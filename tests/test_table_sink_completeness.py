@@ -164,3 +164,44 @@ def test_the_table_says_why_each_row_fired(tmp_path):
         ("a", "LATE", "late_count", at(T + 12_000)), ("b", "EARLY", "early_count", None)]
     with pytest.raises(ValueError, match="give the operator fired_by=True"):
         TableSink(str(tmp_path / "r.db"), "other", operator=tumbling(), columns=["fired_by"])
+
+
+@pytest.mark.parametrize("suffix", [".db", ".duckdb"])
+def test_a_table_named_by_a_reserved_word_has_its_view(tmp_path, suffix):
+    if suffix == ".duckdb":
+        pytest.importorskip("duckdb_engine", reason='no DuckDB driver: pip install -e ".[duckdb]"')
+    import numpy as np
+
+    op = tumbling()
+    sink = TableSink(str(tmp_path / f"r{suffix}"), "order", operator=op)
+    runner = op.local_runner()
+    sink.write(runner.add_elements(TimestampedValue(("a", 1), T)), 0, watermark=np.int64(T + 20_000))
+    assert [r["settled"] for r in sink.status_rows()] == [True]
+    again = TableSink(str(tmp_path / f"r{suffix}"), "order", operator=op)  # (a restart: the view is made again)
+    again.write(runner.add_elements(TimestampedValue(("b", 1), T + 30_000)), 1, watermark=T + 30_000)
+    assert [(r["key"], r["settled"]) for r in again.status_rows()] == [("a", True), ("b", False)]
+    sink.dispose(), again.dispose()
+
+
+def test_a_status_view_name_that_is_a_table_is_refused(tmp_path):
+    from windowed_operator.sinks import TableSinkError
+
+    database = tmp_path / "r.db"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE totals_status (x INTEGER)")
+    op = tumbling()
+    sink = TableSink(str(database), "totals", operator=op)
+    with pytest.raises(TableSinkError, match="status view 'totals_status': a table of that name exists"):
+        sink.write(op.local_runner().add_elements(TimestampedValue(("a", 1), T)), 0)
+
+
+def test_an_earlier_version_s_progress_reads_before_any_batch(tmp_path):
+    database = tmp_path / "r.db"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE windowed_operator_sink_progress (sink TEXT NOT NULL, query_id TEXT NOT NULL, "
+                   "batch_id BIGINT NOT NULL, table_name TEXT, updated_at DATETIME, rows_upserted BIGINT, "
+                   "rows_deleted BIGINT, PRIMARY KEY (sink, query_id))")
+        db.execute("INSERT INTO windowed_operator_sink_progress VALUES ('totals', '', 3, 'totals', NULL, 1, 0)")
+    sink = TableSink(str(database), "totals", operator=tumbling())
+    assert sink.progress()["batch_id"] == 3 and "watermark" not in sink.progress()
+    assert sink.applied_batch() == 3 and sink.audit_rows() == []

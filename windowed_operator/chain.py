@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from .facade import ChainRunner
 
 
+def output_stage(operator: Any) -> Any:
+    """The operator whose panes ``operator`` outputs: a chain's last stage, else itself."""
+    return getattr(operator, "operators", [operator])[-1]
+
+
 def check_consumable(upstream: Any, downstream: Any) -> None:
     """A retracting stage's retractions are folded out of the next stage's windows with its
     accumulation's inverse: without one the downstream values would silently be wrong, so the

@@ -110,12 +110,10 @@ class PaneRecord:
         return self.index
 
     def as_dict(self) -> dict:
-        """The pane's output fields as a dict (``key``, ``window_start``, ``window_end``, ``value``,
-        ``timing``, ...; with ``firing``, ``fired_by``, ``firing_watermark`` and ``held_back_by``)."""
-        fields = {name: getattr(self, name) for name in self.__slots__ if name != "firing"}
-        if self.firing is not None:
-            fields.update(zip(FIRING_COLUMNS, (self.firing.fired_by, self.firing.watermark, self.firing.held_back_by)))
-        return fields
+        """The pane's fields as a dict (``key``, ``window_start``, ``window_end``, ``value``, ``timing``,
+        ...), as a next stage reads them (``firing`` left out: Spark hands the next stage the pane
+        columns only)."""
+        return {name: getattr(self, name) for name in self.__slots__ if name != "firing"}
 
 
 class WindowOverflowError(ArithmeticError):

@@ -30,6 +30,12 @@ def shown_time(ms: Optional[int]) -> Optional[int]:
     return ms if ms is not None and MIN_SHOWN_TIME <= ms <= MAX_SHOWN_TIME else None
 
 
+def shown_datetime(ms: Optional[int]) -> Optional[datetime]:
+    """An output time as a UTC datetime, as rows show it (None beyond what a timestamp holds)."""
+    shown = shown_time(ms)
+    return None if shown is None else datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=shown)
+
+
 def time_text(ms: int) -> str:
     """A time as the CLI shows it to people: UTC, ``2026-01-01 00:00:30.000`` (ISO-8601's date and
     time, to the millisecond); the bounds of time and of the global window by name, and anything

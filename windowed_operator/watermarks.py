@@ -241,6 +241,12 @@ def _hashable(partition: Any) -> Hashable:
     return tuple(_hashable(p) for p in partition) if isinstance(partition, list) else partition
 
 
+def partition_label(side: str, partition: Hashable) -> str:
+    """A partition holding a watermark back as the output names it: after its input's name in a merge
+    (``side``; ``""``: a one-input operator's)."""
+    return f"{side} {partition}" if side else str(partition)
+
+
 class WatermarkTracker:
     """Keeps the operator's watermark monotonic and remembers what its policy needs."""
 

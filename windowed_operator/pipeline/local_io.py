@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..ddl import parse_columns
 from ..elements import element_json
 from ..panes import FIRING_COLUMNS, INPUT_COLUMN, OUTPUT_COLUMNS, SIDE_OUTPUT_COLUMNS, DroppedElement, PaneRecord
-from ..time import shown_time
+from ..time import shown_datetime
 
 _INTEGRAL = {"tinyint": 8, "byte": 8, "smallint": 16, "short": 16, "int": 32, "integer": 32, "bigint": 64, "long": 64}
 _FLOATING = {"float", "real", "double"}
@@ -132,9 +132,6 @@ def read_file(path: Path, fmt: str, schema: str, options: dict[str, str]) -> lis
 
 # -- sinks ---------------------------------------------------------------------------------------
 
-def _time(ms: Optional[int]) -> Optional[dt.datetime]:
-    shown = shown_time(ms)
-    return None if shown is None else dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=shown)
 
 
 def _row(keyed: bool, pane: tuple, side: Optional[tuple], merge: bool = False,
@@ -157,15 +154,15 @@ def pane_row(pane: PaneRecord, keyed: bool, side_outputs: bool, merge: bool = Fa
     """A pane as the Spark runner's output row (same columns, same names; ``merge``: a merge's, whose
     side outputs add ``input``; with its ``firing``, the ``fired_by`` columns)."""
     firing = pane.firing
-    return _row(keyed, (pane.key, _time(pane.window_start), _time(pane.window_end), pane.value, pane.timing.value,
-                        pane.index, pane.is_first, pane.is_last, pane.is_retraction, _time(pane.timestamp)),
+    return _row(keyed, (pane.key, shown_datetime(pane.window_start), shown_datetime(pane.window_end), pane.value, pane.timing.value,
+                        pane.index, pane.is_first, pane.is_last, pane.is_retraction, shown_datetime(pane.timestamp)),
                 ("pane", None, None, None, None) if side_outputs else None, merge,
-                None if firing is None else (firing.fired_by, _time(firing.watermark), firing.held_back_by))
+                None if firing is None else (firing.fired_by, shown_datetime(firing.watermark), firing.held_back_by))
 
 
 def _side_values(dropped: DroppedElement, record_type: str) -> tuple:
     """The side columns' values, then the input the element came on (a merge's)."""
-    return (record_type, dropped.reason.value, element_json(dropped.element), _time(dropped.timestamp),
+    return (record_type, dropped.reason.value, element_json(dropped.element), shown_datetime(dropped.timestamp),
             dropped.input)
 
 

@@ -13,7 +13,7 @@ from ..engine.key_state import KeyState
 from ..panes import DroppedElement, Firing, InputRow, PaneRecord, of_input
 from ..testing import _elements, replay
 from ..time import MAX_TIMESTAMP, to_duration_millis, to_millis
-from ..watermarks import WatermarkTracker, partition_of
+from ..watermarks import WatermarkTracker, partition_label, partition_of
 
 if TYPE_CHECKING:
     from ..operator import OperatorBase
@@ -52,9 +52,9 @@ class LocalRunner:
     def holding_back(self) -> Optional[str]:
         """Under a per-partition watermark, the partition holding it back now (as the Spark runner
         names it), else None."""
-        partitions = getattr(getattr(self, "tracker", None), "partitions", None)
+        partitions = self.tracker.partitions
         held = partitions.holding_back(self.processing_time) if partitions is not None else None
-        return None if held is None or self.watermark >= MAX_TIMESTAMP else str(held[0])
+        return None if held is None or self.watermark >= MAX_TIMESTAMP else partition_label("", held[0])
 
     # -- steps --------------------------------------------------------------------------------
     def add_elements(self, *elements: Any, partition: Optional[Hashable] = None) -> list[PaneRecord]:
@@ -107,12 +107,13 @@ class LocalRunner:
             self.dropped_counts[dropped.reason.value] += 1
             self.dead_letters.append(dropped)
         emitted: list[PaneRecord] = []
+        held = self.holding_back() if self.operator.fired_by else None  # (before the bundle's partitions count)
         for key, batch in batches.items():
             for observe, ts, partition in observers[key]:
                 observe(ts, partition)
             state = self.states.setdefault(key, KeyState())
             self._collect(self.core.process_batch(key, state, batch, watermark, self.processing_time, origins[key]),
-                          emitted, Phase.ELEMENTS, watermark)
+                          emitted, Phase.ELEMENTS, watermark, held)
             self._forget_if_empty(key)
         emitted.extend(self._advance_watermark())
         return emitted
@@ -161,11 +162,14 @@ class LocalRunner:
                 self._forget_if_empty(key)
         return emitted
 
-    def _collect(self, emission: Emission, emitted: list[PaneRecord], phase: Phase, watermark: int) -> None:
-        """A step's emission (``phase``, at ``watermark``): its panes (each saying why it fired, with
-        ``fired_by``) and its drops."""
+    def _collect(self, emission: Emission, emitted: list[PaneRecord], phase: Phase, watermark: int,
+                 held: Optional[str] = None) -> None:
+        """A step's emission (``phase``, at ``watermark``; ``held``: the partition holding the
+        watermark back, where the step read it before this): its panes (each saying why it fired,
+        with ``fired_by``) and its drops."""
         if self.operator.fired_by and emission.outputs:
-            emission.outputs = self._fired(emission.outputs, phase, watermark)
+            emission.outputs = self._fired(emission.outputs, phase, watermark,
+                                           held if phase is Phase.ELEMENTS else self.holding_back())
         emitted.extend(emission.outputs)
         self.outputs.extend(emission.outputs)
         self.emitted_at.extend([(self.steps, self.processing_time, self.tracker.current)] * len(emission.outputs))
@@ -174,11 +178,10 @@ class LocalRunner:
             if self.operator.late_data_output:
                 self.late_data.append(of_input(dropped))
 
-    def _fired(self, panes: list[PaneRecord], phase: Phase, watermark: int) -> list[PaneRecord]:
+    def _fired(self, panes: list[PaneRecord], phase: Phase, watermark: int, held: Optional[str]) -> list[PaneRecord]:
         found = causes([(p.key, p.window_start, p.window_end) for p in panes], [p.timing.value for p in panes],
                        [p.is_last for p in panes], [p.is_retraction for p in panes], phase, watermark,
                        Clauses.of(self.operator.trigger))
-        held = self.holding_back()
         return [dataclasses.replace(p, firing=Firing(cause or "", watermark, held)) for p, cause in zip(panes, found)]
 
     def _forget_if_empty(self, key: Optional[Hashable]) -> None:

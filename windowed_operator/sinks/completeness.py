@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from ..chain import output_stage
 from ..time import MAX_SHOWN_TIME, MAX_TIMESTAMP, MIN_SHOWN_TIME
 from ..time_rules import latest_max_timestamp_expired, latest_max_timestamp_reached
 from .netting import EPOCH
@@ -75,7 +76,7 @@ class Completeness:
         """An operator's rules (a chain's: its last stage's, whose panes the sink gets); None without one."""
         if operator is None:
             return None
-        operator = getattr(operator, "operators", [operator])[-1]
+        operator = output_stage(operator)
         return cls(int(operator.allowed_lateness), operator.trigger.kind in ("default", "at_watermark"))
 
     def _through(self, latest_max_timestamp: int, watermark_ms: int) -> Optional[dt.datetime]:
@@ -121,23 +122,37 @@ def add_missing_columns(engine: Engine, table: str, columns: tuple[tuple[str, An
                 raise
 
 
+#: The sink's progress row the status view reads: the one updated last (of any of its queries).
+LATEST_FIRST = ("updated_at DESC", "batch_id DESC")
+
+
 def status_view_sql(view: str, table: str, sink: str, progress: str, engine: Engine) -> str:
     """The status view: ``table``'s rows with ``complete`` and ``settled`` against the sink's latest
-    row of the progress table (``progress``)."""
+    row of the progress table (``progress``); names quoted as the database needs."""
+    quote = engine.dialect.identifier_preparer.quote
     name = sa.literal(sink).compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True})
-    latest = (f"SELECT complete_through, settled_through FROM {progress} WHERE sink = {name} "
-              "ORDER BY updated_at DESC, batch_id DESC LIMIT 1")
-    return (f"CREATE VIEW {view} AS SELECT t.*, COALESCE(t.window_end <= p.complete_through, FALSE) AS complete, "
-            f"COALESCE(t.window_end <= p.settled_through, FALSE) AS settled FROM {table} AS t "
+    latest = (f"SELECT complete_through, settled_through FROM {quote(progress)} WHERE sink = {name} "
+              f"ORDER BY {', '.join(LATEST_FIRST)} LIMIT 1")
+    create = "CREATE VIEW IF NOT EXISTS" if engine.dialect.name == "sqlite" else "CREATE OR REPLACE VIEW"
+    return (f"{create} {quote(view)} AS SELECT t.*, COALESCE(t.window_end <= p.complete_through, FALSE) AS complete, "
+            f"COALESCE(t.window_end <= p.settled_through, FALSE) AS settled FROM {quote(table)} AS t "
             f"LEFT JOIN ({latest}) AS p ON 1 = 1")
 
 
 def create_status_view(engine: Engine, view: str, table: str, sink: str, progress: str) -> None:
-    """(Re)create the status view (its columns follow the table's)."""
-    with engine.begin() as conn:
-        conn.exec_driver_sql(f"DROP VIEW IF EXISTS {view}")
-        conn.exec_driver_sql(status_view_sql(view, table, sink, progress, engine))
+    """Make the status view (PostgreSQL and DuckDB replace it, so a view built on it stays; SQLite
+    keeps one already there, its ``t.*`` read at each query); refused where ``view`` names a table.
+    Another sink making it at the same moment is no error."""
+    if view in sa.inspect(engine).get_table_names():
+        raise ValueError(f"status view {view!r}: a table of that name exists; give the sink another "
+                         "status_view= (or status_view=False)")
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(status_view_sql(view, table, sink, progress, engine))
+    except sa.exc.DBAPIError:
+        if view not in sa.inspect(engine).get_view_names():
+            raise
 
 
-__all__ = ["AUDIT_COLUMNS", "BatchWatermark", "Completeness", "PROGRESS_COLUMNS", "add_missing_columns",
+__all__ = ["AUDIT_COLUMNS", "BatchWatermark", "Completeness", "LATEST_FIRST", "PROGRESS_COLUMNS", "add_missing_columns",
            "batch_values", "create_status_view", "status_view_sql"]

@@ -8,7 +8,7 @@ import datetime as dt
 from typing import Any, Iterable, Optional
 
 from ..panes import HELD_BY_ROW_COLUMN, WATERMARK_ROW_COLUMN, PaneRecord
-from ..time import shown_time
+from ..time import shown_datetime
 from .completeness import BatchWatermark
 from .netting import EPOCH
 
@@ -19,12 +19,7 @@ def pane_rows(panes: Iterable[PaneRecord]) -> list[dict]:
              "timing": p.timing.value, "pane_index": p.index, "is_first": p.is_first, "is_last": p.is_last,
              "is_retraction": p.is_retraction,
              **({} if p.firing is None else {"fired_by": p.firing.fired_by,
-                                             "firing_watermark": _time(p.firing.watermark)})} for p in panes]
-
-
-def _time(ms: int) -> Optional[dt.datetime]:
-    shown = shown_time(ms)
-    return None if shown is None else EPOCH + dt.timedelta(milliseconds=shown)
+                                             "firing_watermark": shown_datetime(p.firing.watermark)})} for p in panes]
 
 
 #: The columns of a pane row the sink reads.
@@ -57,7 +52,7 @@ def arrow_rows(table: Any) -> list[dict]:
 def watermark_rows(rows: list[dict]) -> tuple[list[dict], Optional[BatchWatermark]]:
     """The rows without the operator's watermark rows (``with_watermark``'s), and the batch's
     watermark they report (None: the batch has none)."""
-    if not rows or WATERMARK_ROW_COLUMN not in rows[0]:
+    if not any(r.get(WATERMARK_ROW_COLUMN) is not None for r in rows):
         return rows, None
     marks = [BatchWatermark(r[WATERMARK_ROW_COLUMN], r.get(HELD_BY_ROW_COLUMN)) for r in rows
              if r[WATERMARK_ROW_COLUMN] is not None]

@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import numbers
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from ..chain import output_stage
+
 from .columns import ColumnKindError, as_utc, kind_of_spark_type, sql_type
-from .completeness import (AUDIT_COLUMNS, PROGRESS_COLUMNS, BatchWatermark, Completeness, add_missing_columns,
+from .completeness import (AUDIT_COLUMNS, LATEST_FIRST, PROGRESS_COLUMNS, BatchWatermark, Completeness, add_missing_columns,
                            batch_values, create_status_view)
 from .dialects import (AUDIT_TABLE, DIALECTS, PROGRESS_TABLE, audit_table, db_message, dialect_of, make_engine,
                        progress_table)
@@ -63,7 +66,7 @@ def check_operator(operator: Any, mode: SinkMode, final_only: bool = False) -> N
     and an accumulation)."""
     from accumulations import Count, Sum
 
-    operator = getattr(operator, "operators", [operator])[-1]  # a chain's panes are its last stage's
+    operator = output_stage(operator)
     trigger = operator.trigger
     label = operator.label() if hasattr(operator, "label") else type(operator).__name__
     if mode == "upsert" and trigger.discarding:
@@ -85,9 +88,6 @@ def check_operator(operator: Any, mode: SinkMode, final_only: bool = False) -> N
 
 
 class TableSink:
-    #: It reads the operator's watermark rows of a batch (``windowed_operator.spark.with_watermark``).
-    reads_watermark = True
-
     """``sink(batch, batch_id)``: apply one micro-batch of panes to ``table`` (see the module's doc).
 
     ``url``: a SQLAlchemy URL (``sqlite:///path.db``; ``postgresql://host:5432/db`` or
@@ -108,6 +108,9 @@ class TableSink:
     ``<table>_status``, made where ``operator`` is given; False: none).  An existing table must have
     the sink's columns with the same kinds and primary key.
     """
+
+    #: It reads the operator's watermark rows of a batch (``windowed_operator.spark.with_watermark``).
+    reads_watermark = True
 
     def __init__(self, url: Union[str, Engine], table: str, *, mode: SinkMode = "upsert",
                  value_type: Optional[str] = None, key_column: str = "key", value_column: str = "value",
@@ -132,7 +135,7 @@ class TableSink:
         if operator is not None:
             check_operator(operator, mode, final_only)
             firing = [c for c in columns if c in ("fired_by", "firing_watermark")]
-            if firing and not getattr(getattr(operator, "operators", [operator])[-1], "fired_by", False):
+            if firing and not getattr(output_stage(operator), "fired_by", False):
                 raise ValueError(f"columns {firing} come from panes that say why they fired: give the operator "
                                  "fired_by=True")
         view = f"{table}_status" if status_view is True else status_view or None
@@ -210,7 +213,8 @@ class TableSink:
         it in its watermark rows."""
         rows, arrow_schema, batch_query = read_batch(batch)
         rows, carried = watermark_rows(rows)
-        mark = BatchWatermark(int(watermark)) if isinstance(watermark, int) else watermark or carried
+        mark = BatchWatermark(int(watermark)) if isinstance(watermark, numbers.Integral) else \
+            watermark if isinstance(watermark, BatchWatermark) else carried
         query = query_id if query_id is not None else self.query_id if self.query_id is not None else \
             batch_query or ""
         result = BatchResult(batch_id=int(batch_id), applied=False)
@@ -261,17 +265,20 @@ class TableSink:
         self._layout = columns_of(shape, panes, arrow_schema, existing)
         if existing is not None:
             check_table(shape, existing, self._layout)
-            self._table = sa.Table(self.table_name, sa.MetaData(),
-                                   *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key)
-                                     for c, k in self._layout.columns()])
+            table = sa.Table(self.table_name, sa.MetaData(),
+                             *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key)
+                               for c, k in self._layout.columns()])
         else:
             table = sa.Table(self.table_name, sa.MetaData(),
                              *[sa.Column(c, sql_type(k), primary_key=c in self._layout.primary_key,
                                          nullable=c not in self._layout.primary_key) for c, k in self._layout.columns()])
             self._create(table)
-            self._table = table
         if self.status_view is not None:
-            create_status_view(self.engine, self.status_view, self.table_name, self.name, PROGRESS_TABLE)
+            try:
+                create_status_view(self.engine, self.status_view, self.table_name, self.name, PROGRESS_TABLE)
+            except ValueError as exc:
+                raise TableSinkError(f"table sink {self.name!r}, {self.where()}: {exc}") from None
+        self._table = table  # (known only once its view is made: a failed batch makes it again)
 
     def _create(self, table: sa.Table) -> None:
         """Create ``table`` unless it exists (another sink of the same database may be creating it
@@ -367,60 +374,69 @@ class TableSink:
             row["complete"], row["settled"] = bool(row["complete"]), bool(row["settled"])
         return rows
 
-    def progress(self, query_id: Optional[str] = None) -> Optional[dict]:
-        """The sink's progress row (of ``query_id``; default: the one updated last), or None."""
-        if not sa.inspect(self.engine).has_table(PROGRESS_TABLE):
-            return None
-        progress = progress_table()
-        mine = progress.c.sink == self.name
-        if query_id is not None:
-            mine = mine & (progress.c.query_id == query_id)
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(progress).where(mine).order_by(progress.c.updated_at.desc(),
-                                                                         progress.c.batch_id.desc()).limit(1)).first()
-        if row is None:
-            return None
-        found = dict(row._mapping)
-        for name, kind in PROGRESS_COLUMNS:
-            if isinstance(kind, sa.DateTime) and found.get(name) is not None:
-                found[name] = as_utc(found[name])
-        return found
-
     def _read(self, name: str, table: Optional[sa.Table]) -> list[dict]:
+        """The rows of a table or view (``table``: as known, else as found), by key and window."""
+        table = table if table is not None else self._as_found(name)
         if table is None:
-            found = dialect_of(self.engine).reflect(self.engine, name)
-            if found is None:
-                return []
-            table = sa.Table(name, sa.MetaData(), *[sa.Column(c, record["type"]) for c, record in found["columns"].items()])
+            return []
         order = [table.c[c] for c in ([self.key_column] if self.key_column in table.c else []) + list(WINDOW_COLUMNS)]
         with self.engine.connect() as conn:
             rows = [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(*order))]
-        times = set(WINDOW_COLUMNS) | {c.name for c in table.c if isinstance(c.type, sa.DateTime)}
         for row in rows:
-            for c in times:
-                row[c] = None if row[c] is None else as_utc(row[c])
+            self._times(row, table)
+            for c in WINDOW_COLUMNS:  # (a view's columns may not show their type: SQLite)
+                row[c] = as_utc(row[c])
         return rows
 
     def audit_rows(self, query_id: Optional[str] = None) -> list[dict]:
         """The audit's rows of this sink (of ``query_id``, or of every query), by query and batch id."""
-        if not sa.inspect(self.engine).has_table(AUDIT_TABLE):
+        audit = self._as_found(AUDIT_TABLE)
+        if audit is None:
             return []
-        audit = audit_table()
         mine = audit.c.sink == self.name
         if query_id is not None:
             mine = mine & (audit.c.query_id == query_id)
         with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(
+            return [self._times(dict(r._mapping), audit) for r in conn.execute(
                 sa.select(audit).where(mine).order_by(audit.c.query_id, audit.c.batch_id))]
 
     def applied_batch(self, query_id: str = "") -> Optional[int]:
         """The last batch id applied for ``query_id`` (None: none yet)."""
-        progress = progress_table()
-        if not sa.inspect(self.engine).has_table(PROGRESS_TABLE):
+        progress = self._as_found(PROGRESS_TABLE)
+        if progress is None:
             return None
         with self.engine.connect() as conn:
             return conn.execute(sa.select(progress.c.batch_id).where(
                 (progress.c.sink == self.name) & (progress.c.query_id == query_id))).scalar()
+
+    def progress(self, query_id: Optional[str] = None) -> Optional[dict]:
+        """The sink's progress row (of ``query_id``; default: the one the status view reads, updated
+        last), or None.  A progress table of an earlier version shows the columns it has."""
+        progress = self._as_found(PROGRESS_TABLE)
+        if progress is None:
+            return None
+        mine = progress.c.sink == self.name
+        if query_id is not None:
+            mine = mine & (progress.c.query_id == query_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(progress).where(mine).order_by(sa.text(", ".join(LATEST_FIRST)))
+                               .limit(1)).first()
+        return None if row is None else self._times(dict(row._mapping), progress)
+
+    def _as_found(self, name: str) -> Optional[sa.Table]:
+        """A table of the sink's database with the columns it has (None: it has none of that name)."""
+        found = dialect_of(self.engine).reflect(self.engine, name)
+        if found is None:
+            return None
+        return sa.Table(name, sa.MetaData(), *[sa.Column(c, record["type"]) for c, record in found["columns"].items()])
+
+    @staticmethod
+    def _times(row: dict, table: sa.Table) -> dict:
+        """A row's times as UTC datetimes."""
+        for c in table.c:
+            if isinstance(c.type, sa.DateTime) and row.get(c.name) is not None:
+                row[c.name] = as_utc(row[c.name])
+        return row
 
 
 __all__ = ["AUDIT_TABLE", "BatchResult", "GLOBAL_END", "GLOBAL_START", "TableColumns", "OPTIONAL_COLUMNS", "PROGRESS_TABLE",

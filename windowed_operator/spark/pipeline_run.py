@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, TextIO
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from ..pipeline.endpoints import MemorySource, SinkSpec, SourceSpec
 from ..pipeline.document import Pipeline
@@ -153,8 +154,12 @@ def sink_frame(sink: SinkSpec, frame: DataFrame, operator: Any) -> DataFrame:
     letters; the spec's validation has refused a side output of an operator that has none).  A table
     sink gets the whole frame with the operator's watermark rows (``with_watermark``), and keeps the
     panes of it."""
-    if sink.table is not None and feed_of(frame) is not None and not feed_of(frame).native_stage:  # type: ignore[union-attr]
-        return with_watermark(frame)
+    feed = feed_of(frame)
+    if sink.table is not None and feed is not None and not feed.native_stage:
+        marked = with_watermark(frame)  # (side rows stay out where the sink takes the panes only)
+        if sink.output == "panes" and "record_type" in marked.columns:
+            marked = marked.where(F.col("record_type").isNull() | (F.col("record_type") == "pane"))
+        return marked
     if sink.output == "all":
         return frame
     outputs = split_outputs(frame, operator)

@@ -1,7 +1,7 @@
 """Chained operators on Spark: an operator's panes feed the next operator in the same streaming query.
 
 ``op.apply(df)`` returns its panes and keeps, beside them, the processor's own rows (times in epoch
-ms, pane rows only, each tagged with the step of its batch that made it: ``group_batch.Phase``).
+ms, pane rows only, each tagged with the step of its batch that made it: ``engine.fired_by.Phase``).
 ``op2.apply(panes)`` (or ``op.then(op2).apply(df)``) groups those rows by ``op2``'s key and runs
 ``op2`` on them as the local chain runs it (``windowed_operator.runners.chain.ChainRunner``):
 

@@ -1,7 +1,7 @@
 """What a stage's output carries for the next stage of a chain: its processor's pane rows (``Feed``).
 
 ``op.apply(df)`` returns its panes and keeps, beside them, the processor's own rows (times in epoch
-ms, pane rows only, each tagged with the step of its batch that made it: ``group_batch.Phase``);
+ms, pane rows only, each tagged with the step of its batch that made it: ``engine.fired_by.Phase``);
 ``op2.apply(panes)`` reads them (``spark.driver.chain``).
 """
 from __future__ import annotations

@@ -100,6 +100,8 @@ def _stage_refusal(op: OperatorBase, upstream: WindowingOptions) -> Optional[str
         return "the stage's panes are not stamped at their window's end"
     if op.late_data_output or op.on_bad_element != "raise":
         return "the stage keeps late data or dead letters"
+    if op.fired_by:
+        return "the stage's panes say why they fired (fired_by)"
     if op.timestamp is not None or op.max_future_skew is not None:
         return "the stage reads a time of its own or checks skew (the pane's timestamp is the rule here)"
     if op.value_type is not None:

@@ -41,7 +41,7 @@ EVENT_TIME_COLUMN = "event_time"
 #: What a pane's attributes are called among a stage's pane rows (``index`` is ``pane_index``).
 PANE_COLUMN_OF = {**{name: name for name in OUTPUT_COLUMNS}, "index": "pane_index"}
 
-#: Which step of its batch made a pane (``group_batch.Phase``): what a chained stage reads to take
+#: Which step of its batch made a pane (``engine.fired_by.Phase``): what a chained stage reads to take
 #: the pane at the step the local chain would (``spark.chain``); dropped from the public output.
 PHASE_COLUMN = "__wo_phase"
 

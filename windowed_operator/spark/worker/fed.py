@@ -46,7 +46,7 @@ class FedReader:
     def upstream_work(self, frame: pd.DataFrame, meta: dict, watermark: int, processing_time: int,
                        batch: GroupBatch, bad: list[DroppedElement]) -> None:
         """Rows of an upstream stage's panes, each taken at the step the local chain hands it over
-        (``group_batch.Phase``): panes its watermark released at the watermark before this batch's
+        (``engine.fired_by.Phase``): panes its watermark released at the watermark before this batch's
         (the group's last: exact, since a fed stage's groups wake at every advance, see
         ``_schedule_group``), panes of its processing-time step before processing time advances
         here, panes of its elements last."""

@@ -14,6 +14,7 @@ from ...engine.core import Emission
 from ...panes import INPUT_COLUMN, OUTPUT_COLUMNS, DroppedElement, PaneRecord, of_input
 from ...engine.fired_by import Clauses, Phase, causes
 from ...time import END_OF_INPUT
+from ...watermarks import partition_label
 from ..plan import (BAD_COUNT_COLUMN, EVENT_TIME_COLUMN, HELD_BY_COLUMN, HELD_LAG_COLUMN, LATE_COUNT_COLUMN,
                     PHASE_COLUMN, STAGE_COLUMN, WATERMARK_COLUMN, SparkPlan)
 
@@ -94,15 +95,12 @@ def count_row(plan: SparkPlan, late: int, bad: int, held: Optional[tuple[int, Op
 def held_label(slowest: Optional[tuple[str, Any, int]]) -> Optional[str]:
     """The partition holding a per-partition watermark back, as the output names it (after its
     input's name in a merge); None: none does."""
-    if slowest is None:
-        return None
-    side, partition, _ = slowest
-    return f"{side} {partition}" if side else str(partition)
+    return None if slowest is None else partition_label(slowest[0], slowest[1])
 
 
 def add_firing(plan: SparkPlan, part: dict[str, Any], watermark: int, held_by: Optional[str]) -> None:
     """``fired_by``'s columns of one step's rows (``engine.fired_by``: null on rows that are no pane)."""
-    if "fired_by" in part:  # (the count row: every column null)
+    if "fired_by" in part:  # (the side rows a chained stage hands on: ``forwarded_rows``, made with every column)
         return
     timings = [None if t is None or t != t else t for t in list(part["timing"])]
     n = len(timings)
