@@ -28,7 +28,7 @@ OBSERVATION_PREFIX = "windowed_operator "
 
 
 def operator_of(observation: str) -> str:
-    """The operator label an observation is named after (``stage.observation_name``)."""
+    """The operator name (or, unnamed, label) an observation is named after (``stage.observation_name``)."""
     name = observation[len(OBSERVATION_PREFIX):]
     head, sep, tail = name.rpartition(" #")
     return head if sep and tail.isdigit() else name
@@ -68,15 +68,16 @@ class _FloorFactory:
         self.rows_per_call, self.calls = rows_per_call, calls
 
     def of(self, plan: Any) -> FloorProcessor:
-        label = plan.operator.label()
+        label = plan.operator.name or plan.operator.label()  # (as its observed metrics are named)
         return FloorProcessor(plan.processor_fields(), self.rows_per_call(label), self.calls(label))
 
 
 @contextmanager
 def floor_plans(rows_per_call: Callable[[str], int] = lambda label: 0,
                 calls: Callable[[str], Any] = lambda label: None) -> Iterator[None]:
-    """Queries built inside get the floor's processor (``rows_per_call(operator label)`` rows per
-    call; ``calls(label)``: an accumulator counting its calls, or None)."""
+    """Queries built inside get the floor's processor (``rows_per_call(operator)`` rows per call,
+    the operator by its name or, unnamed, its label; ``calls(operator)``: an accumulator counting
+    its calls, or None)."""
     import sys
 
     from pyspark import cloudpickle
@@ -103,17 +104,26 @@ def panes_by_operator(progress: list[dict]) -> dict[str, int]:
     return found
 
 
-def calibrate(spark: Any, ours_progress: list[dict], run_floor: Callable[[Callable[[str], Any]], Any]) -> dict[str, int]:
+def calibrate(spark: Any, ours_progress: list[dict], run_floor: Callable[[dict[str, int], Callable[[str], Any]], Any],
+              passes: int = 3) -> dict[str, int]:
     """Rows per call for each operator: its panes in ours' run over the floor's calls in a counting
-    run (``run_floor(calls)`` builds the query inside ``floor_plans(calls=calls)`` and runs it)."""
-    counters: dict[str, Any] = {}
-
-    def calls(label: str) -> Any:
-        return counters.setdefault(label, spark.sparkContext.accumulator(0))
-
-    run_floor(calls)
+    run (``run_floor(rows, calls)`` builds the query inside ``floor_plans`` with those and runs it).
+    A later stage of a chain is called only as often as the stage before it emits: each pass runs
+    with the rows found so far, until they hold (at most ``passes`` runs)."""
     panes = panes_by_operator(ours_progress)
-    return {label: math.ceil(panes.get(label, 0) / max(1, counter.value)) for label, counter in counters.items()}
+    rows: dict[str, int] = {}
+    for _ in range(passes):
+        counters: dict[str, Any] = {}
+
+        def calls(label: str) -> Any:
+            return counters.setdefault(label, spark.sparkContext.accumulator(0))
+
+        run_floor(dict(rows), calls)
+        found = {label: math.ceil(panes.get(label, 0) / max(1, counter.value)) for label, counter in counters.items()}
+        if found == rows or len(found) == 1:  # (one stage: its calls do not depend on the rows)
+            return found
+        rows = found
+    return rows
 
 
 def floor_rows(progress: list[dict]) -> int:

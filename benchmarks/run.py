@@ -313,7 +313,7 @@ def floor_case(spark, make: Callable[..., Run], ours_run: Callable[[], Run], row
     and a counting run of the floor, both untimed, to emit as many rows as ours (``rows``: kept)."""
     def run() -> Run:
         if not rows:
-            rows.update(calibrate(spark, ours_run().progress, lambda calls: make(floor={}, calls=calls)))
+            rows.update(calibrate(spark, ours_run().progress, lambda found, calls: make(floor=found, calls=calls)))
         return make(floor=rows)
     return run
 

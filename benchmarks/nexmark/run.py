@@ -194,8 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             def run() -> float:
                 if side == "floor":  # (calibrated once, untimed, after ours' first run: as many rows as ours)
                     if not floor_rows:
-                        floor_rows.update(calibrate(spark, last["ours"].progress,
-                                                    lambda calls: floor_run({}, calls)))
+                        floor_rows.update(calibrate(spark, last["ours"].progress, floor_run))
                     done = last[side] = floor_run(floor_rows)
                     correct[side] = True  # (a floor computes nothing to check)
                     return done.seconds
