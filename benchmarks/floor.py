@@ -9,7 +9,8 @@ query's shape: its scan stage (our fold, where it has one), grouping by key grou
 The floor emits as many rows as ours (``rows_per_call``: per operator, rows each call yields, so
 that early firings and retractions are not charged to ours; ``calibrate`` finds them from one run
 of ours and one counting run of the floor), with the processor's output schema: the key varies (a
-next stage groups them as it would ours), every other column is null.  It registers no timers and
+next stage groups them as it would ours), each is a pane of one window ending at the batch's
+watermark (a native next stage takes them, not late), values 0 or null.  It registers no timers and
 declares no state.  ours / floor (throughput) is then the library's own share of a query's time;
 floor / native is Spark's price of a Python stateful operator (``benchmarks/run.py``,
 ``benchmarks/nexmark/run.py``).
@@ -44,9 +45,16 @@ class FloorProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         integral = dict(self.fields).get("key", "string").strip().lower() in ("bigint", "int", "long", "integer")
-        columns = {name: [None] * self.rows for name, _ in self.fields}
+        columns: dict[str, Any] = {name: [None] * self.rows for name, _ in self.fields}
         if "key" in columns:
             columns["key"] = list(range(self.rows)) if integral else [str(i) for i in range(self.rows)]
+        for name, type_name in self.fields:  # (plain pane values: a native next stage refuses nulls)
+            if name in ("timing",):
+                columns[name] = ["ON_TIME"] * self.rows
+            elif name in ("pane_index", "__wo_phase") or (name == "value" and type_name in ("bigint", "double")):
+                columns[name] = [0] * self.rows
+            elif name in ("is_first", "is_last", "is_retraction"):
+                columns[name] = [False] * self.rows
         self.frame = pd.DataFrame(columns)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
@@ -55,7 +63,19 @@ class FloorProcessor(StatefulProcessor):
         if self.calls is not None:
             self.calls.add(1)
         if self.rows:
-            yield self.frame
+            yield self._stamped(timerValues.getCurrentWatermarkInMs())
+
+    def _stamped(self, watermark: int) -> pd.DataFrame:
+        """The rows as panes of one window ending just after the watermark (not late by Spark's rule)."""
+        frame = self.frame
+        assert frame is not None
+        names = dict(self.fields)
+        for name, value in (("window_start", watermark - 9_999), ("window_end", watermark + 1), ("timestamp", watermark)):
+            if name in names:
+                frame[name] = value
+        if "event_time" in names:
+            frame["event_time"] = pd.Timestamp(watermark * 1000 + 999, unit="us", tz="UTC")
+        return frame
 
     def close(self) -> None:
         pass
