@@ -49,9 +49,12 @@ def arrow_rows(table: Any) -> list[dict]:
     return [dict(zip(names, values)) for values in zip(*columns.values())]
 
 
-def watermark_rows(rows: list[dict]) -> tuple[list[dict], Optional[BatchWatermark]]:
+def watermark_rows(rows: list[dict], schema: Any = None) -> tuple[list[dict], Optional[BatchWatermark]]:
     """The rows without the operator's watermark rows (``with_watermark``'s), and the batch's
-    watermark they report (None: the batch has none)."""
+    watermark they report (None: the batch has none); ``schema``: the batch's Arrow schema, where it
+    has one (without the watermark column no row is looked at)."""
+    if schema is not None and WATERMARK_ROW_COLUMN not in schema.names:
+        return rows, None
     if not any(r.get(WATERMARK_ROW_COLUMN) is not None for r in rows):
         return rows, None
     marks = [BatchWatermark(r[WATERMARK_ROW_COLUMN], r.get(HELD_BY_ROW_COLUMN)) for r in rows

@@ -212,7 +212,7 @@ class TableSink:
         the step), recorded in the progress row; a Spark batch of ``with_watermark``'s frame carries
         it in its watermark rows."""
         rows, arrow_schema, batch_query = read_batch(batch)
-        rows, carried = watermark_rows(rows)
+        rows, carried = watermark_rows(rows, arrow_schema)
         mark = BatchWatermark(int(watermark)) if isinstance(watermark, numbers.Integral) else \
             watermark if isinstance(watermark, BatchWatermark) else carried
         query = query_id if query_id is not None else self.query_id if self.query_id is not None else \
