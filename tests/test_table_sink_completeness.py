@@ -97,13 +97,19 @@ def test_the_watermark_rows_of_a_spark_batch_are_read_not_written(tmp_path):
     assert [(r["value"], r["settled"]) for r in sink.status_rows()] == [(3, True)]
 
 
-def test_a_progress_table_of_an_earlier_version_gets_the_new_columns(tmp_path):
+def earlier_progress_table(tmp_path, row: str):
+    """A SQLite database with the progress table an earlier version made, holding ``row``."""
     database = tmp_path / "r.db"
     with sqlite3.connect(database) as db:
         db.execute("CREATE TABLE windowed_operator_sink_progress (sink TEXT NOT NULL, query_id TEXT NOT NULL, "
                    "batch_id BIGINT NOT NULL, table_name TEXT, updated_at DATETIME, rows_upserted BIGINT, "
                    "rows_deleted BIGINT, PRIMARY KEY (sink, query_id))")
-        db.execute("INSERT INTO windowed_operator_sink_progress VALUES ('other', 'q', 7, 'other', NULL, 1, 0)")
+        db.execute(f"INSERT INTO windowed_operator_sink_progress VALUES {row}")
+    return database
+
+
+def test_a_progress_table_of_an_earlier_version_gets_the_new_columns(tmp_path):
+    database = earlier_progress_table(tmp_path, "('other', 'q', 7, 'other', NULL, 1, 0)")
     op = tumbling()
     sink = TableSink(str(database), "totals", operator=op)
     runner = op.local_runner()
@@ -196,12 +202,7 @@ def test_a_status_view_name_that_is_a_table_is_refused(tmp_path):
 
 
 def test_an_earlier_version_s_progress_reads_before_any_batch(tmp_path):
-    database = tmp_path / "r.db"
-    with sqlite3.connect(database) as db:
-        db.execute("CREATE TABLE windowed_operator_sink_progress (sink TEXT NOT NULL, query_id TEXT NOT NULL, "
-                   "batch_id BIGINT NOT NULL, table_name TEXT, updated_at DATETIME, rows_upserted BIGINT, "
-                   "rows_deleted BIGINT, PRIMARY KEY (sink, query_id))")
-        db.execute("INSERT INTO windowed_operator_sink_progress VALUES ('totals', '', 3, 'totals', NULL, 1, 0)")
+    database = earlier_progress_table(tmp_path, "('totals', '', 3, 'totals', NULL, 1, 0)")
     sink = TableSink(str(database), "totals", operator=tumbling())
     assert sink.progress()["batch_id"] == 3 and "watermark" not in sink.progress()
     assert sink.applied_batch() == 3 and sink.audit_rows() == []
