@@ -241,6 +241,23 @@ def _hashable(partition: Any) -> Hashable:
     return tuple(_hashable(p) for p in partition) if isinstance(partition, list) else partition
 
 
+def slowest_partition(inputs: Iterable[tuple[str, "PartitionWatermarks"]], processing_time: int,
+                      ) -> Optional[tuple[str, Hashable, int]]:
+    """Of each input's partitions (``(input, tracker)``: ``""`` for a one-input operator's), the
+    one holding the watermark back at ``processing_time``, with its input and its lag in ms (the
+    input whose slowest partition is furthest behind; the first among equals); None: none holds it
+    back (``PartitionWatermarks.holding_back``)."""
+    found: list[tuple[int, str, Hashable, int]] = []
+    for side, tracker in inputs:
+        held = tracker.holding_back(processing_time)
+        if held is not None:
+            found.append((tracker.marks()[held[0]], side, held[0], held[1]))
+    if not found:
+        return None
+    _, side, partition, lag = min(found, key=lambda item: item[0])
+    return side, partition, lag
+
+
 def partition_label(side: str, partition: Hashable) -> str:
     """A partition holding a watermark back as the output names it: after its input's name in a merge
     (``side``; ``""``: a one-input operator's)."""

@@ -13,7 +13,7 @@ from ..engine.key_state import KeyState
 from ..panes import DroppedElement, Firing, InputRow, PaneRecord, of_input
 from ..testing import _elements, replay
 from ..time import MAX_TIMESTAMP, to_duration_millis, to_millis
-from ..watermarks import WatermarkTracker, partition_label, partition_of
+from ..watermarks import PartitionWatermarks, WatermarkTracker, partition_label, partition_of, slowest_partition
 
 if TYPE_CHECKING:
     from ..operator import OperatorBase
@@ -40,6 +40,8 @@ class LocalRunner:
         self.late_data: list[DroppedElement] = []
         self.dead_letters: list[DroppedElement] = []
         self.dropped_counts: Counter = Counter()
+        #: The names of the trigger's clauses, where each pane says why it fired (``fired_by``).
+        self.clauses: Optional[Clauses] = Clauses.of(operator.trigger) if operator.fired_by else None
 
     def _build_inputs(self, operator: Any) -> None:
         self.reader = operator.build_reader()
@@ -50,11 +52,17 @@ class LocalRunner:
         return self.tracker.current
 
     def holding_back(self) -> Optional[str]:
-        """Under a per-partition watermark, the partition holding it back now (as the Spark runner
-        names it), else None."""
+        """Under a per-partition watermark, the partition holding it back now, named as the Spark
+        runner names it (``watermarks.slowest_partition``), else None."""
+        if self.watermark >= MAX_TIMESTAMP:
+            return None
+        held = slowest_partition(self._partition_trackers(), self.processing_time)
+        return None if held is None else partition_label(held[0], held[1])
+
+    def _partition_trackers(self) -> list[tuple[str, PartitionWatermarks]]:
+        """Each input's per-partition tracker (``""``: the one input's), where it has one."""
         partitions = self.tracker.partitions
-        held = partitions.holding_back(self.processing_time) if partitions is not None else None
-        return None if held is None or self.watermark >= MAX_TIMESTAMP else partition_label("", held[0])
+        return [] if partitions is None else [("", partitions)]
 
     # -- steps --------------------------------------------------------------------------------
     def add_elements(self, *elements: Any, partition: Optional[Hashable] = None) -> list[PaneRecord]:
@@ -107,7 +115,7 @@ class LocalRunner:
             self.dropped_counts[dropped.reason.value] += 1
             self.dead_letters.append(dropped)
         emitted: list[PaneRecord] = []
-        held = self.holding_back() if self.operator.fired_by else None  # (before the bundle's partitions count)
+        held = self._held()  # (before the bundle's partitions count)
         for key, batch in batches.items():
             for observe, ts, partition in observers[key]:
                 observe(ts, partition)
@@ -128,11 +136,12 @@ class LocalRunner:
     def advance_processing_time(self, advance_by: Any) -> list[PaneRecord]:
         self.processing_time += to_duration_millis(advance_by)
         emitted: list[PaneRecord] = []
+        held = self._held()
         for key in list(self.states):
             state = self.states[key]
             if self.core.processing_time_work_due(state, self.processing_time):
                 self._collect(self.core.on_processing_time(key, state, self.watermark, self.processing_time), emitted,
-                              Phase.PROCESSING_TIME, self.watermark)
+                              Phase.PROCESSING_TIME, self.watermark, held)
         emitted.extend(self._advance_watermark())
         return emitted
 
@@ -154,22 +163,27 @@ class LocalRunner:
         emitted: list[PaneRecord] = []
         if after == before:
             return emitted
+        held = self._held()
         for key in list(self.states):
             state = self.states[key]
             if self.core.event_time_work_due(state, after):
                 self._collect(self.core.on_watermark(key, state, after, self.processing_time), emitted,
-                              Phase.WATERMARK, after)
+                              Phase.WATERMARK, after, held)
                 self._forget_if_empty(key)
         return emitted
 
+    def _held(self) -> Optional[str]:
+        """The partition holding the watermark back, read once per step where panes say why they
+        fired (``fired_by``)."""
+        return self.holding_back() if self.clauses is not None else None
+
     def _collect(self, emission: Emission, emitted: list[PaneRecord], phase: Phase, watermark: int,
-                 held: Optional[str] = None) -> None:
+                 held: Optional[str]) -> None:
         """A step's emission (``phase``, at ``watermark``; ``held``: the partition holding the
-        watermark back, where the step read it before this): its panes (each saying why it fired,
-        with ``fired_by``) and its drops."""
-        if self.operator.fired_by and emission.outputs:
-            emission.outputs = self._fired(emission.outputs, phase, watermark,
-                                           held if phase is Phase.ELEMENTS else self.holding_back())
+        watermark back, as the step read it): its panes (each saying why it fired, with
+        ``fired_by``) and its drops."""
+        if self.clauses is not None and emission.outputs:
+            emission.outputs = self._fired(emission.outputs, phase, watermark, held, self.clauses)
         emitted.extend(emission.outputs)
         self.outputs.extend(emission.outputs)
         self.emitted_at.extend([(self.steps, self.processing_time, self.tracker.current)] * len(emission.outputs))
@@ -178,10 +192,11 @@ class LocalRunner:
             if self.operator.late_data_output:
                 self.late_data.append(of_input(dropped))
 
-    def _fired(self, panes: list[PaneRecord], phase: Phase, watermark: int, held: Optional[str]) -> list[PaneRecord]:
+    @staticmethod
+    def _fired(panes: list[PaneRecord], phase: Phase, watermark: int, held: Optional[str],
+               clauses: Clauses) -> list[PaneRecord]:
         found = causes([(p.key, p.window_start, p.window_end) for p in panes], [p.timing.value for p in panes],
-                       [p.is_last for p in panes], [p.is_retraction for p in panes], phase, watermark,
-                       Clauses.of(self.operator.trigger))
+                       [p.is_last for p in panes], [p.is_retraction for p in panes], phase, watermark, clauses)
         return [dataclasses.replace(p, firing=Firing(cause or "", watermark, held)) for p, cause in zip(panes, found)]
 
     def _forget_if_empty(self, key: Optional[Hashable]) -> None:

@@ -8,7 +8,7 @@ from accumulations.merge import SIDES
 from ..panes import PaneRecord
 from ..testing import _elements
 from ..time import MAX_TIMESTAMP, to_millis
-from ..watermarks import TwoInputWatermarkTracker, partition_label
+from ..watermarks import PartitionWatermarks, TwoInputWatermarkTracker
 from .local import LocalRunner
 
 if TYPE_CHECKING:
@@ -62,23 +62,9 @@ class MergeRunner(LocalRunner):
         self.tracker.observe_upstream(self._check(side), to_millis(watermark), self.processing_time)
         return self._advance_watermark()
 
-    def holding_back(self) -> Optional[str]:
-        """Under per-partition watermarks, the partition (after its input's name) holding the
-        watermark back: of the inputs' slowest partitions, the one furthest behind (as on Spark)."""
-        if self.watermark >= MAX_TIMESTAMP:
-            return None
-        found = []
-        for side, tracker in self.tracker.sides.items():
-            partitions = tracker.partitions
-            if partitions is None:
-                continue
-            held = partitions.holding_back(self.processing_time)
-            if held is not None:
-                found.append((partitions.marks()[held[0]], side, held[0]))
-        if not found:
-            return None
-        _, side, partition = min(found, key=lambda item: item[0])
-        return partition_label(side, partition)
+    def _partition_trackers(self) -> list[tuple[str, PartitionWatermarks]]:
+        return [(side, tracker.partitions) for side, tracker in self.tracker.sides.items()
+                if tracker.partitions is not None]
 
     def mark_idle(self, side: str) -> list[PaneRecord]:
         """The input will send nothing for a while: stop waiting for it (until its next element)."""

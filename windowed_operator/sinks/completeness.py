@@ -27,9 +27,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..chain import output_stage
-from ..time import MAX_SHOWN_TIME, MAX_TIMESTAMP, MIN_SHOWN_TIME
+from ..time import MAX_SHOWN_TIME, MAX_TIMESTAMP, shown_datetime
 from ..time_rules import latest_max_timestamp_expired, latest_max_timestamp_reached
-from .netting import EPOCH
 
 #: The columns completeness adds to the progress table (and ``watermark`` to the audit's).
 PROGRESS_COLUMNS = (("watermark", sa.DateTime(timezone=True)), ("complete_through", sa.DateTime(timezone=True)),
@@ -59,10 +58,6 @@ class BatchWatermark:
         return min(marks, key=lambda m: m.watermark_ms) if marks else None
 
 
-def _shown(ms: int) -> Optional[dt.datetime]:
-    return EPOCH + dt.timedelta(milliseconds=ms) if ms >= MIN_SHOWN_TIME else None
-
-
 @dataclass(frozen=True)
 class Completeness:
     """The operator's rules that turn a watermark into the bounds (``allowed_lateness`` in ms;
@@ -84,8 +79,8 @@ class Completeness:
         at the end of input every window's (the global window's end is stored as ``MAX_SHOWN_TIME``);
         before it never the global window's."""
         if watermark_ms >= MAX_TIMESTAMP:
-            return _shown(MAX_SHOWN_TIME)
-        return _shown(min(latest_max_timestamp + 1, MAX_SHOWN_TIME - 1))
+            return shown_datetime(MAX_SHOWN_TIME)
+        return shown_datetime(min(latest_max_timestamp + 1, MAX_SHOWN_TIME - 1))
 
     def progress_values(self, mark: BatchWatermark) -> dict[str, Any]:
         """The progress row's completeness columns for a batch fired at ``mark``."""
@@ -100,7 +95,7 @@ def batch_values(mark: Optional[BatchWatermark], rules: Optional[Completeness]) 
     """What a batch writes of its watermark (nothing where it has none: the row keeps the last)."""
     if mark is None:
         return {}
-    values: dict[str, Any] = {"watermark": _shown(min(mark.watermark_ms, MAX_SHOWN_TIME)),
+    values: dict[str, Any] = {"watermark": shown_datetime(min(mark.watermark_ms, MAX_SHOWN_TIME)),
                               "held_back_by": mark.held_back_by}
     if rules is not None:
         values.update(rules.progress_values(mark))

@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..chain import output_stage
+from ..panes import FIRING_COLUMNS
 
 from .columns import ColumnKindError, as_utc, kind_of_spark_type, sql_type
 from .completeness import (AUDIT_COLUMNS, LATEST_FIRST, PROGRESS_COLUMNS, BatchWatermark, Completeness, add_missing_columns,
@@ -134,7 +135,7 @@ class TableSink:
             raise ValueError(f"audit must be True, False or a positive number of batches to keep, not {audit!r}")
         if operator is not None:
             check_operator(operator, mode, final_only)
-            firing = [c for c in columns if c in ("fired_by", "firing_watermark")]
+            firing = [c for c in columns if c in FIRING_COLUMNS]
             if firing and not getattr(output_stage(operator), "fired_by", False):
                 raise ValueError(f"columns {firing} come from panes that say why they fired: give the operator "
                                  "fired_by=True")
@@ -382,10 +383,9 @@ class TableSink:
         order = [table.c[c] for c in ([self.key_column] if self.key_column in table.c else []) + list(WINDOW_COLUMNS)]
         with self.engine.connect() as conn:
             rows = [dict(r._mapping) for r in conn.execute(sa.select(table).order_by(*order))]
+        times = self._time_columns(table, WINDOW_COLUMNS)  # (a view's columns may not show their type: SQLite)
         for row in rows:
-            self._times(row, table)
-            for c in WINDOW_COLUMNS:  # (a view's columns may not show their type: SQLite)
-                row[c] = as_utc(row[c])
+            self._as_utc(row, times)
         return rows
 
     def audit_rows(self, query_id: Optional[str] = None) -> list[dict]:
@@ -397,8 +397,9 @@ class TableSink:
         if query_id is not None:
             mine = mine & (audit.c.query_id == query_id)
         with self.engine.connect() as conn:
-            return [self._times(dict(r._mapping), audit) for r in conn.execute(
-                sa.select(audit).where(mine).order_by(audit.c.query_id, audit.c.batch_id))]
+            rows = conn.execute(sa.select(audit).where(mine).order_by(audit.c.query_id, audit.c.batch_id))
+            times = self._time_columns(audit)
+            return [self._as_utc(dict(r._mapping), times) for r in rows]
 
     def applied_batch(self, query_id: str = "") -> Optional[int]:
         """The last batch id applied for ``query_id`` (None: none yet)."""
@@ -421,7 +422,7 @@ class TableSink:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(progress).where(mine).order_by(sa.text(", ".join(LATEST_FIRST)))
                                .limit(1)).first()
-        return None if row is None else self._times(dict(row._mapping), progress)
+        return None if row is None else self._as_utc(dict(row._mapping), self._time_columns(progress))
 
     def _as_found(self, name: str) -> Optional[sa.Table]:
         """A table of the sink's database with the columns it has (None: it has none of that name)."""
@@ -431,11 +432,16 @@ class TableSink:
         return sa.Table(name, sa.MetaData(), *[sa.Column(c, record["type"]) for c, record in found["columns"].items()])
 
     @staticmethod
-    def _times(row: dict, table: sa.Table) -> dict:
-        """A row's times as UTC datetimes."""
-        for c in table.c:
-            if isinstance(c.type, sa.DateTime) and row.get(c.name) is not None:
-                row[c.name] = as_utc(row[c.name])
+    def _time_columns(table: sa.Table, also: Sequence[str] = ()) -> list[str]:
+        """The columns of ``table`` that hold times (and ``also``, times whatever their type shows)."""
+        return sorted({c.name for c in table.c if isinstance(c.type, sa.DateTime)} | set(also))
+
+    @staticmethod
+    def _as_utc(row: dict, times: list[str]) -> dict:
+        """A row with its times (``times``) as UTC datetimes."""
+        for name in times:
+            if row.get(name) is not None:
+                row[name] = as_utc(row[name])
         return row
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, TimerValues
 
 from ...engine.build import build_core
+from ...engine.fired_by import Clauses
 from ...state.stores import open_state
 from ...time import MAX_TIMESTAMP
 from ..plan.paths import build_table
@@ -48,6 +49,8 @@ class GroupRunner:
         self.timers = GroupTimers(plan, self.spark_store)
         #: Under a per-partition watermark: the call's watermark and what holds it back (``count_row``).
         self.held: Optional[tuple[int, Optional[tuple[str, Any, int]]]] = None
+        #: The names of the trigger's clauses, where each pane says why it fired (``fired_by``).
+        self.clauses = Clauses.of(plan.operator.trigger) if plan.fired_by else None
 
     def run(self, frame: Optional[pd.DataFrame], timer_values: TimerValues,
             fired_timer: Optional[int]) -> Iterator[pd.DataFrame]:
@@ -66,10 +69,10 @@ class GroupRunner:
         self.timers.note_input(meta, beats, processing_time)
         group.save(wm=watermark, **({"pt": processing_time} if plan.upstream is not None else {}))
         parts = self.steps.output(bound, result)
-        if plan.fired_by:
+        if self.clauses is not None:
             held_by = held_label(self.held[1]) if self.held is not None else None
             for part in parts:
-                add_firing(plan, part, watermark, held_by)
+                add_firing(plan, part, watermark, held_by, self.clauses)
         yield from self._frame(parts, behind, n_dropped, len(bound.bad))
 
     def _begin(self, meta: dict, timer_values: TimerValues, fired_timer: Optional[int],

@@ -98,7 +98,8 @@ def held_label(slowest: Optional[tuple[str, Any, int]]) -> Optional[str]:
     return None if slowest is None else partition_label(slowest[0], slowest[1])
 
 
-def add_firing(plan: SparkPlan, part: dict[str, Any], watermark: int, held_by: Optional[str]) -> None:
+def add_firing(plan: SparkPlan, part: dict[str, Any], watermark: int, held_by: Optional[str],
+               clauses: Clauses) -> None:
     """``fired_by``'s columns of one step's rows (``engine.fired_by``: null on rows that are no pane)."""
     if "fired_by" in part:  # (the side rows a chained stage hands on: ``forwarded_rows``, made with every column)
         return
@@ -107,7 +108,7 @@ def add_firing(plan: SparkPlan, part: dict[str, Any], watermark: int, held_by: O
     keys = list(part["key"]) if plan.keyed else [None] * n
     phase = int(part[PHASE_COLUMN][0]) if n else 0
     found = causes(list(zip(keys, list(part["window_start"]), list(part["window_end"]))), timings,
-                   list(part["is_last"]), list(part["is_retraction"]), phase, watermark, Clauses.of(plan.operator.trigger))
+                   list(part["is_last"]), list(part["is_retraction"]), phase, watermark, clauses)
     part["fired_by"] = found
     part["firing_watermark"] = [None if c is None else watermark for c in found]
     part["held_back_by"] = [None if c is None else held_by for c in found]

@@ -19,7 +19,8 @@ from pyspark.sql.streaming.stateful_processor import TimerValues
 from accumulations.merge import SIDES
 
 from ...time import END_OF_INPUT_WATERMARK, MAX_TIMESTAMP, MIN_TIMESTAMP
-from ...watermarks import BoundedDisorderWatermark, FixedLagWatermark, PartitionWatermarks, idle_advanced, input_is_idle, two_input_watermark
+from ...watermarks import (BoundedDisorderWatermark, FixedLagWatermark, PartitionWatermarks, idle_advanced,
+                           input_is_idle, slowest_partition, two_input_watermark)
 from ..plan import MERGE_TIME_COLUMN, SIDE_COLUMN, WATERMARK_COLUMN, SparkPlan
 from ..scan.heartbeat import max_known, split_beats, split_watermark_beats
 from .group_store import SparkGroupStore
@@ -240,18 +241,8 @@ class GroupTimers:
             return None
         processing_time = self.reading_time(meta, processing_time)
         holders = meta.get("sides", {}) if self.plan.merge else {"": meta}
-        found: list[tuple[int, str, Hashable, int]] = []
-        for side, holder in holders.items():
-            if holder.get("parts") is None:
-                continue
-            tracker = self.partitions(holder)
-            held = tracker.holding_back(processing_time)
-            if held is not None:
-                found.append((tracker.marks()[held[0]], side, held[0], held[1]))
-        if not found:
-            return None
-        _, side, partition, lag = min(found, key=lambda item: item[0])
-        return side, partition, lag
+        return slowest_partition([(side, self.partitions(holder)) for side, holder in holders.items()
+                                  if holder.get("parts") is not None], processing_time)
 
     def schedule_group(self, meta: dict, spark_now: int, watermark: int, *, due: Optional[int],
                        has_due: bool) -> None:
