@@ -10,7 +10,8 @@ the touched shards' column texts into one table, runs it and cuts it back into t
 own Python per batch; the state entries and bytes a batch reads and writes (what the JVM's state
 store is paid for) are counted too.  Cases: Nexmark q11's shape (sessions, early firings every N
 elements, retracting; batches come back to most keys) and q12's (the global window fired by
-processing time), and sessions with a batch coming back to few keys of many.  Each round runs key
+processing time), sessions with a batch coming back to few keys of many, and hopping windows
+with early firings (many rows a key; the case where the texts' encoding showed most).  Each round runs key
 records then row shards on the same batches (seeded), after a warm-up; printed: the median over the
 rounds' steady batches of the milliseconds a batch, its spread, and keys/rows as a ratio.
 
@@ -34,7 +35,7 @@ from key_records import TextStore  # noqa: E402
 
 from accumulations import Count  # noqa: E402
 from triggers import TriggerOption  # noqa: E402
-from windowed_operator import GlobalWindow, SessionWindows  # noqa: E402
+from windowed_operator import GlobalWindow, SessionWindows, TimeWindows  # noqa: E402
 from windowed_operator.engine.columnar import Panes  # noqa: E402
 from windowed_operator import KeyedWindowedOperator  # noqa: E402
 from windowed_operator.spark.plan.paths import build_table, table_engine  # noqa: E402
@@ -47,10 +48,15 @@ from windowed_operator.state.row_shards import RowShardStore  # noqa: E402
 Q11 = (SessionWindows(10_000), TriggerOption.at_watermark().with_early_firings_at_every(count=5)
        .accumulating_and_retracting_fired_panes())
 Q12 = (GlobalWindow(), TriggerOption.at_watermark().with_early_firings_at_every(duration=10_000))
+#: Hopping windows with early firings (``run.py``'s ``ours hopping 60s/1s early``): every key holds
+#: about 62 windows, every batch touches every key (the group's texts are read and written whole).
+HOPPING = (TimeWindows(60_000).slide_by(1_000), TriggerOption.at_watermark().with_early_firings_at_every(count=100)
+           .accumulating_fired_panes())
 CASES: dict[str, tuple[Any, Any, int, int]] = {  # window, trigger, keys held, keys a batch touches
     "q11 shape: 2,500 keys, 2,000 touched": (*Q11, 2_500, 2_000),
     "q12 shape: 2,500 keys, 2,500 touched": (*Q12, 2_500, 2_500),
     "sessions, 100,000 keys, 5,000 touched": (*Q11, 100_000, 5_000),
+    "hopping 60 s / 1 s early: 150 keys, all touched": (*HOPPING, 150, 150),
 }
 
 

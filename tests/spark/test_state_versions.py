@@ -2,9 +2,10 @@
 
 ``tests/fixtures/state_fixture.py`` wrote each ``tests/fixtures/state-v<N>/`` with the version of its
 day: an operator's checkpoint after the first batches, and the panes it emitted.  Restarted here on
-the remaining batches, both runs' panes together must be those of one uninterrupted run.  The
-newest version's checkpoints (one per layout) are moved from 2 to 3 state partitions first (Spark's
-offline repartitioning, ``windowed_operator.spark.repartition``): every layout restarts exactly after it.
+the remaining batches, both runs' panes together must be those of one uninterrupted run.  Each
+case's newest checkpoint (every layout a checkpoint may hold has one) is first moved from 2 to 3 state
+partitions (Spark's offline repartitioning, ``windowed_operator.spark.repartition``) and to other key
+groups: every layout restarts exactly after both.
 """
 import json
 import re
@@ -22,6 +23,9 @@ LATEST = max((p.name for p in FIXTURES.glob("state-v*") if re.fullmatch(r"state-
              key=lambda name: int(name[len("state-v"):]))
 #: Every (version, case) stored: a version keeps the cases of its day.
 STORED = sorted((p.parent.name, p.name) for p in FIXTURES.glob("state-v*/*") if (p / "checkpoint").is_dir())
+#: Each case's newest stored version (a later version stores the layouts it still writes).
+NEWEST = {case: max((v for v, c in STORED if c == case and re.fullmatch(r"state-v\d+", v)),
+                    key=lambda name: int(name[len("state-v"):])) for _, case in STORED}
 
 
 def _fixture():
@@ -88,20 +92,20 @@ def uninterrupted(spark, tmp_path_factory):
     return run
 
 
-#: The key groups the latest version's stored checkpoints are rescaled to (from 16) before they are
+#: The key groups each case's newest stored checkpoint is rescaled to (from 16) before they are
 #: continued: every new group gathers keys of several old ones, and every old group's keys scatter.
 RESCALED = 5
 
 
 @pytest.mark.parametrize("version,case", STORED)
 def test_a_stored_checkpoint_is_read_and_continued(spark, tmp_path, uninterrupted, monkeypatch, version, case):
-    """Each stored checkpoint continues as an uninterrupted run; the latest version's are first moved
+    """Each stored checkpoint continues as an uninterrupted run; each case's newest is first moved
     to 3 state partitions (``repartition``) and to 5 key groups (``rescale``)."""
     fixture = _fixture()
     op = fixture.operators()[case]
     expected, fresh = uninterrupted(case)
     checkpoint = _copy(version, case, tmp_path / "checkpoint")
-    if version == LATEST:
+    if version == NEWEST[case]:
         from windowed_operator.spark.repartition import repartition_checkpoint
         from windowed_operator.spark.rescale import RescaleError, rescale_checkpoint
 
@@ -156,3 +160,13 @@ def _check_stores_what_the_fixture_stores(spark, tmp_path, case, fresh):
     assert _state_variables(fresh) == _state_variables(FIXTURES / LATEST / case / "checkpoint")
 
 
+
+
+def test_the_newest_version_stores_every_layout_this_release_writes():
+    """A new state version writes a fixture of every layout still written (``_still_written``), so
+    that the frozen check above covers each."""
+    from windowed_operator.state.layouts import LAYOUTS, in_key_shards
+
+    written = {in_key_shards(layout.name) if layout.per_key else layout.name for layout in LAYOUTS if layout.chosen}
+    stored = {_fixture().LAYOUTS[case] for version, case in STORED if version == LATEST}
+    assert stored == written

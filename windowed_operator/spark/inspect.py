@@ -272,10 +272,14 @@ def describe_row_shard(shard: int, part: int, text: str, key: Optional[str] = No
     bounds = [0]
     for n in lengths:
         bounds.append(bounds[-1] + n)
+    rows_held = bounds[-1]
+    every = {name: column_values(stored[name], rows_held) for name in _ROW_COLUMNS} if shown else {}
+    acc = [column_values(column, rows_held) for column in stored["acc"]] if shown else []
+    last = column_values(stored["last"], rows_held) if shown else []
     for i, k in shown:
         lo, hi = bounds[i], bounds[i + 1]
-        columns = {name: column_values(stored[name], bounds[-1])[lo:hi] for name in _ROW_COLUMNS}
-        columns.update(kind=kind, acc=[column[lo:hi] for column in stored["acc"]], last=stored["last"][lo:hi])
+        columns = {name: values[lo:hi] for name, values in every.items()}
+        columns.update(kind=kind, acc=[column[lo:hi] for column in acc], last=last[lo:hi])
         yield f"  {k!r}:"
         for line in _describe_rows(columns, read, allowed_lateness):
             yield "  " + line

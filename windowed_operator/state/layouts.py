@@ -29,14 +29,16 @@ from typing import Optional
 #:    named fields; version 6 records are read, and rewritten in the new form when their key is written.
 #: 8: the window log's parts of a join or cogroup keep its inputs by column (``record_columns``);
 #:    version 7's parts (every accumulator by value) are read beside them and folded as before.
-STATE_VERSION = 8
+#: 9: row shards' texts keep their number columns packed (little-endian bytes in base64,
+#:    ``row_columns_text``); version 8's texts of lists are read, and written packed when their shard is.
+STATE_VERSION = 9
 #: The state versions whose checkpoints this release restarts (earlier ones are refused, naming the
 #: version: before 6 the state was pickled, and reading it would run code).  Readers that only these
 #: earlier versions need live in ``legacy``.
-VERSIONS_READ: tuple[str, ...] = ("6", "7", "8")
+VERSIONS_READ: tuple[str, ...] = ("6", "7", "8", "9")
 #: State versions whose state a later version reads (stored -> current): version 7 reads version
 #: 6's records and rewrites each in its own form when it writes the key; version 8 reads both, and
-#: version 7's window-log parts beside its own.
+#: version 7's window-log parts beside its own; version 9 reads all three, and version 8's row shards.
 VERSION_MIGRATIONS: set[tuple[str, str]] = {(old, new) for old in VERSIONS_READ for new in VERSIONS_READ
                                             if int(old) < int(new)}
 
@@ -82,9 +84,9 @@ class Layout:
 
 
 PER_KEY_WINDOWS = Layout(
-    "per-key windows", "group_batch.PerKeyWindows", "", "", "", (), ("6", "7", "8"))
+    "per-key windows", "group_batch.PerKeyWindows", "", "", "", (), ("6", "7", "8", "9"))
 PER_KEY_PANE_ROWS = Layout(
-    "per-key pane rows", "records.KeyRecords", "panes", "", "", (), ("6", "7", "8"))
+    "per-key pane rows", "records.KeyRecords", "panes", "", "", (), ("6", "7", "8", "9"))
 PER_KEY_SESSION_ROWS = Layout(
     "per-key session rows", "records.KeyRecords", "sessions", "", "",
     (Move("per-key windows", "windows_as_rows", by_key=True),), ("6", "7", "8"), chosen=False)
@@ -93,18 +95,18 @@ PER_KEY_WINDOW_ROWS = Layout(
     (Move("per-key windows", "windows_as_rows", by_key=True),), ("6", "7", "8"), chosen=False)
 PANE_LOG = Layout(
     "pane log", "pane_log.PaneLog", "panes", "panes", "pane_log",
-    (Move("per-key pane rows", "key_records_to_pane_log"),), ("6", "7", "8"))
+    (Move("per-key pane rows", "key_records_to_pane_log"),), ("6", "7", "8", "9"))
 WINDOW_LOG = Layout(
     "window log", "window_log.WindowLog", "", "windows", "window_log",
-    (Move("per-key windows", "key_windows_to_window_log"),), ("7", "8"))
+    (Move("per-key windows", "key_windows_to_window_log"),), ("7", "8", "9"))
 SESSION_ROW_SHARDS = Layout(
     "session rows in row shards", "row_shards.RowShardStore", "sessions", "rows", "row_shards",
     (Move("per-key session rows", "key_records_to_row_shards"),
-     Move("per-key windows", "key_records_to_row_shards")), ("7", "8"))
+     Move("per-key windows", "key_records_to_row_shards")), ("7", "8", "9"))
 WINDOW_ROW_SHARDS = Layout(
     "window rows in row shards", "row_shards.RowShardStore", "windows", "rows", "row_shards",
     (Move("per-key window rows", "key_records_to_row_shards"),
-     Move("per-key windows", "key_records_to_row_shards")), ("7", "8"))
+     Move("per-key windows", "key_records_to_row_shards")), ("7", "8", "9"))
 
 #: Every layout a checkpoint may hold (a per-key one also in key shards).
 LAYOUTS: tuple[Layout, ...] = (PER_KEY_WINDOWS, PER_KEY_PANE_ROWS, PER_KEY_SESSION_ROWS, PER_KEY_WINDOW_ROWS,
@@ -130,7 +132,7 @@ class KeyShards:
 
 
 KEY_SHARDS = KeyShards(" in key shards", "key_shards.KeyShards", "keys", "key_shards", "GroupState._move_records",
-                       ("6", "7", "8"))
+                       ("6", "7", "8", "9"))
 KEY_SHARDS_SUFFIX = KEY_SHARDS.suffix
 
 #: State layouts whose records a later layout reads and rewrites (stored -> current).
