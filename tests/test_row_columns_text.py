@@ -150,6 +150,7 @@ def test_last_panes_pack_only_where_their_types_come_back(values):
     kinds = {type(v) for v in values if v is not None}
     fits = kinds == {float} or (kinds == {int} and all(-2 ** 63 <= v < 2 ** 63 for v in values if v is not None))
     assert isinstance(stored, str) == (fits and n > 0)
+    assert (stored is None) == (n > 0 and all(v is None for v in values))  # (no pane yet: null)
     assert repr(column_values(stored, n)) == repr(values) or not isinstance(stored, str)
     with packing(1):
         assert repr(table_of(rows_text(table, "windows"), 0)[1].last.tolist()) == repr(values)

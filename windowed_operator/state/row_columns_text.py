@@ -13,7 +13,8 @@ count, fire_at, closed, acc, last]``: ``kind`` is "sessions" or "windows", ``key
 plain column (``records._ROW_COLUMNS``), the accumulator columns and the last panes.  A column is
 stored in one of three forms:
 - the one value every row holds (a global window's bounds, a trigger's phase: a q12-shaped group's
-  texts, read and written, went from 420 KB to 98 KB a batch, ``benchmarks/row_shards.py``);
+  texts, read and written, went from 420 KB to 98 KB a batch, ``benchmarks/row_shards.py``; and
+  since state version 9, last panes that are all None: windows that have not fired);
 - packed (state version 9): a string ``"<dtype>:<base>:<base64>[:<base64>]"``, the column's numbers
   as little-endian bytes: each value less ``base`` (the column's least) in the narrowest of ``u1 u2
   u4`` that holds them all, else ``i8`` (``i8``, ``f8`` and ``b1`` with base 0), and where some rows hold None (last panes), the bits of those rows
@@ -70,8 +71,10 @@ def rows_texts(table: RowTable, kind: str, ends: list[int]) -> list[str]:
     plain = [_Same(column[0].item()) if len(column) and (column == column[0]).all() else
              column if pack else column.tolist() for column in (getattr(table, name) for name in _ROW_COLUMNS)]
     acc = [a if pack and a.dtype.kind in _PACKED_KINDS else _encoded(encode, a.tolist()) for a in table.acc]
-    typed_last = _packable_values(table.last) if pack else None
-    last: Any = _encoded(encode, table.last.tolist()) if typed_last is None else typed_last[0]
+    no_last = table.last == None  # noqa: E711 (elementwise)
+    typed_last = _packable_values(table.last, no_last) if pack and not no_last.all() else None
+    last: Any = (_Same(None) if len(table) and no_last.all() else _encoded(encode, table.last.tolist())
+                 if typed_last is None else typed_last[0])
     none = None if typed_last is None else typed_last[1]
 
     def piece(column: Any, lo: int, hi: int, none: Optional[np.ndarray] = None) -> Any:
@@ -139,12 +142,12 @@ def _b64(values: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(values).data).decode("ascii")
 
 
-def _packable_values(values: np.ndarray) -> Optional[tuple[np.ndarray, Optional[np.ndarray]]]:
-    """Last panes (Python values) as a typed column and the rows holding None, where every other row
-    holds an ``int`` within int64 or every one a ``float`` (None: kept as a list of values)."""
+def _packable_values(values: np.ndarray, none: np.ndarray) -> Optional[tuple[np.ndarray, Optional[np.ndarray]]]:
+    """Last panes (Python values; ``none``: the rows holding None) as a typed column and the rows
+    holding None, where every other row holds an ``int`` within int64 or every one a ``float``
+    (None: kept as a list of values)."""
     if not len(values):
         return None
-    none = values == None  # noqa: E711 (elementwise)
     held = values[~none] if none.any() else values
     kinds = set(map(type, held.tolist()))
     if kinds == {int}:
@@ -215,13 +218,16 @@ def table_of_parts(parts: list[list], watermark: int, keys: list | None = None) 
         keys = [k for part in parts for k in decoded_keys(part)]
     lengths = [n for part in parts for n in part[2]]
 
+    sizes = [sum(part[2]) for part in parts]
+
     def plain(i: int, dtype: Any) -> np.ndarray:
         if len(parts) == 1 and not isinstance(parts[0][i], (list, str)):
-            return np.full(sum(parts[0][2]), parts[0][i], dtype=dtype)
+            return np.full(sizes[0], parts[0][i], dtype=dtype)
         if not any(isinstance(part[i], str) for part in parts):  # (lists: joined, made an array once)
-            return np.asarray([v for part in parts for v in column_values(part[i], sum(part[2]))], dtype=dtype)
+            return np.asarray([v for part, size in zip(parts, sizes) for v in column_values(part[i], size)], dtype=dtype)
         return np.concatenate([unpacked(part[i])[0].astype(dtype, copy=False) if isinstance(part[i], str)
-                               else np.asarray(column_values(part[i], sum(part[2])), dtype=dtype) for part in parts])
+                               else np.asarray(column_values(part[i], size), dtype=dtype)
+                               for part, size in zip(parts, sizes)])
 
     def accumulator(c: int) -> np.ndarray:
         stored = [part[3 + width][c] for part in parts if c < len(part[3 + width])]
@@ -233,9 +239,12 @@ def table_of_parts(parts: list[list], watermark: int, keys: list | None = None) 
 
     def last() -> np.ndarray:
         stored = [part[4 + width] for part in parts]
+        if all(s is None for s in stored):
+            return np.full(sum(sizes), None, dtype=object)
         if not any(isinstance(s, str) for s in stored):
-            return object_array(_decoded(read, stored[0] if len(stored) == 1 else [v for s in stored for v in s]))
-        pieces = [_with_none(*unpacked(s)) if isinstance(s, str) else object_array(_decoded(read, s)) for s in stored]
+            return object_array(_decoded(read, [v for s, size in zip(stored, sizes) for v in column_values(s, size)]))
+        pieces = [_with_none(*unpacked(s)) if isinstance(s, str) else object_array(_decoded(read, column_values(s, size)))
+                  for s, size in zip(stored, sizes)]
         return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
     columns = {name: plain(3 + i, dtype) for i, (name, dtype) in enumerate(_ROW_COLUMNS.items())}
