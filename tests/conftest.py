@@ -40,3 +40,14 @@ def postgres_url():
     url = server.start()
     yield url
     server.stop()
+
+#: Test files that take minutes each (drivers started and SIGKILLed, a standalone cluster, the README's
+#: commands in a new venv), collected first: with ``-n 2 --dist loadfile`` (pyproject) a file runs on one
+#: worker, and a long file collected last ran alone after the rest had finished (the tail of CI).
+SLOW_FILES = ("test_verify_restarts.py", "test_cluster.py", "test_readme_commands.py", "test_table_sink_crash.py",
+              "test_pipeline_ctrl_c.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))  # (stable: the rest keep their order)

@@ -1,6 +1,7 @@
-"""``windowed-operator verify-restarts``: the sessions-table example survives 3 SIGKILLs of its driver
+"""``windowed-operator verify-restarts``: the sessions-table example survives 2 SIGKILLs of its driver
 with its table equal to an uninterrupted run's, and a sink that is not exactly once (it acknowledges
-a batch before its write is durable) is caught (a test that shows the command can fail)."""
+a batch before its write is durable) is caught by one (a test that shows the command can fail).
+Each start is a driver of its own (about 35 s here): the kills are as few as show each point."""
 from __future__ import annotations
 
 import shutil
@@ -17,16 +18,16 @@ from .test_cluster import REPO, load_example
 pytestmark = pytest.mark.spark
 
 
-def test_the_sessions_table_example_survives_three_kills(tmp_path, capsys):
+def test_the_sessions_table_example_survives_kills(tmp_path, capsys):
     root = tmp_path / "pipelines"
     root.mkdir()
     shutil.copy(REPO / "examples" / "pipelines" / "sessions_table.yaml", root)
     load_example(REPO / "examples" / "pipelines" / "run.py", "pipeline_examples").generate("sessions_table", 2_000, root=root)
-    code = cli.main(["verify-restarts", str(root / "sessions_table.yaml"), "--kills", "3", "--seed", "1",
+    code = cli.main(["verify-restarts", str(root / "sessions_table.yaml"), "--kills", "2", "--seed", "1",
                      "--workdir", str(tmp_path / "runs")])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "3 kill(s) landed" in out and "sinks[0] (sessions -> table sessions): equal (" in out
+    assert "2 kill(s) landed" in out and "sinks[0] (sessions -> table sessions): equal (" in out
     assert out.rstrip().endswith("verdict: the outputs are equal")
 
 
@@ -69,7 +70,7 @@ def test_a_sink_that_acknowledges_before_it_writes_is_caught(tmp_path, capsys, m
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(NOT_EXACTLY_ONCE)
     monkeypatch.setenv("PYTHONPATH", f"{hook}:{__import__('os').environ.get('PYTHONPATH', '')}")
-    code = cli.main(["verify-restarts", str(path), "--kills", "3", "--seed", "36", "--workdir", str(tmp_path / "runs")])
+    code = cli.main(["verify-restarts", str(path), "--kills", "1", "--seed", "36", "--workdir", str(tmp_path / "runs")])
     out = capsys.readouterr().out
     assert code == 1, out
     assert "sinks[0] (counts -> table counts): DIFFERENT:" in out and "uninterrupted only:" in out
