@@ -51,8 +51,11 @@ def test_window_rows_are_printed_with_their_trigger_state():
                      "trigger before its ON_TIME pane, 2 element(s) counted"]
 
 
-def test_a_row_shard_is_printed_key_by_key():
-    """A row shard's text (many keys' rows as columns) prints each key's rows as its own record would."""
+@pytest.mark.parametrize("packed_rows", [1, 10 ** 9], ids=["packed", "lists"])
+def test_a_row_shard_is_printed_key_by_key(packed_rows, monkeypatch):
+    """A row shard's text (many keys' rows as columns, packed or lists: state versions 9 and 8) prints
+    each key's rows as its own record would."""
+    from windowed_operator.state import row_columns_text
     from windowed_operator.state.records import SessionRecords
     from windowed_operator.engine.columnar_sessions import ColumnarSessions
     from windowed_operator.state.row_columns_text import rows_text
@@ -68,7 +71,9 @@ def test_a_row_shard_is_printed_key_by_key():
                 ("t", 2): KeySessions(starts=[5], ends=[9], acc=[[1]], pending=[1], hold=[True], nonspeculative=[0],
                                       index=[0], last=[None], late=[False], count=[1], fire_at=[77], closed=[False])}
     table = SessionRecords(engine).build(list(sessions), list(sessions.values()), 0)
+    monkeypatch.setattr(row_columns_text, "PACKED_ROWS", packed_rows)
     text = json.dumps([15, 77, json.loads(rows_text(table, "sessions"))])
+    assert ('"u1:' in text) == (packed_rows == 1)
     by_key = list(describe_row_shard(3, 0, text))
     assert by_key[0] == ("row shard 3 (session rows): 2 key(s), due at watermark 1970-01-01 00:00:00.015, "
                          "processing time 1970-01-01 00:00:00.077")
