@@ -15,14 +15,15 @@ stored in one of three forms:
 - the one value every row holds (a global window's bounds, a trigger's phase: a q12-shaped group's
   texts, read and written, went from 420 KB to 98 KB a batch, ``benchmarks/row_shards.py``; and
   since state version 9, last panes that are all None: windows that have not fired);
-- packed (state version 9): a string ``"<dtype>:<base>:<base64>[:<base64>]"``, the column's numbers
-  as little-endian bytes: each value less ``base`` (the column's least) in the narrowest of ``u1 u2
-  u4`` that holds them all, else ``i8`` (``i8``, ``f8`` and ``b1`` with base 0), and where some rows hold None (last panes), the bits of those rows
-  (``np.packbits``).  In texts of ``PACKED_ROWS`` rows or more (on average), a plain column, a typed
-  accumulator column, and last panes that are all integers within int64 or all floats, beside None,
-  are packed: on Spark, a group of hopping windows with early firings held about 9,600 rows, 420 KB
-  of JSON encoded in 8 ms a batch; packed, ``benchmarks/row_shards.py``'s hopping case reads and
-  writes 330 KB instead of 830 KB a batch, in 6 ms instead of 20;
+- packed (state version 9): a string ``"<dtype>:<base>:<base64>[:<base64>]"``, the column's
+  numbers as little-endian bytes: each value less ``base`` (the column's least) in the narrowest of
+  ``u1 u2 u4`` that holds them all, else ``i8`` (``i8``, ``f8`` and ``b1`` with base 0), and where
+  some rows hold None (last panes), the bits of those rows (``np.packbits``).  In texts of
+  ``PACKED_ROWS`` rows or more (on average), a plain column, a typed accumulator column, and last
+  panes that are all integers within int64 or all floats, beside None, are packed: on Spark, a key
+  group of hopping windows with early firings held about 9,600 rows, 420 KB of JSON encoded in 8 ms
+  a batch; packed, ``benchmarks/row_shards.py``'s hopping case reads and writes 330 KB instead of
+  831 KB a batch, in 5.3 ms instead of 17.0 (``benchmarks/results/before_after.txt``);
 - a list of values (tagged where they are not plain JSON, as in a per-key record): every other
   accumulator or last-pane column, and every column of a text written by state versions 7 and 8,
   which are read as before.
@@ -101,7 +102,6 @@ PACKED_ROWS = 64
 #: The array kinds a packed column holds: integers, floats, booleans.
 _PACKED_KINDS = frozenset("ifb")
 _NARROW = [np.dtype(t) for t in ("<u1", "<u2", "<u4")]
-_INT64 = np.dtype("<i8")
 
 
 def packed(values: np.ndarray, none: Optional[np.ndarray] = None) -> str:
@@ -117,7 +117,7 @@ def packed(values: np.ndarray, none: Optional[np.ndarray] = None) -> str:
     for dtype in _NARROW:
         if hi - lo <= np.iinfo(dtype).max:
             return f"{dtype.str[1:]}:{lo}:{_b64((values - lo).astype(dtype))}{mask}"
-    return f"i8:0:{_b64(values.astype(_INT64, copy=False))}{mask}"
+    return f"i8:0:{_b64(values.astype('<i8', copy=False))}{mask}"
 
 
 def unpacked(text: str) -> tuple[np.ndarray, Optional[np.ndarray]]:
@@ -253,4 +253,5 @@ def table_of_parts(parts: list[list], watermark: int, keys: list | None = None) 
                     last=last(), watermark=watermark, **columns)
 
 
-__all__ = ["decoded_keys", "key_runs", "rows_text", "rows_texts", "table_of", "table_of_data", "table_of_parts"]
+__all__ = ["column_values", "decoded_keys", "key_runs", "packed", "rows_text", "rows_texts", "table_of", "table_of_data",
+           "table_of_parts", "unpacked"]
