@@ -42,8 +42,9 @@ def postgres_url():
     server.stop()
 
 #: Test files that take minutes each (drivers started and SIGKILLed, a standalone cluster, the README's
-#: commands in a new venv), collected first: with ``-n 2 --dist loadfile`` (pyproject) a file runs on one
-#: worker, and a long file collected last ran alone after the rest had finished (the tail of CI).
+#: commands in a new venv), collected first: with ``-n 2 --dist loadfile --no-loadscope-reorder``
+#: (pyproject) a file runs on one worker, files in the order collected; xdist's default order (files
+#: with the most tests first) put these few-test files last, where they ran alone (the tail of CI).
 SLOW_FILES = ("test_verify_restarts.py", "test_cluster.py", "test_readme_commands.py", "test_table_sink_crash.py",
               "test_pipeline_ctrl_c.py")
 
