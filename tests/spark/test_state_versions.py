@@ -160,8 +160,6 @@ def _check_stores_what_the_fixture_stores(spark, tmp_path, case, fresh):
     assert _state_variables(fresh) == _state_variables(FIXTURES / LATEST / case / "checkpoint")
 
 
-
-
 def test_the_newest_version_stores_every_layout_this_release_writes():
     """A new state version writes a fixture of every layout still written (``_still_written``), so
     that the frozen check above covers each."""
