@@ -73,10 +73,16 @@ def rows_texts(table: RowTable, kind: str, ends: list[int]) -> list[str]:
              column if pack else column.tolist() for column in (getattr(table, name) for name in _ROW_COLUMNS)]
     acc = [a if pack and a.dtype.kind in _PACKED_KINDS else _encoded(encode, a.tolist()) for a in table.acc]
     no_last = table.last == None  # noqa: E711 (elementwise)
-    typed_last = _packable_values(table.last, no_last) if pack and not no_last.all() else None
-    last: Any = (_Same(None) if len(table) and no_last.all() else _encoded(encode, table.last.tolist())
-                 if typed_last is None else typed_last[0])
-    none = None if typed_last is None else typed_last[1]
+    last: Any
+    none: Optional[np.ndarray] = None
+    if len(table) and no_last.all():  # (no window has fired)
+        last = _Same(None)
+    else:
+        typed_last = _packable_values(table.last, no_last) if pack else None
+        if typed_last is None:
+            last = _encoded(encode, table.last.tolist())
+        else:
+            last, none = typed_last
 
     def piece(column: Any, lo: int, hi: int, none: Optional[np.ndarray] = None) -> Any:
         if type(column) is _Same:
@@ -146,8 +152,6 @@ def _packable_values(values: np.ndarray, none: np.ndarray) -> Optional[tuple[np.
     """Last panes (Python values; ``none``: the rows holding None) as a typed column and the rows
     holding None, where every other row holds an ``int`` within int64 or every one a ``float``
     (None: kept as a list of values)."""
-    if not len(values):
-        return None
     held = values[~none] if none.any() else values
     kinds = set(map(type, held.tolist()))
     if kinds == {int}:
