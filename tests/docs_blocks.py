@@ -4,7 +4,9 @@ Every ```python block of a page under ``docs/`` is marked by the comment line be
 ``<!-- test: run -->`` (executed by tests/test_docs.py, the page's blocks in order in one namespace),
 ``<!-- test: spark -->`` (executed by tests/spark/test_readme_commands.py with a SparkSession),
 ``<!-- test: postgres -->`` (executed by tests/test_docs.py with ``RESULTS_URL`` set to a PostgreSQL
-server the test starts) or ``<!-- test: fragment -->`` (a piece of a program, not meant to run alone)."""
+server the test starts), ``<!-- test: duckdb -->`` (executed by tests/test_docs.py after the page's
+``run`` blocks, in their namespace, where the duckdb extra is installed) or ``<!-- test: fragment -->``
+(a piece of a program, not meant to run alone)."""
 from __future__ import annotations
 
 import re
@@ -12,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-KINDS = ("run", "spark", "postgres", "fragment")
+KINDS = ("run", "spark", "postgres", "duckdb", "fragment")
 _BLOCK = re.compile(r"(?:<!-- test: (\w+) -->\n)?```python\n(.*?)```", re.S)
 
 

@@ -155,22 +155,23 @@ def inspect_kind(cls: type, name: str) -> str:
 def test_every_python_block_of_the_docs_is_marked():
     unmarked = [f"{page.relative_to(ROOT)} block {i}" for page in pages()
                 for i, (kind, _) in enumerate(python_blocks(page)) if kind not in KINDS]
-    assert not unmarked, f"mark each with <!-- test: run|spark|fragment -->: {unmarked}"
+    assert not unmarked, f"mark each with <!-- test: {'|'.join(KINDS)} -->: {unmarked}"
 
 
 RUNNABLE = [page for page in pages() if any(kind == "run" for kind, _ in python_blocks(page))]
 
 
-def run_blocks(page, kind: str, capsys) -> int:
-    """Run the ``kind`` blocks of ``page`` in order in one namespace, each printing what it says; how many ran."""
+def run_blocks(page, kind: str, capsys, after: tuple[str, ...] = ()) -> int:
+    """Run the ``kind`` blocks of ``page`` in order in one namespace, each printing what it says, with
+    the ``after`` kinds' blocks before them where the page has them; how many ``kind`` blocks ran."""
     namespace: dict = {}
     ran = 0
     for i, (marker, code) in enumerate(python_blocks(page)):
-        if marker != kind:
+        if marker != kind and marker not in after:
             continue
         capsys.readouterr()
         exec(compile(code, f"{page.name} block {i}", "exec"), namespace)
-        ran += 1
+        ran += marker == kind
         expected = printed_comments(code)
         if expected:
             printed = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
@@ -181,6 +182,18 @@ def run_blocks(page, kind: str, capsys) -> int:
 @pytest.mark.parametrize("page", RUNNABLE, ids=lambda p: str(p.relative_to(DOCS)))
 def test_the_runnable_blocks_of_a_page_print_what_they_say(page, capsys):
     assert run_blocks(page, "run", capsys)
+
+
+ON_DUCKDB = [page for page in pages() if any(kind == "duckdb" for kind, _ in python_blocks(page))]
+
+
+@pytest.mark.parametrize("page", ON_DUCKDB, ids=lambda p: str(p.relative_to(DOCS)))
+def test_the_duckdb_blocks_of_a_page_print_what_they_say(page, capsys):
+    """After the page's ``run`` blocks (their namespace), where the duckdb extra is installed (the core
+    install, ``pip install -e ".[test]"``, has none)."""
+    pytest.importorskip("duckdb", reason="the duckdb extra is not installed (pip install -e '.[duckdb]')")
+    pytest.importorskip("duckdb_engine", reason="the duckdb extra is not installed (pip install -e '.[duckdb]')")
+    assert run_blocks(page, "duckdb", capsys, after=("run",))
 
 
 ON_POSTGRES = [page for page in pages() if any(kind == "postgres" for kind, _ in python_blocks(page))]
