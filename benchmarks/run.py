@@ -121,6 +121,7 @@ def our_state(spark, checkpoint: Path) -> dict:
     import json
 
     from windowed_operator.spark.inspect import key_records, pane_log_parts
+    from windowed_operator.state.pane_log import part_rows
 
     rows = key_records(spark, str(checkpoint)).select("record").collect()
     entries = size = 0
@@ -129,11 +130,11 @@ def our_state(spark, checkpoint: Path) -> dict:
         state = json.loads(record)["state"]
         entries += len(state.get("starts", state.get("windows", [])))
     logged: set = set()  # the pane log's keys (a key's rows of a pane may span parts)
-    for (text,) in pane_log_parts(spark, str(checkpoint)).select("rows").collect():
+    for bucket, text in pane_log_parts(spark, str(checkpoint)).select("bucket", "rows").collect():
         size += len(text)
-        part = json.loads(text)
-        entries += len(part["keys"])
-        logged.update(json.dumps(key) for key in part["keys"])
+        part = part_rows(text, bucket)
+        entries += len(part.codes)
+        logged.update(json.dumps(key) for key in part.keys)
     return {"rows": len(rows) + len(logged), "entries": entries, "bytes": size}
 
 

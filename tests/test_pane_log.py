@@ -1,5 +1,6 @@
 """The pane log gives the panes of one whole-group table, reading state only for the panes that fire."""
 import datetime as dt
+import json
 from unittest import mock
 
 import numpy as np
@@ -11,9 +12,12 @@ from accumulations import Count, Max, Mean, Min, Sum
 from triggers import TriggerOption
 from windowed_operator import CumulativeWindows, TimeWindows
 from windowed_operator.engine.columnar import PaneTable, Panes
-from windowed_operator.state.pane_log import DOMAIN, META, PaneLog
+from windowed_operator.engine.range_ops import factorize
+from windowed_operator.state.codec import KeyStateCodec
+from windowed_operator.state.pane_log import DOMAIN, META, PaneLog, part_text
 from windowed_operator.state.group_batch import StoreBatch, TableEngine
-from windowed_operator.state.part_log import run_part_log
+from windowed_operator.state.part_log import held_buckets, run_part_log
+from windowed_operator.state.records import _encoded
 from windowed_operator.time import MAX_TIMESTAMP
 
 from helpers import table_engine_of, MemoryStore, near_boundaries
@@ -45,22 +49,42 @@ def engine_of(name):
     return table_engine_of(window, acc, trigger, 0), acc
 
 
+class Version9PaneLog(PaneLog):
+    """The pane log as state version 9 wrote it: a bucket per pane, its parts' rows as lists of keys
+    and accumulator values (``{"keys", "acc"}``), the group's record ``[pane start, parts]``."""
+
+    def bucket_of(self, starts):
+        return starts
+
+    def texts_by_bucket(self, table):
+        encode = KeyStateCodec().value
+        out = {}
+        for start in np.unique(table.starts).tolist():
+            mine = table.starts == start
+            out[start] = (json.dumps({"keys": _encoded(encode, table.keys[mine].tolist()),
+                                      "acc": [_encoded(encode, c[mine].tolist()) for c in table.acc]}), start)
+        return out
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 @settings(max_examples=80, deadline=None)
-@given(steps=batches, partials=st.booleans(), compact_parts=st.sampled_from([1, 2, 32]))
-def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, compact_parts):
+@given(steps=batches, partials=st.booleans(), compact_parts=st.sampled_from([1, 2, 32]),
+       upgrade=st.integers(0, 13))
+def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, compact_parts, upgrade):
     """Batches with watermarks at and around window boundaries; elements as rows or as partials
-    folded upstream per (key, pane); panes folded after 1, 2 or 32 parts.  The store is empty once
-    input ends."""
+    folded upstream per (key, pane); panes folded after 1, 2 or 32 parts; the first ``upgrade``
+    batches written as state version 9 wrote them (a bucket per pane, lists), the rest by this
+    version beside them.  The store is empty once input ends."""
     with mock.patch("windowed_operator.state.part_log.COMPACT_PARTS", compact_parts):
-        _check_against_the_whole_table(name, steps, partials, compact_parts)
+        _check_against_the_whole_table(name, steps, partials, compact_parts, upgrade)
 
 
-def _check_against_the_whole_table(name, steps, partials, compact_parts):
+def _check_against_the_whole_table(name, steps, partials, compact_parts, upgrade=0):
     engine, acc = engine_of(name)
-    log, store, meta = PaneLog(engine), MemoryStore(), {}
+    store, meta = MemoryStore(), {}
     whole, watermark = PaneTable(), -3
-    for rows, step in [*steps, ([], MAX_TIMESTAMP)]:
+    for batch, (rows, step) in enumerate([*steps, ([], MAX_TIMESTAMP)]):
+        log = Version9PaneLog(engine) if batch < upgrade else PaneLog(engine)
         watermark = min(watermark + step, MAX_TIMESTAMP)
         keys = np.empty(len(rows), dtype=object)
         keys[:] = [k for k, _, _ in rows]
@@ -81,9 +105,12 @@ def _check_against_the_whole_table(name, steps, partials, compact_parts):
         meta["wm"] = watermark
         assert panes_of(got) == panes_of(expected)
         assert due == engine.next_event_time(whole)
-        held = {start: parts for start, parts in meta[META]}
-        assert sorted(store.parts) == sorted((DOMAIN, s, p) for s, n in held.items() for p in range(n))
-        assert max(held.values(), default=0) <= compact_parts
+        held = held_buckets(log, meta)
+        assert sorted(store.parts) == sorted((DOMAIN, s, p) for s, h in held.items() for p in range(h.parts))
+        assert max((h.parts for h in held.values()), default=0) <= compact_parts
+        for bucket, h in held.items():  # (a bucket's least is its earliest pane: when it is due)
+            assert h.least == min(log.build([(bucket, text) for (_, b, _), text in store.parts.items() if b == bucket],
+                                            watermark).starts)
     assert not store.parts and meta[META] == []
 
 
@@ -133,14 +160,49 @@ def test_keys_of_any_stored_type_come_back_equal():
         "x": 0.0, 7: 3.0, 2 ** 70: 6.0, ("a", 1): 9.0, dt.datetime(2026, 1, 2, 3, 4, 5): 12.0, None: 15.0}
 
 
+def _text(rows):
+    """A part's text of (key, pane start, sum, count) rows."""
+    keys = np.empty(len(rows), dtype=object)
+    keys[:] = [k for k, *_ in rows]
+    codes, uniques = factorize(keys)
+    return part_text(np.array([s for _, s, *_ in rows], dtype=np.int64), codes, uniques,
+                     [np.array([r[2] for r in rows]), np.array([r[3] for r in rows], dtype=np.int64)],
+                     KeyStateCodec().value)
+
+
 def test_a_key_in_several_parts_of_a_pane_is_one_row_once_read():
+    """Parts of either form (state version 9's: one pane's rows as lists) fold into one row per (key, pane)."""
     engine, _ = engine_of("hopping mean")
     log = PaneLog(engine)
-    parts = [(0, log.part_text(["a", "b"], [[1.0, 2.0], [1, 1]])), (0, log.part_text(["b", "a"], [[3.0, 4.0], [1, 2]])),
-             (5, log.part_text(["a"], [[7.0], [1]]))]
+    parts = [(0, _text([("a", 0, 1.0, 1), ("b", 0, 2.0, 1), ("a", 5, 7.0, 1)])),
+             (0, _text([("b", 0, 3.0, 1), ("a", 0, 4.0, 2)])),
+             (5, json.dumps({"keys": ["a", "c"], "acc": [[0.5, 9.0], [1, 1]]}))]  # (version 9: the pane at 5)
     table = log.build(parts, 0)
     rows = sorted(zip(table.keys.tolist(), table.starts.tolist(), *[c.tolist() for c in table.acc]))
-    assert rows == [("a", 0, 5.0, 3), ("a", 5, 7.0, 1), ("b", 0, 5.0, 2)]
+    assert rows == [("a", 0, 5.0, 3), ("a", 5, 7.5, 2), ("b", 0, 5.0, 2), ("c", 5, 9.0, 1)]
+
+
+def test_a_window_reads_a_bucket_or_two_whatever_its_panes():
+    """Hopping windows of 10 panes: a bucket holds 10 panes, so each watermark step reads the one or two
+    buckets under the windows that fire, not a text per pane; a bucket is due with its earliest pane."""
+    engine, _ = engine_of("hopping mean")  # (TimeWindows(10).slide_by(5): panes of 5, buckets of 10)
+    engine.layout = TimeWindows(100).slide_by(10).pane_layout()
+    log, store, meta = PaneLog(engine), MemoryStore(), {"wm": -1}
+    keys = np.array(["a", "b", "c"], dtype=object)
+    out = Panes()
+    for watermark in range(0, 400, 10):  # every pane of [0, 400) gets rows, the watermark 10 behind
+        ts = np.full(3, watermark + 5, dtype=np.int64)
+
+        def run(table):
+            return engine.process(table, keys, ts, np.ones(3, dtype=np.int64), watermark, out, [], lambda i: None,
+                                  processing_time=0)
+        before = store.calls["get_text"]
+        run_part_log(log, store, meta, watermark, run)
+        meta["wm"] = watermark
+        read = {b for (_, b, _) in store.parts}  # (buckets are starts aligned to 100)
+        assert all(b % 100 == 0 for b in read)
+        assert store.calls["get_text"] - before <= 2 * 2  # (two buckets at most, of up to two parts each)
+    assert len(out) == 3 * 39
 
 
 @settings(max_examples=60, deadline=None)

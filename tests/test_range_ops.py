@@ -6,7 +6,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowed_operator.engine.range_ops import lexsort_ints, running_max_by_run
+from windowed_operator.engine.range_ops import expand_ends, lex_searchsorted, lexsort_ints, running_max_by_run
 
 #: Values clustered (so that ties are many), near epoch milliseconds, and spans too wide for a
 #: composite key (the fallback).
@@ -63,3 +63,31 @@ def test_lexsort_ints_keeps_input_order_among_ties_on_a_large_batch() -> None:
     times[rng.integers(0, 20_000, 500)] -= 3  # a few out of order
     for codes in (rng.integers(0, 200, 20_000), rng.integers(0, 60_000, 20_000)):
         assert lexsort_ints((times, codes)).tolist() == np.lexsort((times, codes)).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), VALUES), max_size=30),
+       st.lists(st.tuples(st.integers(-1, 7), VALUES), max_size=10))
+def test_lex_searchsorted_is_a_search_of_the_sorted_pairs(rows, queries) -> None:
+    """The first row at or after each (code, time), for times near zero, near epoch milliseconds and
+    spanning most of int64 (where a composite key of code and time cannot hold both: the ranked form)."""
+    import bisect
+
+    rows = sorted(rows)
+    codes = np.array([c for c, _ in rows], dtype=np.int64)
+    times = np.array([t for _, t in rows], dtype=np.int64)
+    q_codes = np.array([c for c, _ in queries], dtype=np.int64)
+    q_times = np.array([t for _, t in queries], dtype=np.int64)
+    assert lex_searchsorted(codes, times, q_codes, q_times).tolist() == [bisect.bisect_left(rows, q) for q in queries]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 60), st.integers(0, 60)), max_size=12),
+       st.sampled_from([1, 3, 10]), st.sampled_from([0, 1_700_000_000_000]))
+def test_expand_ends_is_every_aligned_end_in_each_codes_intervals(rows, step, base) -> None:
+    codes = np.array([c for c, _, _ in rows], dtype=np.int64)
+    lo = np.array([base + step * a for _, a, _ in rows], dtype=np.int64)
+    hi = np.array([base + step * b for _, _, b in rows], dtype=np.int64)
+    expected = sorted({(c, base + step * e) for c, a, b in rows for e in range(a, b + 1)})
+    got_codes, got_ends = expand_ends(codes, lo, hi, step)
+    assert list(zip(got_codes.tolist(), got_ends.tolist())) == expected

@@ -120,8 +120,17 @@ def test_pane_log_window_log_and_row_shard_parts_are_cut_by_key_and_renumbered()
 
     import numpy as np
 
-    panes = {("panes", 100, 0): json.dumps({"keys": ["a", "b", "c"], "acc": [[1, 2, 3]]}),
-             ("panes", 100, 1): json.dumps({"keys": ["a"], "acc": [[4]]})}
+    from windowed_operator.state.pane_log import part_rows, part_text
+    from windowed_operator.state.codec import KeyStateCodec
+
+    encode = KeyStateCodec().value
+
+    # a bucket of version 10 (panes 100 and 110) and one of version 9 (the pane at 120, lists)
+    panes = {("panes", 100, 0): part_text(np.array([100, 110, 110]), np.array([0, 1, 2]),
+                                          np.array(["a", "b", "c"], dtype=object), [np.array([1, 2, 3])], encode),
+             ("panes", 100, 1): part_text(np.array([100]), np.array([0]), np.array(["a"], dtype=object),
+                                          [np.array([4])], encode),
+             ("panes", 120, 0): json.dumps({"keys": ["c", "b"], "acc": [[5, 6]]})}
     windows = {("windows", 200, 0): json.dumps({"k": ["a", "b"], "s": [0, 0], "e": [10, 10], "n": [1, 2],
                                                 "x": {"l": [1, 0], "r": [0, 2], "L": {"v": [5]}, "R": {"v": [6, 7]}}})}
     table = RowTable(keys=np.array(["a", "a", "c"], dtype=object), starts=np.array([0, 20, 0]),
@@ -131,11 +140,19 @@ def test_pane_log_window_log_and_row_shard_parts_are_cut_by_key_and_renumbered()
                      fire_at=np.array([-1, -1, -1]), closed=np.array([False] * 3), watermark=0)
     rows = {("rows", 0, 0): f"[10,null,{rows_text(table, 'windows')}]"}
     group_of = {"a": 0, "b": 1, "c": 1}.__getitem__
-    meta = {"fingerprint": FINGERPRINT, "wm": 0, "pane_log": [[100, 2]], "event_index": [], "processing_index": []}
+    meta = {"fingerprint": FINGERPRINT, "wm": 0, "pane_log": [[100, 2], [120, 1]], "event_index": [],
+            "processing_index": []}
     moved = rekey({0: StoredGroup(dict(meta), panes)}, group_of, 1, 2)
-    assert moved[0].meta["pane_log"] == [[100, 2]] and moved[1].meta["pane_log"] == [[100, 1]]
-    assert json.loads(moved[0].parts[("panes", 100, 1)]) == {"keys": ["a"], "acc": [[4]]}
-    assert json.loads(moved[1].parts[("panes", 100, 0)]) == {"keys": ["b", "c"], "acc": [[2, 3]]}
+    # (each bucket with the earliest pane of the rows that reached the group, where it is not the bucket)
+    assert moved[0].meta["pane_log"] == [[100, 2]] and moved[1].meta["pane_log"] == [[100, 1, 110], [120, 1]]
+
+    def cut_rows(group, bucket, part):
+        cut = part_rows(moved[group].parts[("panes", bucket, part)], bucket)
+        return [(cut.keys[c], s, *a) for c, s, *a in zip(cut.codes.tolist(), cut.starts.tolist(),
+                                                          *[a.tolist() for a in cut.acc])]
+    assert cut_rows(0, 100, 0) == [("a", 100, 1)] and cut_rows(0, 100, 1) == [("a", 100, 4)]
+    assert cut_rows(1, 100, 0) == [("b", 110, 2), ("c", 110, 3)]
+    assert cut_rows(1, 120, 0) == [("c", 120, 5), ("b", 120, 6)]
 
     meta = {"fingerprint": FINGERPRINT, "wm": 0, "window_log": [[200, 1]], "event_index": [], "processing_index": []}
     moved = rekey({0: StoredGroup(dict(meta), windows)}, group_of, 1, 2)

@@ -106,9 +106,11 @@ def test_a_joins_window_log_part_is_printed_with_each_windows_inputs():
         "  8: [1970-01-01 00:00:00.000, 00:00:00.010) acc=([], [{'reserve': 6}]) elements=1"]
 
 
-def test_the_keys_of_a_window_log_part_and_a_row_shard_are_counted():
+def test_the_keys_of_a_log_part_and_a_row_shard_are_counted():
     """``windowed-operator state`` counts the keys held in logs and row shards, not only per-key
     records (it said "0 key(s) with state" for a pane-log or row-shard checkpoint: issue 56)."""
+    import numpy as np
+
     from accumulations import InnerJoin, Sum
     from accumulations.merge import SidedAccumulation
     from triggers import TriggerOption
@@ -124,13 +126,19 @@ def test_the_keys_of_a_window_log_part_and_a_row_shard_are_counted():
 
     log = WindowLog(WindowedCore(TimeWindows(10), SidedAccumulation(inner=InnerJoin()), TriggerOption.default()))
     text = log.part_text([(7, Window(0, 10), Partial(([{"id": 7}], []), 1)), (8, Window(0, 10), Partial(([], []), 1))])
-    assert _part_keys("window log", text) == [7, 8]
+    assert _part_keys("window log", {"rows": text, "due": 10}) == [7, 8]
     engine = ColumnarSessions(SessionWindows(10), Sum(), TriggerOption.default(), 0, label="op", column=None)
     one = KeySessions(starts=[0], ends=[9], acc=[[1]], pending=[1], hold=[True], nonspeculative=[0], index=[0],
                       last=[None], late=[False], count=[1], fire_at=[NOT_SET], closed=[False])
     table = SessionRecords(engine).build(["u1", ("t", 2)], [one, one], 0)
     shard = json.dumps([15, None, json.loads(rows_text(table, "sessions"))])
-    assert _part_keys("row shards", shard) == ["u1", ("t", 2)]
+    assert _part_keys("row shards", {"rows": shard, "shard": 0}) == ["u1", ("t", 2)]
+    from windowed_operator.state.codec import KeyStateCodec
+    from windowed_operator.state.pane_log import part_text
+    pane_part = part_text(np.array([0, 10, 10]), np.array([1, 0, 1]), np.array(["x", ("t", 3)], dtype=object),
+                          [np.array([1, 2, 3])], KeyStateCodec().value)
+    assert _part_keys("pane log", {"rows": pane_part, "bucket": 0}) == ["x", ("t", 3)]
+    assert _part_keys("pane log", {"rows": json.dumps({"keys": ["y"], "acc": [[1]]}), "bucket": 0}) == ["y"]
 
 
 def test_limit_counts_keys_not_lines():

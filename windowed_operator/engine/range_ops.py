@@ -97,7 +97,17 @@ def running_max_by_run(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _composite(codes: list[np.ndarray], times: list[np.ndarray]) -> list[np.ndarray]:
-    """One int64 per (code, time) ordering like the pair: code * (#distinct times) + rank of time."""
+    """One int64 per (code, time) ordering like the pair: code * span + (time - least) where the
+    codes times the times' span stay below 2**62 (a key group's codes over hours of milliseconds),
+    else code * (#distinct times) + rank of time (which costs a sort of the times)."""
+    held = [t for t in times if len(t)]
+    if not held:
+        return [c.astype(np.int64) for c in codes]
+    least = min(int(t.min()) for t in held)
+    span = max(int(t.max()) for t in held) - least + 1
+    top = max((max(int(c.max()) + 1, -int(c.min())) for c in codes if len(c)), default=1)
+    if top * span < _COMPOSITE_LIMIT:
+        return [c * span + (t - least) for c, t in zip(codes, times)]
     ranks = np.unique(np.concatenate(times), return_inverse=True)[1].reshape(-1)
     width = int(ranks.max()) + 1 if len(ranks) else 1
     out, at = [], 0

@@ -22,6 +22,7 @@ from ..engine.columnar_triggers import NOT_SET
 from ..state.codec import KeyStateCodec
 from ..state.group_state import read_record
 from ..state.layouts import KEY_SHARDS, PANE_LOG, ROW_SHARDS, WINDOW_LOG
+from ..state.pane_log import part_rows
 from ..state.records import _ROW_COLUMNS, PANES, stored_columns
 from ..state.row_columns_text import column_values
 from ..state.window_log import part_accs
@@ -116,8 +117,10 @@ def _log_parts(spark: Any, checkpoint: str, operator_id: int, domain: str, bucke
 
 
 def pane_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
-    """The pane log's parts (``windowed_operator.state.pane_log``): each a pane's rows some batches added."""
-    return _log_parts(spark, checkpoint, operator_id, PANE_LOG.domain, "pane_start")
+    """The pane log's parts (``windowed_operator.state.pane_log``): each the rows some batch added to the
+    panes of one bucket (``bucket``: where the window's length of panes it holds starts; before state
+    version 10, one pane's)."""
+    return _log_parts(spark, checkpoint, operator_id, PANE_LOG.domain, "bucket")
 
 
 def window_log_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
@@ -132,18 +135,17 @@ def row_shard_parts(spark: Any, checkpoint: str, operator_id: int = 0) -> Any:
     return _log_parts(spark, checkpoint, operator_id, ROW_SHARDS["sessions"].domain, "shard")
 
 
-def describe_part(pane_start: int, part: int, text: str, key: Optional[str] = None,
+def describe_part(bucket: int, part: int, text: str, key: Optional[str] = None,
                   only: Optional[Collection[str]] = None) -> Iterator[str]:
-    """Lines for one part of the pane log: its pane and each row (key, accumulator columns)."""
-    data = json.loads(text)
-    read = KeyStateCodec().read_value
-    keys = [read(k) for k in data["keys"]]
-    columns = [[read(v) for v in column] for column in data["acc"]]
-    shown = [i for i, k in enumerate(keys) if _shown(k, key, only)]
+    """Lines for one part of the pane log: its bucket and each row (key, pane, accumulator columns)."""
+    rows = part_rows(text, bucket)
+    columns = [column.tolist() for column in rows.acc]
+    shown = [i for i, code in enumerate(rows.codes.tolist()) if _shown(rows.keys[code], key, only)]
     if shown:
-        yield f"pane from {_when(pane_start)} (part {part}): {len(keys)} row(s)"
+        yield f"panes from {_when(bucket)} (part {part}): {len(rows.codes)} row(s)"
     for i in shown:
-        yield f"  {keys[i]!r}: acc={[column[i] for column in columns]!r}"
+        yield (f"  {rows.keys[int(rows.codes[i])]!r}: pane from {_when(int(rows.starts[i]))}, "
+               f"acc={[column[i] for column in columns]!r}")
 
 
 def describe_window_part(due: int, part: int, text: str, key: Optional[str] = None,
@@ -300,15 +302,17 @@ def _describe_windows(state: dict, read: Any, allowed_lateness: Optional[int] = 
         yield f"  element buffer: {len(state['buffer'])} timestamps"
 
 
-def _part_keys(name: str, text: str) -> list[Any]:
-    """The keys one part of a log or one row shard holds rows of."""
-    data = json.loads(text)
-    stored = data["keys"] if name == PANE_LOG.name else data["k"] if name == WINDOW_LOG.name else data[2][1]
+def _part_keys(name: str, part: Any) -> list[Any]:
+    """The keys one part of a log or one row shard (a row of ``pane_log_parts`` and the like) holds rows of."""
+    if name == PANE_LOG.name:
+        return part_rows(part["rows"], part["bucket"]).keys
+    data = json.loads(part["rows"])
+    stored = data["k"] if name == WINDOW_LOG.name else data[2][1]
     read = KeyStateCodec().read_value
     return [read(k) for k in stored]
 
 
-_LOGS = ((PANE_LOG.name, pane_log_parts, "pane_start", describe_part, "a key's rows of a pane may span parts: they are "
+_LOGS = ((PANE_LOG.name, pane_log_parts, "bucket", describe_part, "a key's rows of a pane may span parts: they are "
           "summed when read"),
          (WINDOW_LOG.name, window_log_parts, "due", describe_window_part, "a key's window may span parts: they are "
           "merged when read"),
@@ -327,7 +331,7 @@ def describe_checkpoint(spark: Any, checkpoint: str, key: Optional[str] = None, 
              describe, note) for name, parts, bucket, describe, note in _LOGS]
     # keys held in logs or row shards (a key's rows may span parts: each key counted once)
     held = {(part["key_group"], repr(k)) for name, found, *_ in logs for part in found
-            for k in _part_keys(name, part["rows"]) if key is None or str(k) == key}
+            for k in _part_keys(name, part) if key is None or str(k) == key}
     metas = group_records(spark, checkpoint, operator_id).collect()
     yield from describe_state(checkpoint, rows, records + len(held), logs, key, limit, group_lateness(metas))
     yield placement_line(state_partitions(spark, checkpoint), key_groups_of(spark, checkpoint, metas))
@@ -349,13 +353,13 @@ def describe_state(checkpoint: str, rows: list, total: int, logs: list, key: Opt
     budget = max(0, limit - len(rows[:limit]))
     for name, found, *_ in logs:
         for part in found:
-            for k in _part_keys(name, part["rows"]):
+            for k in _part_keys(name, part):
                 if len(only) < budget and _shown(k, key, None):
                     only.setdefault(repr(k))
     for name, found, bucket, describe, note in logs:
-        parts = [part for part in found if any(repr(k) in only for k in _part_keys(name, part["rows"]))]
+        parts = [part for part in found if any(repr(k) in only for k in _part_keys(name, part))]
         if found and name == "row shards":
-            in_shards = sum(len(_part_keys(name, part["rows"])) for part in found)
+            in_shards = sum(len(_part_keys(name, part)) for part in found)
             groups = len({part["key_group"] for part in found})
             yield f"the {name}: {len(found)} shard(s) in {groups} key group(s), {in_shards} key(s) ({note})"
         elif found:

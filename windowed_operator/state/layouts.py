@@ -31,14 +31,19 @@ from typing import Optional
 #:    version 7's parts (every accumulator by value) are read beside them and folded as before.
 #: 9: row shards' texts keep their number columns packed (little-endian bytes in base64,
 #:    ``row_columns_text``); version 8's texts of lists are read, and written packed when their shard is.
-STATE_VERSION = 9
+#: 10: the pane log's buckets hold a window's length of panes, its texts the pane starts and key codes
+#:    packed and each key once (``pane_log``), and the group's record each bucket's earliest pane;
+#:    version 9's parts (one pane's rows, as lists) are read beside them, and written in the new form
+#:    when their bucket is loaded.
+STATE_VERSION = 10
 #: The state versions whose checkpoints this release restarts (earlier ones are refused, naming the
 #: version: before 6 the state was pickled, and reading it would run code).  Readers that only these
 #: earlier versions need live in ``legacy``.
-VERSIONS_READ: tuple[str, ...] = ("6", "7", "8", "9")
+VERSIONS_READ: tuple[str, ...] = ("6", "7", "8", "9", "10")
 #: State versions whose state a later version reads (stored -> current): version 7 reads version
 #: 6's records and rewrites each in its own form when it writes the key; version 8 reads both, and
-#: version 7's window-log parts beside its own; version 9 reads all three, and version 8's row shards.
+#: version 7's window-log parts beside its own; version 9 reads all three, and version 8's row shards;
+#: version 10 reads all four, and version 9's pane-log parts.
 VERSION_MIGRATIONS: set[tuple[str, str]] = {(old, new) for old in VERSIONS_READ for new in VERSIONS_READ
                                             if int(old) < int(new)}
 
@@ -84,9 +89,9 @@ class Layout:
 
 
 PER_KEY_WINDOWS = Layout(
-    "per-key windows", "group_batch.PerKeyWindows", "", "", "", (), ("6", "7", "8", "9"))
+    "per-key windows", "group_batch.PerKeyWindows", "", "", "", (), ("6", "7", "8", "9", "10"))
 PER_KEY_PANE_ROWS = Layout(
-    "per-key pane rows", "records.KeyRecords", "panes", "", "", (), ("6", "7", "8", "9"))
+    "per-key pane rows", "records.KeyRecords", "panes", "", "", (), ("6", "7", "8", "9", "10"))
 PER_KEY_SESSION_ROWS = Layout(
     "per-key session rows", "records.KeyRecords", "sessions", "", "",
     (Move("per-key windows", "windows_as_rows", by_key=True),), ("6", "7", "8"), chosen=False)
@@ -95,18 +100,18 @@ PER_KEY_WINDOW_ROWS = Layout(
     (Move("per-key windows", "windows_as_rows", by_key=True),), ("6", "7", "8"), chosen=False)
 PANE_LOG = Layout(
     "pane log", "pane_log.PaneLog", "panes", "panes", "pane_log",
-    (Move("per-key pane rows", "key_records_to_pane_log"),), ("6", "7", "8", "9"))
+    (Move("per-key pane rows", "key_records_to_pane_log"),), ("6", "7", "8", "9", "10"))
 WINDOW_LOG = Layout(
     "window log", "window_log.WindowLog", "", "windows", "window_log",
-    (Move("per-key windows", "key_windows_to_window_log"),), ("7", "8", "9"))
+    (Move("per-key windows", "key_windows_to_window_log"),), ("7", "8", "9", "10"))
 SESSION_ROW_SHARDS = Layout(
     "session rows in row shards", "row_shards.RowShardStore", "sessions", "rows", "row_shards",
     (Move("per-key session rows", "key_records_to_row_shards"),
-     Move("per-key windows", "key_records_to_row_shards")), ("7", "8", "9"))
+     Move("per-key windows", "key_records_to_row_shards")), ("7", "8", "9", "10"))
 WINDOW_ROW_SHARDS = Layout(
     "window rows in row shards", "row_shards.RowShardStore", "windows", "rows", "row_shards",
     (Move("per-key window rows", "key_records_to_row_shards"),
-     Move("per-key windows", "key_records_to_row_shards")), ("7", "8", "9"))
+     Move("per-key windows", "key_records_to_row_shards")), ("7", "8", "9", "10"))
 
 #: Every layout a checkpoint may hold (a per-key one also in key shards).
 LAYOUTS: tuple[Layout, ...] = (PER_KEY_WINDOWS, PER_KEY_PANE_ROWS, PER_KEY_SESSION_ROWS, PER_KEY_WINDOW_ROWS,
@@ -132,7 +137,7 @@ class KeyShards:
 
 
 KEY_SHARDS = KeyShards(" in key shards", "key_shards.KeyShards", "keys", "key_shards", "GroupState._move_records",
-                       ("6", "7", "8", "9"))
+                       ("6", "7", "8", "9", "10"))
 KEY_SHARDS_SUFFIX = KEY_SHARDS.suffix
 
 #: State layouts whose records a later layout reads and rewrites (stored -> current).

@@ -8,11 +8,12 @@ makes follow the buckets it touches and the buckets due, whatever the number of 
 bucket is, when it is due and how its rows fold is the log's own (``pane_log.PaneLog``,
 ``window_log.WindowLog``); this module only moves parts.
 
-The group's record holds each bucket and its part count (``meta[log.meta_key]``).
+The group's record holds each bucket, its part count and, where it is not the bucket itself, its
+least (``meta[log.meta_key]``, ``Held``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, NamedTuple, Optional, Protocol
 
 from ..time import MIN_TIMESTAMP
 
@@ -31,30 +32,45 @@ class PartStore(Protocol):
     def remove_texts(self, domain: str, places: list[tuple[int, int]]) -> None: ...
 
 
+class Held(NamedTuple):
+    """A bucket as the group's record holds it: its number of parts and its least (see ``PartLog``)."""
+    parts: int
+    least: int
+
+
 class PartLog(Protocol):
     """What a log's rows are: the store domain and record field it uses, which buckets are due, and
-    its table of rows (``build`` folds the rows several parts hold for one key into one)."""
+    its table of rows (``build`` folds the rows several parts hold for one key into one).  A log's
+    texts come with the *least* of each bucket: the earliest time its rows hold (the pane log's
+    buckets span many panes, and a bucket is due when its earliest pane is; the window log's bucket
+    is its due time itself)."""
 
     domain: str
     meta_key: str
 
-    def due_buckets(self, held: dict[int, int], last_watermark: int, watermark: int) -> list[int]: ...
+    def due_buckets(self, held: dict[int, Held], last_watermark: int, watermark: int) -> list[int]: ...
 
-    def next_due(self, held: dict[int, int], watermark: int) -> Optional[int]: ...
+    def next_due(self, held: dict[int, Held], watermark: int) -> Optional[int]: ...
 
     def build(self, bucket_parts: list[tuple[int, str]], watermark: int) -> Any: ...
 
-    def texts_by_bucket(self, table: Any) -> dict[int, str]: ...
+    def texts_by_bucket(self, table: Any) -> dict[int, tuple[str, int]]: ...
 
 
-def held_buckets(log: PartLog, meta: dict) -> dict[int, int]:
-    """Bucket -> parts, from the group's record."""
-    return {bucket: parts for bucket, parts in meta.get(log.meta_key, [])}
+def held_buckets(log: PartLog, meta: dict) -> dict[int, Held]:
+    """Bucket -> its parts and least, from the group's record: ``[bucket, parts]`` where the least
+    is the bucket itself (every entry before state version 10), else ``[bucket, parts, least]``."""
+    return {entry[0]: Held(entry[1], entry[2] if len(entry) > 2 else entry[0]) for entry in meta.get(log.meta_key, [])}
 
 
-def read_buckets(log: PartLog, store: PartStore, held: dict[int, int], buckets: list[int]) -> list[tuple[int, str]]:
+def held_entries(held: dict[int, Held]) -> list[list[int]]:
+    """The group record's entries of ``held`` (``held_buckets`` reads them)."""
+    return sorted([bucket, h.parts] if h.least == bucket else [bucket, h.parts, h.least] for bucket, h in held.items())
+
+
+def read_buckets(log: PartLog, store: PartStore, held: dict[int, Held], buckets: list[int]) -> list[tuple[int, str]]:
     """Every part of ``buckets``, in part order, in one call."""
-    places = [(bucket, part) for bucket in buckets for part in range(held[bucket])]
+    places = [(bucket, part) for bucket in buckets for part in range(held[bucket].parts)]
     texts = store.get_texts(log.domain, places) if places else []
     missing = [place for place, text in zip(places, texts) if text is None]
     if missing:
@@ -62,16 +78,15 @@ def read_buckets(log: PartLog, store: PartStore, held: dict[int, int], buckets: 
     return [(bucket, text) for (bucket, _), text in zip(places, texts) if text is not None]  # (all: none missing)
 
 
-def write_whole_buckets(log: PartLog, store: PartStore, meta: dict, texts: dict[int, str]) -> None:
+def write_whole_buckets(log: PartLog, store: PartStore, meta: dict, texts: dict[int, tuple[str, int]]) -> None:
     """A log started from rows moved in from another layout: each bucket's text as its one part."""
     if texts:
-        store.put_texts(log.domain, [(bucket, 0, text) for bucket, text in texts.items()])
-    meta[log.meta_key] = sorted([bucket, 1] for bucket in texts)
-
+        store.put_texts(log.domain, [(bucket, 0, text) for bucket, (text, _) in texts.items()])
+    meta[log.meta_key] = held_entries({bucket: Held(1, least) for bucket, (_, least) in texts.items()})
 
 
 def run_part_log(log: PartLog, store: PartStore, meta: dict, watermark: int,
-                       run: Callable[[Any], Any]) -> Optional[int]:
+                 run: Callable[[Any], Any]) -> Optional[int]:
     """One batch of one group: read the buckets due, ``run`` the engine on their table (it fires,
     drops, and adds the batch's elements), write the loaded buckets back folded (or remove them once
     nothing of them remains) and the elements' new rows as new parts.  Updates ``meta`` (the caller
@@ -84,27 +99,30 @@ def run_part_log(log: PartLog, store: PartStore, meta: dict, watermark: int,
     puts: list[tuple[int, int, str]] = []
     removals: list[tuple[int, int]] = []
     for bucket in loaded:
-        parts = held.pop(bucket)
-        text = written.pop(bucket, None)
+        parts = held.pop(bucket).parts
+        piece = written.pop(bucket, None)
         first_removed = 0
-        if text is not None:
-            puts.append((bucket, 0, text))
-            held[bucket] = first_removed = 1
+        if piece is not None:
+            puts.append((bucket, 0, piece[0]))
+            held[bucket] = Held(1, piece[1])
+            first_removed = 1
         removals += [(bucket, part) for part in range(first_removed, parts)]
-    for bucket, text in written.items():  # rows only this batch's elements made: a new part
-        part = held.get(bucket, 0)
-        if part < COMPACT_PARTS:
+    for bucket, (text, least) in written.items():  # rows only this batch's elements made: a new part
+        before = held.get(bucket)
+        if before is None or before.parts < COMPACT_PARTS:
+            part = before.parts if before else 0
             puts.append((bucket, part, text))
-            held[bucket] = part + 1
+            held[bucket] = Held(part + 1, min(before.least, least) if before else least)
             continue
         # a bucket many batches added to (a long window, small batches): its parts folded into one
         folded = log.build(read_buckets(log, store, held, [bucket]) + [(bucket, text)], last)
-        puts.append((bucket, 0, log.texts_by_bucket(folded)[bucket]))
-        removals += [(bucket, p) for p in range(1, part)]
-        held[bucket] = 1
+        text, least = log.texts_by_bucket(folded)[bucket]
+        puts.append((bucket, 0, text))
+        removals += [(bucket, p) for p in range(1, before.parts)]
+        held[bucket] = Held(1, least)
     if puts:
         store.put_texts(log.domain, puts)
     if removals:
         store.remove_texts(log.domain, removals)
-    meta[log.meta_key] = sorted([bucket, parts] for bucket, parts in held.items())
+    meta[log.meta_key] = held_entries(held)
     return log.next_due(held, watermark)

@@ -33,12 +33,15 @@ from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
+from ..engine.columnar_panes import object_array
 from ..engine.columnar_triggers import RowTable
 from ..time import MIN_TIMESTAMP
 from .due_index import DueIndex, Entry, PartsAsTexts, entries_of
 from .group_state import EVENT, PROCESSING, SHARDS as KEY_SHARDS_META
 from .key_shards import DOMAIN as KEY_SHARDS_DOMAIN, KeyShards, parse_shard
 from .layouts import PANE_LOG, ROW_SHARDS, WINDOW_LOG
+from .pane_log import part_rows, part_text
+from .part_log import Held, held_entries
 from .record_columns import decode_sided, encode_sided
 from .records import _decoded
 from .row_columns_text import key_runs, rows_texts, table_of_data
@@ -169,7 +172,7 @@ def _split(old: int, stored: StoredGroup, group_of: Callable[[Hashable], int],
                     reach(key).shard_lines[key] = record
         elif domain in (PANE_LOG.domain, WINDOW_LOG.domain):
             for bucket, _, text in parts:
-                for group, piece in _cut_log_part(domain, text, group_of).items():
+                for group, piece in _cut_log_part(domain, bucket, text, group_of).items():
                     reached.add(group)
                     into(group).log_parts.setdefault((domain, bucket), []).append(piece)
         elif domain == ROWS_DOMAIN:
@@ -189,33 +192,40 @@ def _split(old: int, stored: StoredGroup, group_of: Callable[[Hashable], int],
             gathered.touched.append(float(touched))
 
 
-def _cut_log_part(domain: str, text: str, group_of: Callable[[Hashable], int]) -> dict[int, str]:
-    """A pane-log or window-log part cut by the group of each row's key (every column sliced alike)."""
+def _cut_log_part(domain: str, bucket: int, text: str, group_of: Callable[[Hashable], int]) -> dict[int, str]:
+    """A pane-log or window-log part cut by the group of each row's key (every column sliced alike;
+    ``bucket``: the part's, which a pane-log part of state version 9 or before holds the pane of)."""
+    if domain == PANE_LOG.domain:
+        return _cut_pane_part(bucket, text, group_of)
     part = json.loads(text)
-    key_field = "keys" if domain == PANE_LOG.domain else "k"
-    keys = _decoded(_CODEC.read_value, part[key_field])
+    keys = _decoded(_CODEC.read_value, part["k"])
     rows_of: dict[int, list[int]] = {}
     for i, key in enumerate(keys):
         rows_of.setdefault(group_of(key), []).append(i)
     pieces: dict[int, str] = {}
     for group, rows in rows_of.items():
-        if domain == PANE_LOG.domain:
-            piece: dict[str, Any] = {"keys": [part["keys"][i] for i in rows],
-                                     "acc": [[column[i] for i in rows] for column in part["acc"]]}
-        else:
-            piece = {name: [part[name][i] for i in rows] for name in ("k", "s", "e", "n")}
-            if "a" in part:
-                piece["a"] = [part["a"][i] for i in rows]
-            if "x" in part:
-                sided = decode_sided(_CODEC.read_value, part["x"])
-                piece["x"] = encode_sided(_CODEC.value, [sided[i] for i in rows])
-            if "h" in part:
-                piece["h"] = [part["h"][i] for i in rows]
-            unknown = set(part) - {"k", "s", "e", "n", "a", "x", "h"}
-            if unknown:
-                raise RekeyError(f"a window-log part with fields this release does not move: {sorted(unknown)}")
+        piece: dict[str, Any] = {name: [part[name][i] for i in rows] for name in ("k", "s", "e", "n")}
+        if "a" in part:
+            piece["a"] = [part["a"][i] for i in rows]
+        if "x" in part:
+            sided = decode_sided(_CODEC.read_value, part["x"])
+            piece["x"] = encode_sided(_CODEC.value, [sided[i] for i in rows])
+        if "h" in part:
+            piece["h"] = [part["h"][i] for i in rows]
+        unknown = set(part) - {"k", "s", "e", "n", "a", "x", "h"}
+        if unknown:
+            raise RekeyError(f"a window-log part with fields this release does not move: {sorted(unknown)}")
         pieces[group] = compact_json(piece)
     return pieces
+
+
+def _cut_pane_part(bucket: int, text: str, group_of: Callable[[Hashable], int]) -> dict[int, str]:
+    """A pane-log part cut by the group of each row's key, each piece in this version's form."""
+    rows = part_rows(text, bucket)
+    keys = object_array(rows.keys)
+    of_key = np.array([group_of(key) for key in rows.keys], dtype=np.int64)[rows.codes]
+    return {group: part_text(rows.starts[mine], rows.codes[mine], keys, [c[mine] for c in rows.acc], _CODEC.value)
+            for group in np.unique(of_key).tolist() for mine in [of_key == group]}
 
 
 def _cut_row_shard(text: str, watermark: int, group_of: Callable[[Hashable], int], into: Callable[[int], _Gathered],
@@ -264,14 +274,22 @@ def _joined(g: _Gathered, key_groups: int) -> StoredGroup:
         store.put_texts(domain, [(bucket, part, text) for part, text in enumerate(pieces)])
     for log in (PANE_LOG, WINDOW_LOG):
         if log.meta_key in meta:
-            meta[log.meta_key] = sorted([bucket, len(pieces)] for (domain, bucket), pieces in g.log_parts.items()
-                                        if domain == log.domain)
+            meta[log.meta_key] = held_entries({bucket: Held(len(pieces), _least(domain, bucket, pieces))
+                                               for (domain, bucket), pieces in g.log_parts.items()
+                                               if domain == log.domain})
     if ROWS_META in meta:
         meta[ROWS_META] = _joined_rows(g, store, indexes, meta)
     for domain, index in indexes.items():
         index.flush()
         meta[f"{domain}_index"] = index.to_record()
     return StoredGroup(meta=meta, parts=dict(store.texts), keys=keys, sources=tuple(sorted(set(g.sources))))
+
+
+def _least(domain: str, bucket: int, pieces: list[str]) -> int:
+    """A bucket's least (``part_log.Held``): the pane log's earliest pane start, the window log's bucket."""
+    if domain != PANE_LOG.domain:
+        return bucket
+    return min(int(part_rows(text, bucket).starts.min()) for text in pieces)
 
 
 def _joined_meta(metas: list[dict[str, Any]], key_groups: int) -> dict[str, Any]:

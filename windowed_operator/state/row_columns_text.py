@@ -71,7 +71,7 @@ def rows_texts(table: RowTable, kind: str, ends: list[int]) -> list[str]:
     pack = len(table) >= PACKED_ROWS * len(ends)
     plain = [_Same(column[0].item()) if len(column) and (column == column[0]).all() else
              column if pack else column.tolist() for column in (getattr(table, name) for name in _ROW_COLUMNS)]
-    acc = [a if pack and a.dtype.kind in _PACKED_KINDS else _encoded(encode, a.tolist()) for a in table.acc]
+    acc = [a if pack and a.dtype.kind in PACKED_KINDS else _encoded(encode, a.tolist()) for a in table.acc]
     no_last = table.last == None  # noqa: E711 (elementwise)
     last: Any
     none: Optional[np.ndarray] = None
@@ -106,8 +106,9 @@ def rows_texts(table: RowTable, kind: str, ends: list[int]) -> list[str]:
 #: (``benchmarks/row_shards.py``' sessions case spreads a group over texts of a few rows: they stay lists).
 PACKED_ROWS = 64
 #: The array kinds a packed column holds: integers, floats, booleans.
-_PACKED_KINDS = frozenset("ifb")
-_NARROW = [np.dtype(t) for t in ("<u1", "<u2", "<u4")]
+PACKED_KINDS = frozenset("ifb")
+#: The narrow widths, each with the largest offset it holds.
+_NARROW = [(np.dtype(t), int(np.iinfo(t).max)) for t in ("<u1", "<u2", "<u4")]
 
 
 def packed(values: np.ndarray, none: Optional[np.ndarray] = None) -> str:
@@ -120,8 +121,8 @@ def packed(values: np.ndarray, none: Optional[np.ndarray] = None) -> str:
     if not len(values):
         return f"u1:0:{mask}"
     lo, hi = int(values.min()), int(values.max())
-    for dtype in _NARROW:
-        if hi - lo <= np.iinfo(dtype).max:
+    for dtype, largest in _NARROW:
+        if hi - lo <= largest:
             return f"{dtype.str[1:]}:{lo}:{_b64((values - lo).astype(dtype))}{mask}"
     return f"i8:0:{_b64(values.astype('<i8', copy=False))}{mask}"
 
@@ -257,5 +258,5 @@ def table_of_parts(parts: list[list], watermark: int, keys: list | None = None) 
                     last=last(), watermark=watermark, **columns)
 
 
-__all__ = ["column_values", "decoded_keys", "key_runs", "packed", "rows_text", "rows_texts", "table_of", "table_of_data",
+__all__ = ["PACKED_KINDS", "column_values", "decoded_keys", "key_runs", "packed", "rows_text", "rows_texts", "table_of", "table_of_data",
            "table_of_parts", "unpacked"]

@@ -41,7 +41,7 @@ from ..windows.base import Window
 from .codec import KeyStateCodec
 from .group_batch import StoreResult, KeyEngine, StoreBatch, Work
 from .layouts import WINDOW_LOG
-from .part_log import PartStore, held_buckets, run_part_log
+from .part_log import Held, PartStore, held_buckets, run_part_log
 from .record_columns import decode_sided, encode_sided
 from .records import _decoded, _encoded
 
@@ -144,10 +144,10 @@ class WindowLog:
     def bucket(self, window: Window) -> int:
         return self.core.expiry_due(window)
 
-    def due_buckets(self, held: dict[int, int], last_watermark: int, watermark: int) -> list[int]:
+    def due_buckets(self, held: dict[int, Held], last_watermark: int, watermark: int) -> list[int]:
         return sorted(bucket for bucket in held if is_timer_due(bucket, watermark))
 
-    def next_due(self, held: dict[int, int], watermark: int) -> Optional[int]:
+    def next_due(self, held: dict[int, Held], watermark: int) -> Optional[int]:
         return min(held) if held else None
 
     # -- partials ---------------------------------------------------------------------------------
@@ -271,11 +271,12 @@ class WindowLog:
                 self.fold(rows, key, Window(start, end), Partial(acc, count, earliest, latest))
         return rows
 
-    def texts_by_bucket(self, rows: WindowRows) -> dict[int, str]:
+    def texts_by_bucket(self, rows: WindowRows) -> dict[int, tuple[str, int]]:
+        """Each bucket's windows as one part's text (a bucket's least is the bucket: its due time)."""
         by_bucket: dict[int, list[tuple[Hashable, Window, Partial]]] = {}
         for (key, window), partial in rows.partials.items():
             by_bucket.setdefault(self.bucket(window), []).append((key, window, partial))
-        return {bucket: self.part_text(items) for bucket, items in by_bucket.items()}
+        return {bucket: (self.part_text(items), bucket) for bucket, items in by_bucket.items()}
 
     def part_text(self, items: list[tuple[Hashable, Window, Partial]]) -> str:
         encode = self.codec.value

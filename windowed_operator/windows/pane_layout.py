@@ -44,6 +44,12 @@ class PaneLayout:
     def window_start(self, end: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    @property
+    def window_length(self) -> int:
+        """The longest window's length, a whole number of panes (the pane log keeps a window's
+        length of panes in one bucket: ``windowed_operator.state.pane_log``)."""
+        raise NotImplementedError
+
     def align_up(self, x: Any) -> Any:
         """The smallest window end >= x."""
         return x + (self.phase - x) % self.step
@@ -77,6 +83,10 @@ class HoppingPaneLayout(PaneLayout):
     def window_start(self, end: np.ndarray) -> np.ndarray:
         return end - self.size
 
+    @property
+    def window_length(self) -> int:
+        return self.size
+
 
 @dataclass(frozen=True)
 class CumulativePaneLayout(PaneLayout):
@@ -96,6 +106,10 @@ class CumulativePaneLayout(PaneLayout):
         last = end - 1
         return last - (last - self.offset) % self.max_size
 
+    @property
+    def window_length(self) -> int:
+        return self.max_size
+
 
 @dataclass(frozen=True)
 class GlobalPaneLayout(PaneLayout):
@@ -114,3 +128,7 @@ class GlobalPaneLayout(PaneLayout):
 
     def window_start(self, end: np.ndarray) -> np.ndarray:
         return np.full(len(end), MIN_TIMESTAMP, dtype=np.int64)
+
+    @property
+    def window_length(self) -> int:
+        return self.pane  # (its one pane starts at MIN_TIMESTAMP: one bucket whatever the length)
