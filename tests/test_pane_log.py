@@ -69,17 +69,18 @@ class Version9PaneLog(PaneLog):
 @pytest.mark.parametrize("name", sorted(CASES))
 @settings(max_examples=80, deadline=None)
 @given(steps=batches, partials=st.booleans(), compact_parts=st.sampled_from([1, 2, 32]),
-       upgrade=st.integers(0, 13))
-def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, compact_parts, upgrade):
+       upgrade=st.integers(0, 13), spans=st.lists(st.sampled_from([1, 2, 512]), min_size=13, max_size=13))
+def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, compact_parts, upgrade, spans):
     """Batches with watermarks at and around window boundaries; elements as rows or as partials
     folded upstream per (key, pane); panes folded after 1, 2 or 32 parts; the first ``upgrade``
     batches written as state version 9 wrote them (a bucket per pane, lists), the rest by this
-    version beside them.  The store is empty once input ends."""
+    version beside them; each batch with buckets of at most 1, 2 or 512 panes (a release may change
+    it: buckets written under another stay right).  The store is empty once input ends."""
     with mock.patch("windowed_operator.state.part_log.COMPACT_PARTS", compact_parts):
-        _check_against_the_whole_table(name, steps, partials, compact_parts, upgrade)
+        _check_against_the_whole_table(name, steps, partials, compact_parts, upgrade, spans)
 
 
-def _check_against_the_whole_table(name, steps, partials, compact_parts, upgrade=0):
+def _check_against_the_whole_table(name, steps, partials, compact_parts, upgrade=0, spans=None):
     engine, acc = engine_of(name)
     store, meta = MemoryStore(), {}
     whole, watermark = PaneTable(), -3
@@ -101,7 +102,8 @@ def _check_against_the_whole_table(name, steps, partials, compact_parts, upgrade
                                                processing_time=0)[0]
             return engine.process(table, keys, ts, values, watermark, got, [], lambda i: None, processing_time=0)
 
-        due = run_part_log(log, store, meta, watermark, run)
+        with mock.patch("windowed_operator.state.pane_log.BUCKET_PANES", spans[batch] if spans else 512):
+            due = run_part_log(log, store, meta, watermark, run)
         meta["wm"] = watermark
         assert panes_of(got) == panes_of(expected)
         assert due == engine.next_event_time(whole)
@@ -242,3 +244,18 @@ def test_moving_per_key_records_into_the_pane_log_keeps_every_pane(steps, switch
         group.save(wm=watermark)
         assert panes_of(got) == panes_of(expected)
     assert not store.keys and not [p for p in store.parts if p[0] == DOMAIN]
+
+
+def test_a_bucket_holds_at_most_bucket_panes_panes():
+    """A window of 2,000 panes keeps them in buckets of 512 (a text stays within a few hundred panes'
+    rows); a window of 60 in one bucket; tumbling windows a bucket each."""
+    from windowed_operator.state.pane_log import BUCKET_PANES
+
+    engine, _ = engine_of("hopping mean")
+    starts = np.arange(0, 4_000, dtype=np.int64)
+    for window, span in ((TimeWindows(2_000).slide_by(1), BUCKET_PANES), (TimeWindows(60).slide_by(1), 60),
+                         (TimeWindows(10), 10)):
+        engine.layout = window.pane_layout()
+        buckets = PaneLog(engine).bucket_of(starts)
+        assert set(np.diff(np.unique(buckets)).tolist()) == {span} and (buckets <= starts).all()
+        assert (starts - buckets < span).all()

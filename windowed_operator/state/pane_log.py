@@ -12,8 +12,8 @@ of the panes under the windows that fire, which a watermark step names without a
 
 So the rows are kept by time, in buckets of the part log (``part_log``): each bucket's rows are
 parts appended without reading.  A bucket holds a window's length of panes (``PaneLayout.window_length``,
-from an aligned start: since state version 10; before, one pane), so a window's firing reads one or
-two buckets whatever its number of panes (hopping 60 s / 1 s: 160 texts a key group and batch became
+at most ``BUCKET_PANES``, from an aligned start: since state version 10; before, one pane), so a
+window's firing reads one or two buckets whatever its number of panes (hopping 60 s / 1 s: 160 texts a key group and batch became
 4, ``benchmarks/results/before_after.txt``).  A watermark step reads the buckets with work due: a
 bucket is due when its earliest pane is (its *least*, kept in the group's record: a pane's next work
 never comes before an earlier pane's, ``ColumnarCore.due_per_row``), folds repeated (key, pane) rows,
@@ -51,6 +51,10 @@ from .row_columns_text import PACKED_KINDS, packed, unpacked
 DOMAIN, META = PANE_LOG.domain, PANE_LOG.meta_key
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 _VALUES = KeyStateCodec()
+#: The most panes a bucket holds: a window of a day sliding by a minute keeps its 1,440 panes in three
+#: buckets, so that a text stays within a few hundred panes' rows (the rows a batch reads are the
+#: same; a bucket's least makes any span right, so a later release may change this one).
+BUCKET_PANES = 512
 
 
 class PaneLog:
@@ -77,9 +81,11 @@ class PaneLog:
         return StoreResult(engine.out, due, bool(held_buckets(self, meta)))
 
     def bucket_of(self, starts: np.ndarray) -> np.ndarray:
-        """The bucket of each pane start: the aligned start of the window's length holding it."""
+        """The bucket of each pane start: the aligned start of the window's length (at most
+        ``BUCKET_PANES`` panes) holding it."""
         layout = self.core.layout
-        return starts - (starts - layout.offset) % layout.window_length
+        span = layout.pane * min(layout.window_length // layout.pane, BUCKET_PANES)
+        return starts - (starts - layout.offset) % span
 
     # -- which buckets a watermark step needs -----------------------------------------------------
     def _due_times(self, held: dict[int, Held], watermark: int) -> tuple[np.ndarray, np.ndarray]:
