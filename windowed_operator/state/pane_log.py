@@ -130,9 +130,16 @@ class PaneLog:
 
     def texts_by_bucket(self, table: PaneTable) -> dict[int, tuple[str, int]]:
         """Each bucket of the table as one part's text, with its earliest pane start."""
+        return self._texts(table, self.bucket_of(table.starts))
+
+    def text_of(self, table: PaneTable, bucket: int) -> tuple[str, int]:
+        """The table as one part's text of ``bucket`` (its parts folded: they stay in it), with its
+        earliest pane start."""
+        return self._texts(table, np.full(len(table), bucket, dtype=np.int64))[bucket]
+
+    def _texts(self, table: PaneTable, buckets: np.ndarray) -> dict[int, tuple[str, int]]:
         if not len(table):
             return {}
-        buckets = self.bucket_of(table.starts)
         order = np.argsort(buckets, kind="stable")
         buckets, starts = buckets[order], table.starts[order]
         codes, uniques = factorize(table.keys)

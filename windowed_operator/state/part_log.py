@@ -56,6 +56,11 @@ class PartLog(Protocol):
 
     def texts_by_bucket(self, table: Any) -> dict[int, tuple[str, int]]: ...
 
+    def text_of(self, table: Any, bucket: int) -> tuple[str, int]:
+        """The whole table as one part's text of ``bucket``, with its least: a bucket's parts folded
+        stay in it, whichever bucket ``texts_by_bucket`` would give each row now."""
+        ...
+
 
 def held_buckets(log: PartLog, meta: dict) -> dict[int, Held]:
     """Bucket -> its parts and least, from the group's record: ``[bucket, parts]`` where the least
@@ -116,7 +121,7 @@ def run_part_log(log: PartLog, store: PartStore, meta: dict, watermark: int,
             continue
         # a bucket many batches added to (a long window, small batches): its parts folded into one
         folded = log.build(read_buckets(log, store, held, [bucket]) + [(bucket, text)], last)
-        text, least = log.texts_by_bucket(folded)[bucket]
+        text, least = log.text_of(folded, bucket)
         puts.append((bucket, 0, text))
         removals += [(bucket, p) for p in range(1, before.parts)]
         held[bucket] = Held(1, least)

@@ -278,6 +278,10 @@ class WindowLog:
             by_bucket.setdefault(self.bucket(window), []).append((key, window, partial))
         return {bucket: (self.part_text(items), bucket) for bucket, items in by_bucket.items()}
 
+    def text_of(self, rows: WindowRows, bucket: int) -> tuple[str, int]:
+        """The rows as one part's text of ``bucket`` (its parts folded)."""
+        return self.part_text([(key, window, partial) for (key, window), partial in rows.partials.items()]), bucket
+
     def part_text(self, items: list[tuple[Hashable, Window, Partial]]) -> str:
         encode = self.codec.value
         part: dict[str, Any] = {
