@@ -67,7 +67,7 @@ class Version9PaneLog(PaneLog):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(steps=batches, partials=st.booleans(), compact_parts=st.sampled_from([1, 2, 32]),
        upgrade=st.integers(0, 13), spans=st.lists(st.sampled_from([1, 2, 512]), min_size=13, max_size=13))
 def test_the_pane_log_gives_the_panes_of_the_whole_table(name, steps, partials, compact_parts, upgrade, spans):
