@@ -66,7 +66,6 @@ class PaneLog:
 
     def __init__(self, core: ColumnarCore, store: Optional[PartStore] = None) -> None:
         self.core, self.store = core, store
-        self.values = KeyStateCodec()
 
     @classmethod
     def opened(cls, stores: Any) -> "PaneLog":
@@ -115,7 +114,7 @@ class PaneLog:
         if not bucket_parts:
             return PaneTable(watermark=watermark)
         data = json.loads(f"[{','.join(text for _, text in bucket_parts)}]")
-        read = self.values.read_value
+        read = _VALUES.read_value
         width = self.core.form.width
         columns = [part_columns(part, bucket, read, width) for (bucket, _), part in zip(bucket_parts, data)]
         starts = np.concatenate([c.starts for c in columns])
@@ -146,7 +145,7 @@ class PaneLog:
         codes = codes[order]
         acc = [c[order] for c in table.acc]
         bounds = np.flatnonzero(np.concatenate(([True], buckets[1:] != buckets[:-1], [True]))).tolist()
-        encode = self.values.value
+        encode = _VALUES.value
         return {int(buckets[lo]): (part_text(starts[lo:hi], codes[lo:hi], uniques, [c[lo:hi] for c in acc], encode),
                                    int(starts[lo:hi].min()))
                 for lo, hi in zip(bounds[:-1], bounds[1:])}
