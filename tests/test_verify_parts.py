@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from windowed_operator.pipeline import load_pipeline
-from windowed_operator.spark.verify import Verdict, _differences, isolated, outputs
+from windowed_operator.spark.verify import Verdict, _differences, batch_cuts, isolated, outputs
 
 
 def pipeline_file(tmp_path):
@@ -69,3 +69,38 @@ def test_the_verdict_names_each_sink_and_the_rows_that_differ():
         "    with kills only:    ('a', 2)",
         "verdict: the outputs DIFFER (a sink applied a batch twice or lost one, or the pipeline is not deterministic)"]
     assert not verdict.equal and Verdict(0, []).equal
+
+
+def _offsets(checkpoint, ends):
+    """An offset log as Spark writes it: a version line, the batch's metadata, a line per source."""
+    (checkpoint / "offsets").mkdir(parents=True)
+    for batch, end in enumerate(ends):
+        (checkpoint / "offsets" / str(batch)).write_text(
+            "v1\n" + json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": batch}) + f'\n{{"logOffset":{end}}}')
+    (checkpoint / "offsets" / ".0.crc").write_text("")
+
+
+def test_batch_cuts_find_a_restart_that_read_two_files_in_one_batch(tmp_path):
+    """Spark's file source logs a batch's files before the batch's offsets: killed between the two,
+    the query reads them with the next file in one batch (files 2 and 3 in batch 2 here), which
+    ``batch_cuts`` sees; a batch without new input (the repeated end) is no other cut."""
+    _offsets(tmp_path / "clean" / "sink-0", [0, 1, 2, 3, 4, 4])
+    _offsets(tmp_path / "killed" / "sink-0", [0, 1, 3, 4])
+    _offsets(tmp_path / "clean" / "sink-1", [0, 1, 1, 2])
+    _offsets(tmp_path / "killed" / "sink-1", [0, 1, 2])
+    clean, killed = batch_cuts(tmp_path / "clean"), batch_cuts(tmp_path / "killed")
+    assert clean == {"sink-0": [f'{{"logOffset":{n}}}' for n in range(5)],
+                     "sink-1": [f'{{"logOffset":{n}}}' for n in range(3)]}
+    assert [q for q, ends in killed.items() if ends != clean.get(q)] == ["sink-0"]
+
+
+def test_a_verdict_says_when_the_input_was_cut_otherwise():
+    verdict = Verdict(kills=1, moments=["0.5 s after batch 1 committed"], recut=["sink-0"],
+                      differences={"sinks[0] (counts -> table counts)": ([("a", 1)], [("a", 2)])},
+                      rows={"sinks[0] (counts -> table counts)": 3})
+    lines = verdict.lines()
+    assert lines[-2].startswith("  the run with kills cut its input into other micro-batches (sink-0): Spark's file "
+                                "source does")
+    assert lines[-1].startswith("verdict: the outputs DIFFER, and the watermark stepped otherwise")
+    equal = Verdict(kills=1, moments=["0.5 s after batch 1 committed"], recut=["sink-0"], rows={"s": 3})
+    assert equal.lines()[-1] == "verdict: the outputs are equal" and "other micro-batches" in equal.lines()[-2]
