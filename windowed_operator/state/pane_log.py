@@ -43,7 +43,7 @@ from .codec import KeyStateCodec
 from .group_batch import StoreResult, StoreBatch, TableEngine
 from .layouts import PANE_LOG
 from .part_log import Held, PartStore, held_buckets, run_part_log
-from .records import _column, _decoded, _encoded
+from .records import _column, _decoded, _encoded, _joined
 from .row_columns_text import PACKED_KINDS, packed, unpacked
 
 #: The store's part domain the pane log writes under (the due index's parts use "event", "processing"), and its
@@ -119,7 +119,7 @@ class PaneLog:
         columns = [part_columns(part, bucket, read, width) for (bucket, _), part in zip(bucket_parts, data)]
         starts = np.concatenate([c.starts for c in columns])
         codes, uniques = _joined_codes(columns)
-        acc = [joined_column([c.acc[i] for c in columns]) for i in range(width)]
+        acc = [_joined([c.acc[i] for c in columns]) for i in range(width)]
         order = lexsort_ints((starts, codes))
         codes, starts = codes[order], starts[order]
         first = run_starts(codes, starts)
@@ -196,13 +196,3 @@ def _joined_codes(columns: list[PartColumns]) -> tuple[np.ndarray, np.ndarray]:
     key_codes, uniques = factorize(keys)
     offsets = np.cumsum([0] + [len(c.keys) for c in columns[:-1]])
     return np.concatenate([key_codes[offset + c.codes] for offset, c in zip(offsets.tolist(), columns)]), uniques
-
-
-def joined_column(pieces: list[np.ndarray]) -> np.ndarray:
-    """Columns of several parts as one: joined as they are where they share a type, else as the
-    Python values they hold (as stored lists are read: ``records._column``)."""
-    if len(pieces) == 1:
-        return pieces[0]
-    if len({p.dtype for p in pieces}) == 1:
-        return np.concatenate(pieces)
-    return _column([v for p in pieces for v in p.tolist()])

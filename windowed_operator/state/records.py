@@ -114,6 +114,16 @@ def _column(values: list) -> np.ndarray:
     return np.array(values, dtype=object)
 
 
+def _joined(pieces: list[np.ndarray]) -> np.ndarray:
+    """Columns of several stored pieces as one: joined as they are where they share a type, else as
+    the Python values they hold, made an array as ``_column`` makes one."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if len({p.dtype for p in pieces}) == 1:
+        return np.concatenate(pieces)
+    return _column([v for p in pieces for v in p.tolist()])
+
+
 def _key_column(keys: list[Hashable], states: list[Any]) -> np.ndarray:
     """Each key repeated once per row of its state (states with ``starts``, one per row)."""
     return object_array([key for key, s in zip(keys, states) for _ in s.starts])

@@ -39,7 +39,7 @@ import numpy as np
 from ..engine.columnar_panes import object_array
 from ..engine.columnar_triggers import RowTable
 from .codec import KeyStateCodec
-from .records import _ROW_COLUMNS, _column, _decoded, _encoded
+from .records import _ROW_COLUMNS, _column, _decoded, _encoded, _joined
 
 _VALUES = KeyStateCodec()
 _encode_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
@@ -236,11 +236,7 @@ def table_of_parts(parts: list[list], watermark: int, keys: list | None = None) 
 
     def accumulator(c: int) -> np.ndarray:
         stored = [part[3 + width][c] for part in parts if c < len(part[3 + width])]
-        if all(isinstance(s, str) for s in stored):
-            typed = [unpacked(s)[0] for s in stored]
-            if len({a.dtype for a in typed}) == 1:
-                return typed[0] if len(typed) == 1 else np.concatenate(typed)
-        return _column([v for s in stored for v in (unpacked(s)[0].tolist() if isinstance(s, str) else _decoded(read, s))])
+        return _joined([unpacked(s)[0] if isinstance(s, str) else _column(_decoded(read, s)) for s in stored])
 
     def last() -> np.ndarray:
         stored = [part[4 + width] for part in parts]
