@@ -6,7 +6,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowed_operator.engine.range_ops import expand_ends, lex_searchsorted, lexsort_ints, running_max_by_run
+from windowed_operator.engine.range_ops import (expand_ends, factorize, lex_searchsorted, lexsort_ints,
+                                                running_max_by_run)
 
 #: Values clustered (so that ties are many), near epoch milliseconds, and spans too wide for a
 #: composite key (the fallback).
@@ -91,3 +92,24 @@ def test_expand_ends_is_every_aligned_end_in_each_codes_intervals(rows, step, ba
     expected = sorted({(c, base + step * e) for c, a, b in rows for e in range(a, b + 1)})
     got_codes, got_ends = expand_ends(codes, lo, hi, step)
     assert list(zip(got_codes.tolist(), got_ends.tolist())) == expected
+
+
+#: Keys as a group's column holds them: strings, integers, tuples, and nulls (None and NaN, one group).
+KEYS = st.one_of(st.sampled_from(["a", "b", "", None, float("nan")]), st.integers(-3, 3),
+                 st.tuples(st.integers(0, 2), st.sampled_from(["x", "y"])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(KEYS, max_size=30))
+def test_factorize_groups_keys_in_order_of_first_appearance(keys: list) -> None:
+    """pandas' hash table (a null-aware second pass only where a key is null) gives the codes of a
+    dict keyed by the values, nulls one group, and each code's first key."""
+    array = np.empty(len(keys), dtype=object)
+    array[:] = keys
+    codes, uniques = factorize(array)
+    norm = [None if k is None or (isinstance(k, float) and k != k) else k for k in keys]
+    model = {}
+    expected = [model.setdefault(k, len(model)) for k in norm]
+    assert codes.tolist() == expected and codes.dtype == np.int64
+    firsts = [keys[norm.index(k)] for k in model]
+    assert [repr(u) for u in uniques.tolist()] == [repr(f) for f in firsts]
