@@ -53,10 +53,13 @@ class FedReader:
         before_wm = meta.get("wm", MIN_TIMESTAMP)
         before_pt = meta.get("pt", processing_time)
         phases = frame.pop(PHASE_COLUMN).to_numpy()
+        only = phases[0] if (phases == phases[0]).all() else None  # (one step's rows, most often: no copy)
         for phase, wm, pt, work in ((Phase.WATERMARK, before_wm, before_pt, batch.released),
                                     (Phase.PROCESSING_TIME, watermark, before_pt, batch.timed),
                                     (Phase.ELEMENTS, watermark, processing_time, batch.work)):
-            rows = frame[phases == phase]
+            if only is not None and only != phase:
+                continue
+            rows = frame if only is not None else frame[phases == phase]
             if len(rows) and not self._fed_array_work(rows, wm, pt, work):
                 self.rows.record_work(rows, wm, pt, work, bad)
 
