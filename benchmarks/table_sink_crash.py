@@ -44,7 +44,7 @@ DELAY = 3_000
 #: files before the batch's offsets, and a query killed between the two reads those files together
 #: with the next ones in one batch after its restart), so the watermark steps differently and what
 #: depends on its steps (an element dropped as late, a pane's timing, how early panes split a window)
-#: may differ.  With nothing dropped, the tables' keys, windows and values may not.
+#: can differ.  With nothing dropped, the tables' keys, windows and values do not.
 LATENESS = 600_000
 TABLES = ("sessions", "counts")
 #: The database file of each target.  A DuckDB file has one writer process and no reader beside it,

@@ -17,7 +17,8 @@ def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of keys (any hashable), in order of first appearance, and the key of each code.
 
     pandas' hash table when pandas is there (the Spark runner always has it: 5x faster than a dict
-    per key); the same grouping with a dict otherwise (the core does not depend on pandas)."""
+    per key), every null (None, NaN) one key; a dict otherwise (the core does not depend on pandas),
+    where None is one key and each NaN object its own."""
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - the test environment has pandas

@@ -7,7 +7,9 @@ checkpoint each time, until it finishes.  Then every sink's output of the two ru
 table sink's rows (its ``batch_id`` column aside, which numbers the run's own batches) and a file
 sink's committed rows (those Spark's ``_spark_metadata`` log lists), and a verdict is printed with
 the rows that differ.  A kill lands, at random, shortly after a start has committed a new batch, or
-during start-up.
+during start-up.  Where the run with kills cut a sink's input into other micro-batches than the
+uninterrupted run (the two runs' offset logs: ``batch_cuts``), the verdict says so, and which of
+its differences that can explain.
 
 A pipeline is refused, saying why, where the two runs could not be compared: a sink whose output
 cannot be read back (console, memory, ``foreach_batch`` user code), a table in a database server
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -129,7 +132,8 @@ class Verdict:
     moments: list[str]
     differences: dict[str, tuple[list[tuple], list[tuple]]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
-    #: The queries (checkpoints) whose run with kills cut the input into other micro-batches (``batch_cuts``).
+    #: The sinks whose query the run with kills cut into other micro-batches than the uninterrupted
+    #: run (``batch_cuts``), by label.
     recut: list[str] = field(default_factory=list)
 
     @property
@@ -141,23 +145,24 @@ class Verdict:
                "no kill landed (the run ended before one could): the comparison shows no restart"]
         for label, count in self.rows.items():
             if label not in self.differences:
-                out.append(f"  {label}: equal ({count} rows)")
+                out.append(f"  {label}: equal ({count} rows" + ("; its input was cut into other micro-batches in the run "
+                                                              "with kills)" if label in self.recut else ")"))
         for label, (only_clean, only_killed) in self.differences.items():
             out.append(f"  {label}: DIFFERENT: {len(only_clean)} row(s) only in the uninterrupted run, "
                        f"{len(only_killed)} only in the run with kills")
             out += [f"    uninterrupted only: {row}" for row in only_clean[:shown]]
             out += [f"    with kills only:    {row}" for row in only_killed[:shown]]
-        if self.recut:
-            out.append(f"  the run with kills cut its input into other micro-batches ({', '.join(self.recut)}): Spark's "
-                       "file source does when a kill lands after it logged a batch's files and before the batch's "
-                       "offsets (the next start reads them with the following files, in one batch)")
+            if label in self.recut:
+                out.append(f"    its input was cut into other micro-batches in the run with kills ({RECUT_CAUSE}), so "
+                           "the watermark stepped otherwise: an element dropped as late or kept, a pane's timing and how "
+                           "early panes split a window can differ; keys, windows and final values of a pipeline that "
+                           "drops no element do not")
         if self.equal:
             out.append("verdict: the outputs are equal")
-        elif self.recut:
-            out.append("verdict: the outputs DIFFER, and the watermark stepped otherwise between the runs' micro-batches: "
-                       "what depends on its steps may differ (an element dropped as late or kept, a pane's timing, how "
-                       "early panes split a window); with an allowed lateness no element outlives, keys, windows and "
-                       "final values may not")
+        elif all(label in self.recut for label in self.differences):
+            out.append("verdict: the outputs DIFFER where the input was cut otherwise: if keys, windows or final values "
+                       "differ (with no element dropped), a sink applied a batch twice or lost one, or the pipeline is not "
+                       "deterministic")
         else:
             out.append("verdict: the outputs DIFFER (a sink applied a batch twice or lost one, or the pipeline is not "
                        "deterministic)")
@@ -169,6 +174,21 @@ def _differences(clean: list[tuple], killed: list[tuple]) -> tuple[list[tuple], 
 
     a, b = Counter(clean), Counter(killed)
     return sorted((a - b).elements(), key=repr), sorted((b - a).elements(), key=repr)
+
+
+#: What most often cuts a restarted query's input otherwise.
+RECUT_CAUSE = ("likely Spark's file source: killed after it logged a batch's files and before that batch's offsets, "
+               "a query reads those files with the next ones in one batch")
+
+
+def recut(clean: list[str], killed: list[str]) -> bool:
+    """Whether two runs' batch ends (``batch_cuts``) differ where both offset logs still hold them
+    (Spark keeps the last ``minBatchesToRetain``: each list from the first end both hold)."""
+    both = set(clean) & set(killed)
+    first = next((end for end in clean if end in both), None)
+    if first is None:
+        return clean != killed
+    return clean[clean.index(first):] != killed[killed.index(first):]
 
 
 def batch_cuts(checkpoints: Path) -> dict[str, list[str]]:
@@ -288,10 +308,12 @@ def verify_restarts(pipeline: Pipeline, kills: int, workdir: Path, *, master: st
         kill_all(proc)
         moments.append(where)
         say(f"  kill {len(moments)}: {where}")
-    clean_cuts = batch_cuts(clean / "checkpoints")
-    verdict = Verdict(kills=len(moments), moments=moments,
-                      recut=[q for q, ends in batch_cuts(killed / "checkpoints").items() if ends != clean_cuts.get(q)])
     clean_out, killed_out = outputs(runs["uninterrupted"]), outputs(runs["killed"])
+    clean_cuts, labels = batch_cuts(clean / "checkpoints"), list(clean_out)
+    cut_sinks = {int(found.group(1)) for query, ends in batch_cuts(killed / "checkpoints").items()
+                 if recut(clean_cuts.get(query, []), ends) and (found := re.match(r"sink-(\d+)(/|$)", query))}
+    # (a sink's query checkpoints under sink-<i>: ``isolated``)
+    verdict = Verdict(kills=len(moments), moments=moments, recut=[labels[i] for i in sorted(cut_sinks)])
     for label, rows in clean_out.items():
         verdict.rows[label] = len(rows)
         only_clean, only_killed = _differences(rows, killed_out[label])

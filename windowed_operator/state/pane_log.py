@@ -165,10 +165,14 @@ def part_text(starts: np.ndarray, codes: np.ndarray, keys: np.ndarray, acc: list
     """Rows as a part's text: ``{"s": starts, "c": codes, "k": keys, "a": accumulators}``, the
     starts and codes packed, the codes renumbered to the keys the rows hold (``keys[codes]``: the row's
     key), each accumulator column packed where it holds numbers, else a list of tagged values."""
-    present = np.zeros(len(keys), dtype=bool)  # (``np.unique``'s held codes and renumbering, without its sort)
-    present[codes] = True
-    held = np.flatnonzero(present)
-    local = (np.cumsum(present) - 1)[codes]
+    if len(codes) * 8 < len(keys):  # (a few rows of many keys: the sort of the rows is the cheaper)
+        held, local = np.unique(codes, return_inverse=True)
+        local = local.reshape(-1)
+    else:  # (np.unique's held codes and renumbering, without its sort)
+        present = np.zeros(len(keys), dtype=bool)
+        present[codes] = True
+        held = np.flatnonzero(present)
+        local = (np.cumsum(present) - 1)[codes]
     return _encode({"s": packed(starts), "c": packed(local), "k": _encoded(encode, keys[held].tolist()),
                     "a": [packed(c) if c.dtype.kind in PACKED_KINDS else _encoded(encode, c.tolist()) for c in acc]})
 

@@ -53,7 +53,7 @@ class FedReader:
         before_wm = meta.get("wm", MIN_TIMESTAMP)
         before_pt = meta.get("pt", processing_time)
         phases = frame.pop(PHASE_COLUMN).to_numpy()
-        only = phases[0] if (phases == phases[0]).all() else None  # (one step's rows, most often: no copy)
+        only = phases[0] if len(phases) and (phases == phases[0]).all() else None  # (one step's rows, most often)
         for phase, wm, pt, work in ((Phase.WATERMARK, before_wm, before_pt, batch.released),
                                     (Phase.PROCESSING_TIME, watermark, before_pt, batch.timed),
                                     (Phase.ELEMENTS, watermark, processing_time, batch.work)):
