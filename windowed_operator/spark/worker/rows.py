@@ -60,7 +60,9 @@ class RowReader:
         plan = self.plan
         needed = [c for c in (plan.key_column, plan.time_column, plan.value_column, plan.partition_column)
                   if c not in (None, WHOLE_ROWS, SIDED_VALUES)]
-        clean = frame[needed].notna().all(axis=1).to_numpy()
+        clean = np.ones(len(frame), dtype=bool)
+        for column in needed:  # (column by column: a frame of the columns and its notna() cost more than this)
+            clean &= frame[column].notna().to_numpy()
         if sided is not None:
             clean &= pd.notna(sided.values)
         times = frame[plan.time_column].to_numpy()
@@ -133,6 +135,8 @@ class RowReader:
         a merge's values are read once, to judge the rows and to fold them)."""
         sided = self._sided_values(frame) if self.plan.value_column == SIDED_VALUES else None
         clean = self.clean(frame, sided)
+        if clean.all():  # (most often: no copies)
+            return frame, frame.iloc[:0], sided if sided is not None else self._array_values(frame)
         kept = frame[clean]
         return kept, frame[~clean], sided[clean] if sided is not None else self._array_values(kept)
 
