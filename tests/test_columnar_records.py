@@ -71,3 +71,17 @@ def test_per_key_records_give_the_panes_of_the_whole_table(name, steps):
         group.save(wm=watermark)
         assert panes_of(got) == panes_of(expected)
     assert not store.keys  # every window expired: every key removed
+
+
+def test_a_stored_column_of_sequences_keeps_one_value_per_row():
+    """Lists or tuples in a stored column stay one object a row: numpy alone makes equal-length ones
+    a second dimension and refuses ragged ones."""
+    from windowed_operator.state.records import _column, _joined
+
+    for values in ([[1, 2], [3, 4]], [(1, "x"), (3, "y")], [[1, 2], [3]], [[], [1]]):
+        column = _column(values)
+        assert column.shape == (len(values),) and column.dtype == object and column.tolist() == values
+    assert _column([1, 2]).dtype == np.int64 and _column([1.5, 2.0]).dtype == np.float64
+    assert _column([2 ** 64, 1]).dtype == object and _column([1.0, 2]).dtype == object
+    joined = _joined([_column([[1, 2]]), _column([3, 4])])
+    assert joined.tolist() == [[1, 2], 3, 4] and joined.shape == (3,)

@@ -107,11 +107,16 @@ def _decoded(decode: Callable[[Any], Any], column: list) -> list:
 def _column(values: list) -> np.ndarray:
     """Stored values as an array: typed where they fit, else Python objects (an integer past int64,
     which numpy would read as uint64, or beside smaller ones as float64, rounded, stays a Python
-    integer for the overflow check at firing)."""
-    array = np.array(values)
-    if array.dtype.kind in "ib" or (array.dtype.kind == "f" and not any(type(v) is int for v in values)):
+    integer for the overflow check at firing); a sequence value stays one object (numpy would make
+    equal-length ones a second dimension, and refuse others)."""
+    try:
+        array = np.array(values)
+    except ValueError:  # (sequences of several lengths)
+        return object_array(values)
+    if array.ndim == 1 and (array.dtype.kind in "ib" or (array.dtype.kind == "f" and
+                                                         not any(type(v) is int for v in values))):
         return array
-    return np.array(values, dtype=object)
+    return object_array(values)
 
 
 def _joined(pieces: list[np.ndarray]) -> np.ndarray:
