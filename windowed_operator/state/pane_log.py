@@ -44,7 +44,7 @@ from .group_batch import StoreResult, StoreBatch, TableEngine
 from .layouts import PANE_LOG
 from .part_log import Held, PartStore, held_buckets, run_part_log
 from .records import _column, _decoded, _encoded, _joined
-from .row_columns_text import PACKED_KINDS, packed, unpacked
+from .row_columns_text import PACKED_KINDS, accumulator_column, packed, unpacked
 
 #: The store's part domain the pane log writes under (the due index's parts use "event", "processing"), and its
 #: field of the group's record (``layouts.PANE_LOG``).
@@ -186,7 +186,7 @@ def part_columns(part: dict, bucket: int, read: Callable[[Any], Any], width: int
         return PartColumns(np.full(n, bucket, dtype=np.int64), np.arange(n, dtype=np.int64), keys,
                            [_column(_decoded(read, part["acc"][c])) for c in range(width)])
     return PartColumns(unpacked(part["s"])[0], unpacked(part["c"])[0], _decoded(read, part["k"]),
-                       [unpacked(a)[0] if isinstance(a, str) else _column(_decoded(read, a)) for a in part["a"]])
+                       [accumulator_column(a, read) for a in part["a"]])
 
 
 def part_rows(text: str, bucket: int) -> PartColumns:

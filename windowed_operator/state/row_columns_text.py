@@ -127,6 +127,12 @@ def packed(values: np.ndarray, none: Optional[np.ndarray] = None) -> str:
     return f"i8:0:{_b64(values.astype('<i8', copy=False))}{mask}"
 
 
+def accumulator_column(stored: Any, read: Any) -> np.ndarray:
+    """A stored accumulator column as an array: a packed text unpacked, a list of tagged values decoded
+    (``records._column``)."""
+    return unpacked(stored)[0] if isinstance(stored, str) else _column(_decoded(read, stored))
+
+
 def unpacked(text: str) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """A packed column's values (int64, float64 or bool; a row holding None reads 0) and its rows
     holding None (None: none does)."""
@@ -236,7 +242,7 @@ def table_of_parts(parts: list[list], watermark: int, keys: list | None = None) 
 
     def accumulator(c: int) -> np.ndarray:
         stored = [part[3 + width][c] for part in parts if c < len(part[3 + width])]
-        return _joined([unpacked(s)[0] if isinstance(s, str) else _column(_decoded(read, s)) for s in stored])
+        return _joined([accumulator_column(s, read) for s in stored])
 
     def last() -> np.ndarray:
         stored = [part[4 + width] for part in parts]
@@ -254,5 +260,5 @@ def table_of_parts(parts: list[list], watermark: int, keys: list | None = None) 
                     last=last(), watermark=watermark, **columns)
 
 
-__all__ = ["PACKED_KINDS", "column_values", "decoded_keys", "key_runs", "packed", "rows_text", "rows_texts", "table_of", "table_of_data",
+__all__ = ["PACKED_KINDS", "accumulator_column", "column_values", "decoded_keys", "key_runs", "packed", "rows_text", "rows_texts", "table_of", "table_of_data",
            "table_of_parts", "unpacked"]
