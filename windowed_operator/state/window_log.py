@@ -126,10 +126,10 @@ class WindowLog:
         then its work).  Updates the group's record (the caller saves it)."""
         assert self.store is not None
         fired, added = batch.moved.released, Emission()
-        watermark, processing_time = batch.watermark, batch.processing_time
+        watermark = batch.watermark
 
         def run(rows: WindowRows) -> WindowRows:
-            left, panes = self.fire(rows, watermark, processing_time)
+            left, panes = self.fire(rows, watermark)
             fired.extend(panes)
             if engine.arrays is not None:
                 added.extend(self.add_arrays(left, engine.arrays, watermark))
@@ -232,30 +232,31 @@ class WindowLog:
             self.fold(rows, keys[code], window, Partial(partials[j], count, earliest[j], latest[j]))
         return emission
 
-    def key_states(self, rows: WindowRows, processing_time: int) -> dict[Hashable, KeyState]:
-        """The partials as key states at the watermark they were read at, as the core would hold them
-        had their elements been added in one bundle each."""
-        states: dict[Hashable, KeyState] = {}
-        core = self.core
-        for (key, window), partial in rows.partials.items():
-            state = states.get(key)
-            if state is None:
-                state = states[key] = KeyState()
-            ws = state.windows[window] = WindowState(acc=self.accumulation.default_accumulated_value())
-            core.accumulate_into(window, ws, partial.acc, partial.count, rows.watermark, processing_time,
-                                 partial.earliest, partial.latest)
-        return states
-
-    def fire(self, rows: WindowRows, watermark: int, processing_time: int) -> tuple[WindowRows, Emission]:
-        """The core's watermark step on the loaded partials: the panes, and the partials left (none
-        once their windows expired, which is why their buckets were due)."""
+    def fire(self, rows: WindowRows, watermark: int) -> tuple[WindowRows, Emission]:
+        """The panes of the loaded partials, and the partials left: none, for every window read is one
+        the watermark expires (its bucket is its expiry due time).  The log serves only triggers that
+        fire each window once, ON_TIME, as the watermark passes its end (``fires_once_at_end``), where
+        no allowed lateness makes the end-of-window timer and the expiry due at the same watermark:
+        so each window's one pane is the emitter's, finished, its end-of-window timer holding until
+        it fires, as the core's watermark step gives it (key by key in order of first arrival,
+        windows in event-time order)."""
         emission = Emission()
-        left = WindowRows(watermark=watermark)
-        for key, state in self.key_states(rows, processing_time).items():
-            emission.extend(self.core.on_watermark(key, state, watermark, processing_time))
-            for window, ws in state.windows.items():
-                self.fold(left, key, window, Partial.of(ws))
-        return left, emission
+        core, emit = self.core, self.core.emitter.emit
+        by_key: dict[Hashable, list[tuple[Window, Partial]]] = {}
+        for (key, window), partial in rows.partials.items():
+            if not core.is_expired(window, watermark):
+                raise RuntimeError(f"{core.emitter.label}: the window log read window {window} of key {key!r}, "
+                                   f"which the watermark {watermark} does not expire")
+            by_key.setdefault(key, []).append((window, partial))
+        for key, windows in by_key.items():
+            if len(windows) > 1:
+                windows.sort(key=lambda item: (item[0].end, item[0].start))
+            for window, partial in windows:
+                ws = WindowState(acc=self.accumulation.merge(self.accumulation.default_accumulated_value(),
+                                                             partial.acc),
+                                 pending=partial.count, pane_min_ts=partial.earliest, pane_max_ts=partial.latest)
+                emission.outputs.extend(emit(key, window, ws, watermark, finished=True, timer_hold=True))
+        return WindowRows(watermark=watermark), emission
 
     # -- parts <-> rows ---------------------------------------------------------------------------
     def build(self, bucket_parts: list[tuple[int, str]], watermark: int) -> WindowRows:
