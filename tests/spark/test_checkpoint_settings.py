@@ -40,6 +40,8 @@ def test_a_checkpoint_started_without_the_record_keeps_the_old_default(tmp_path)
     old = _started(tmp_path / "old")
     assert native_stages_setting([old, str(tmp_path / "new")], None) is False
     assert native_stages_setting([_started(tmp_path / "recorded", native=True)], None) is True
+    # planned with the session's setting then, which a setting given now stands for
+    assert native_stages_setting([old], True) is True and native_stages_setting([old], False) is False
 
 
 def test_a_given_setting_wins_on_new_checkpoints_and_is_refused_against_a_started_one(tmp_path):

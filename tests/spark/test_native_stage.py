@@ -175,6 +175,78 @@ def test_a_stage_after_a_native_stage_is_refused_with_the_setting_named(spark, t
             KeyedWindowedOperator(None, Count()).apply(out)
 
 
+def test_apply_told_a_new_checkpoint_plans_native_stages_and_the_checkpoint_keeps_them(spark, tmp_path):
+    """``apply(df, checkpoint=...)`` sees whether the query is new: a new checkpoint gets native stages
+    (recorded beside Spark's files); a restart plans what the checkpoint records, whatever the session
+    says now; a session's setting given for a new checkpoint wins (``checkpoint_settings``)."""
+    import json
+
+    from windowed_operator.spark.base.checkpoint_record import RECORD
+
+    (tmp_path / "src").mkdir()
+    chain = counts().then(WindowedOperator(None, Max()))
+    new = tmp_path / "new"
+    out = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=str(new))
+    assert feed_of(out).native_stage and stateful_python_operators(out) == 1
+    assert json.loads((new / RECORD).read_text())[NATIVE_STAGES_CONF] is True
+    _started(new)
+    assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=str(new))).native_stage
+    with native_stages(spark, "false"), pytest.raises(SparkOperatorError, match=r"was started with true"):
+        chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=str(new))
+    with native_stages(spark, "false"):
+        off = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=str(tmp_path / "off"))
+    assert not feed_of(off).native_stage and stateful_python_operators(off) == 2
+    assert json.loads((tmp_path / "off" / RECORD).read_text())[NATIVE_STAGES_CONF] is False
+
+
+def test_a_checkpoint_started_without_the_setting_recorded_keeps_the_sessions_setting(spark, tmp_path):
+    """A checkpoint an ``apply`` not told it started (or one from before the record) was planned with
+    the session's setting then: off, unless the session gives it now."""
+    (tmp_path / "src").mkdir()
+    chain = counts().then(WindowedOperator(None, Max()))
+    old = _started(tmp_path / "old")
+    out = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=old)
+    assert not feed_of(out).native_stage and stateful_python_operators(out) == 2
+    given = _started(tmp_path / "given")
+    with native_stages(spark):
+        assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=given)).native_stage
+    assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=given)).native_stage
+    # not told the checkpoint: the session's setting, off by default
+    assert not feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)).native_stage
+
+
+def test_a_chain_told_its_checkpoint_restarts_native_and_gives_the_local_chains_panes(spark, tmp_path):
+    """Run to the middle of the input, then restarted told the checkpoint: the same native plan, and
+    the panes of the two runs are those of one local run."""
+    import shutil
+
+    chain = NATIVE["hopping-count-then-max"]()
+    batches = make_batches(7, n_batches=6)
+    expected = Counter((r.key, shown_time(r.window_start), shown_time(r.window_end), _sorted_records(r.value),
+                        r.timing.value, r.index, r.is_first, r.is_last, r.is_retraction, shown_time(r.timestamp))
+                       for r in run_local_like_spark(chain, batches, DELAY).outputs)
+    write_batches(tmp_path / "all", batches)
+    files = sorted((tmp_path / "all").iterdir())
+    (tmp_path / "src").mkdir()
+    rows = []
+    for part in (files[:3], files[3:]):
+        for file in part:
+            shutil.copy2(file, tmp_path / "src" / file.name)  # (its time too: the source reads files in time order)
+        out = chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=str(tmp_path / "checkpoint"))
+        assert feed_of(out).native_stage
+        more, _ = _run(out.selectExpr("*", "unix_millis(window_start) as ws", "unix_millis(window_end) as we",
+                                      "unix_millis(timestamp) as ts_ms"), tmp_path)
+        rows += more
+    assert expected and Counter(pane_tuple(row.asDict()) for row in rows) == expected
+
+
+def _started(path):
+    """A checkpoint Spark has written a batch into (an offset log)."""
+    (path / "offsets").mkdir(parents=True, exist_ok=True)
+    (path / "offsets" / "0").write_text("v1\n")
+    return str(path)
+
+
 def test_the_setting_takes_only_true_or_false(spark, tmp_path):
     (tmp_path / "src").mkdir()
     with native_stages(spark, "yes"):

@@ -3,40 +3,47 @@
 A checkpoint holds the stateful operators its query started with, so a restart must plan the same
 ones: ``spark.windowed_operator.nativeStages`` flipped under a running query is refused by Spark at
 its first batch (``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``, see ``native_stage``).
-That is why the setting is off by default for the Python API, where the library cannot see the
-checkpoint before the query starts.  The pipeline runner can: it names every sink's checkpoint
-before anything runs.  So a pipeline whose checkpoints are all new runs with native stages, and each
-checkpoint records the setting it started with in a file of its own beside Spark's (``MARKER``);
-a rerun takes the recorded setting.  A checkpoint Spark has written without the file (started before
-this file existed, or by the Python API) was planned with the default then, off.  A setting the user
-gives (``--conf``) wins on new checkpoints and is refused, naming the checkpoint, where it disagrees
-with one already started.  Checkpoints on other file systems (``s3a://``, ``hdfs://``, or a plain
-path where the cluster's default file system is not the local one) are not read here: with one of
-them among a pipeline's sinks, the setting is the user's or off.
+So the library takes the setting from the checkpoint wherever it is told it before the query
+starts: the pipeline runner names every sink's checkpoint before anything runs, and the Python API
+is told it by ``apply(df, checkpoint=...)`` (``native_stages_for``).  A query whose checkpoints are
+all new runs with native stages, and each checkpoint records the setting it started with in a file
+of its own beside Spark's (``MARKER``); a restart takes the recorded setting.  A checkpoint Spark has
+written without the setting recorded (started before this file existed, or by an ``apply`` not told
+it) was planned with the session's setting then: the one the user gives now, else the default then,
+off.  A setting the user gives (``--conf``, or the session's) wins on new checkpoints and is refused,
+naming the checkpoint, where it disagrees with one that records another.  An ``apply`` not told the
+checkpoint cannot see it, so there the setting is the session's, off by default.  Checkpoints on
+other file systems (``s3a://``, ``hdfs://``, or a plain path where the cluster's default file system
+is not the local one) are not read here: with one of them among a query's checkpoints, the setting
+is the user's or off.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .base.checkpoint_record import RECORD as MARKER
 from .base.checkpoint_record import CheckpointRecordError, has_batches, local_directory, read_record, update_record
+from .base.errors import SparkOperatorError
+from .base.settings import read_flag
 from .driver.native_stage import NATIVE_STAGES_CONF
 
 
-class CheckpointSettingError(ValueError):
+class CheckpointSettingError(SparkOperatorError):
     """A setting given for a run disagrees with what a checkpoint was started with."""
 
 
 @dataclass(frozen=True)
 class CheckpointState:
     """What a checkpoint says of the setting: the native stages setting it started with (None: new,
-    or not readable here: ``local`` is None)."""
+    or not readable here: ``local`` is None); ``recorded``: the checkpoint records it (else a started
+    checkpoint was planned with the session's setting then, which the default, off, stands for)."""
 
     location: str
     local: Optional[Path]
     native_stages: Optional[bool]
+    recorded: bool = False
 
 
 def local_path(location: str, plain_paths_local: bool = True) -> Optional[Path]:
@@ -58,7 +65,7 @@ def read_state(location: str, plain_paths_local: bool = True) -> CheckpointState
         if not isinstance(value, bool):
             raise CheckpointSettingError(f"checkpoint {location}: {MARKER} records {NATIVE_STAGES_CONF}={value!r}, "
                                          "not true or false")
-        return CheckpointState(location, path, native_stages=value)
+        return CheckpointState(location, path, native_stages=value, recorded=True)
     started = has_batches(location, plain_paths_local=plain_paths_local)  # (Spark wrote it, without the setting)
     return CheckpointState(location, path, native_stages=False if started else None)
 
@@ -69,7 +76,7 @@ def native_stages_setting(locations: Sequence[str], given: Optional[bool], plain
     started = [s for s in states if s.native_stages is not None]
     if given is not None:
         for state in started:
-            if state.native_stages != given:
+            if state.recorded and state.native_stages != given:
                 raise CheckpointSettingError(
                     f"{NATIVE_STAGES_CONF}={str(given).lower()} is given, but checkpoint {state.location} was "
                     f"started with {str(state.native_stages).lower()}: a checkpoint keeps the stateful operators "
@@ -85,6 +92,29 @@ def native_stages_setting(locations: Sequence[str], given: Optional[bool], plain
     if values:
         return values.pop()
     return all(s.local is not None for s in states)  # all new (off where one cannot be read here)
+
+
+def native_stages_for(spark: Any, checkpoint: Optional[str]) -> bool:
+    """The setting a chained stage applied over ``spark``'s session plans with: told the query's
+    ``checkpoint``, the one it records, else (a new checkpoint) the session's or on, then recorded;
+    not told it, the session's, off by default."""
+    given = read_flag(spark.conf, NATIVE_STAGES_CONF) if spark.conf.get(NATIVE_STAGES_CONF, None) is not None else None
+    if checkpoint is None:
+        return bool(given)
+    local = default_file_system_is_local(spark)
+    setting = native_stages_setting([checkpoint], given, plain_paths_local=local)
+    record([checkpoint], setting, plain_paths_local=local)
+    return setting
+
+
+def default_file_system_is_local(spark: Any) -> bool:
+    """Whether a plain checkpoint path is on this machine (Hadoop's ``fs.defaultFS``; a session whose
+    Hadoop settings cannot be read here, Spark Connect's, is taken as not)."""
+    try:
+        default = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS", "file:///")
+    except Exception:  # noqa: BLE001 - no JVM context on this side
+        return False
+    return str(default).startswith("file:")
 
 
 def record(locations: Sequence[str], native_stages: bool, plain_paths_local: bool = True) -> None:

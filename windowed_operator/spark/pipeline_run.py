@@ -18,7 +18,7 @@ from ..pipeline.endpoints import MemorySource, SinkSpec, SourceSpec
 from ..pipeline.document import Pipeline
 from ..pipeline.user_code import import_dotted
 from ..runners.totals import Totals
-from .checkpoint_settings import native_stages_setting, record
+from .checkpoint_settings import default_file_system_is_local, native_stages_setting, record
 from .driver.native_stage import NATIVE_STAGES_CONF
 from .driver.feed import feed_of, with_watermark
 from .plan.outputs import split_outputs
@@ -101,7 +101,7 @@ def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline,
     restored once the frames are planned (the plan reads it when an operator is applied)."""
     checkpoints = sink_checkpoints(pipeline)
     given = spark.conf.get(NATIVE_STAGES_CONF, None)
-    local = _default_file_system_is_local(spark)
+    local = default_file_system_is_local(spark)
     native = native_stages_setting(checkpoints, None if given is None else read_flag(spark.conf, NATIVE_STAGES_CONF),
                                    plain_paths_local=local)
     spark.conf.set(NATIVE_STAGES_CONF, str(native).lower())
@@ -115,16 +115,6 @@ def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline,
             spark.conf.set(NATIVE_STAGES_CONF, given)
     record(checkpoints, native, plain_paths_local=local)
     return frames
-
-
-def _default_file_system_is_local(spark: SparkSession) -> bool:
-    """Whether a plain checkpoint path is on this machine (Hadoop's ``fs.defaultFS``; a session whose
-    Hadoop settings cannot be read here, Spark Connect's, is taken as not)."""
-    try:
-        default = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS", "file:///")
-    except Exception:  # noqa: BLE001 - no JVM context on this side
-        return False
-    return str(default).startswith("file:")
 
 
 def sink_query_names(pipeline: Pipeline) -> list[str]:

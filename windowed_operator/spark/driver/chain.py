@@ -55,7 +55,7 @@ from .key_groups import KeyGroups, key_groups_for
 from .stage import observation_name, run_processor
 from ..plan.paths import Engine, chained_paths
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
-from ..base.settings import conf_flag
+from ..checkpoint_settings import native_stages_for
 
 
 class RouteKeys:
@@ -198,7 +198,7 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
                                  "to a Spark type; give the operator value_type='<DDL type>'")
     paths = chained_paths(op, vectorized, native=(
         native and not feed.side_rows  # (a native aggregation would not hand the side rows on)
-        and conf_flag(feed.frame, NATIVE_STAGES_CONF, default=False)  # (off by default: ``native_stage``)
+        and native_stages_for(feed.frame.sparkSession, checkpoint)  # (``checkpoint_settings``)
         and native_refusal(op, feed, ansi=_ansi(feed)) is None))
     if paths.engine is Engine.NATIVE:
         stage = NativeStage(op=op, upstream=feed.operator, value_type=resolved_value_type, schema=feed.frame.schema)

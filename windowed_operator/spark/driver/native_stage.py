@@ -33,9 +33,11 @@ aggregation exactly as they reach the Python stage, which holds under the condit
 which for panes follows Spark's partitioning; the native stage sorts them (a deterministic order).
 
 A checkpoint keeps the plan it started with: the setting ``spark.windowed_operator.nativeStages``
-(off by default, so that an upgrade finds the stateful operators a chain's checkpoint holds) decides
-for new queries; switching it on a running checkpoint makes Spark refuse the restart (its stateful
-operators changed).
+decides for new queries, and switching it on a running checkpoint makes Spark refuse the restart
+(its stateful operators changed).  So where the library is told the checkpoint before the query
+starts (``apply(df, checkpoint=...)``, pipeline files) it takes the setting from it, on for a new
+one (``checkpoint_settings``); elsewhere it is the session's, off by default, so that an upgrade
+finds the stateful operators a chain's checkpoint holds.
 """
 from __future__ import annotations
 
