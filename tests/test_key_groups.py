@@ -67,7 +67,7 @@ def test_a_checkpoint_started_before_keeps_its_placement(tmp_path):
 def test_the_key_groups_share_the_checkpoints_record_with_the_pipelines_settings(tmp_path):
     """One record per checkpoint (``spark.checkpoint_record``): the pipeline runner's native stages
     setting and the key groups each keep the other."""
-    from windowed_operator.spark.checkpoint_settings import read_state, record
+    from windowed_operator.spark.driver.checkpoint_settings import read_state, record
 
     checkpoint = str(tmp_path / "checkpoint")
     record([checkpoint], True)

@@ -8,7 +8,7 @@ import pytest
 
 from windowed_operator.pipeline import parse_pipeline
 from windowed_operator.spark import END_OF_INPUT
-from windowed_operator.spark.checkpoint_settings import (MARKER, CheckpointSettingError, native_stages_setting,
+from windowed_operator.spark.driver.checkpoint_settings import (MARKER, CheckpointSettingError, native_stages_setting,
                                                          record)
 from windowed_operator.spark.driver.native_stage import NATIVE_STAGES_CONF
 from windowed_operator.spark.pipeline_run import run_pipeline

@@ -18,7 +18,7 @@ from ..pipeline.endpoints import MemorySource, SinkSpec, SourceSpec
 from ..pipeline.document import Pipeline
 from ..pipeline.user_code import import_dotted
 from ..runners.totals import Totals
-from .checkpoint_settings import default_file_system_is_local, native_stages_setting, record
+from .driver.checkpoint_settings import default_file_system_is_local, native_stages_setting, record
 from .driver.native_stage import NATIVE_STAGES_CONF
 from .driver.feed import feed_of, with_watermark
 from .plan.outputs import split_outputs

@@ -55,7 +55,7 @@ from .key_groups import KeyGroups, key_groups_for
 from .stage import observation_name, run_processor
 from ..plan.paths import Engine, chained_paths
 from .native_stage import NATIVE_STAGES_CONF, NativeStage, apply_native_stage, native_refusal
-from ..checkpoint_settings import native_stages_for
+from .checkpoint_settings import native_stages_for
 
 
 class RouteKeys:

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .base.checkpoint_record import RECORD as MARKER
-from .base.checkpoint_record import CheckpointRecordError, has_batches, local_directory, read_record, update_record
-from .base.errors import SparkOperatorError
-from .base.settings import read_flag
-from .driver.native_stage import NATIVE_STAGES_CONF
+from ..base.checkpoint_record import RECORD as MARKER
+from ..base.checkpoint_record import CheckpointRecordError, has_batches, local_directory, read_record, update_record
+from ..base.errors import SparkOperatorError
+from ..base.settings import read_flag
+from .native_stage import NATIVE_STAGES_CONF
 
 
 class CheckpointSettingError(SparkOperatorError):
