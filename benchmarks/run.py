@@ -27,8 +27,9 @@ delay) is run through:
   and the first alone, to show what the second stage costs;
 - per-record sliding windows in the core as the window grows (elements per window 1K -> 1M).
 A warm-up query pair runs first, outside the timings.  Every Spark case runs ``--runs`` times (3),
-round by round with its native peer first (native, ours..., native, ours...: benchmarks/timing.py),
-each run on a fresh checkpoint; figures are the median with the spread (min-max) in parentheses,
+round by round, in its group's order and reversed in turn (native, ours, floor..., then ...floor,
+ours, native: the second run of a pair gains up to 1.2x on the same code, ``timing.alternating``;
+an even ``--runs`` balances it), each run on a fresh checkpoint; figures are the median with the spread (min-max) in parentheses,
 rows per second of wall time for the whole query at the median, and ratios are taken round by
 round within the run.  ``--only`` picks cases by name.
 
@@ -287,7 +288,7 @@ def latency_figures(run: Run) -> tuple[float, float]:
 
 
 # -- report -------------------------------------------------------------------------------------------
-#: Each group: its native peer first, then our cases, run round by round in this order.
+#: Each group: its native peer first, then our cases, run round by round in this order and reversed in turn.
 GROUPS: dict[str, list[str]] = {
     "tumbling": ["native tumbling 10s", "ours tumbling 10s default", "ours tumbling 10s early",
                  "ours tumbling 10s retracting", "ours tumbling 10s no pre-aggregation", "ours tumbling 10s plain path"],
@@ -408,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             if name.startswith("ours") and not args.no_floor:  # (right after ours: its calibration reads ours' run)
                 cases.append((floor_of(name), timed(floor_of(name), floor_case(
                     spark, make, lambda name=name: last[name], {}))))
-        timings = interleaved(cases, args.runs)
+        timings = interleaved(cases, args.runs, alternate=True)
         for name, _ in cases:
             record(name, timings[name], state=last[name].state)
             if name != peer:

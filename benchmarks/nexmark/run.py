@@ -7,7 +7,9 @@ correctness, with throughput figures.
 
 One stream (``--events``, the Nexmark proportions, 10,000 events per second of event time, up to
 2 s of disorder) is written as parquet, ``--files`` micro-batches, plus an end-of-input row. Per
-query: a warm-up, then ``--runs`` rounds of native, ours (interleaved, each on a fresh checkpoint);
+query: a warm-up, then ``--runs`` rounds of native, ours, the floor, in that order and reversed in
+turn (the second run of a pair gains up to 1.2x on the same code, ``timing.alternating``; an even
+``--runs`` balances it), each on a fresh checkpoint;
 events per second of wall time for the whole query (median and spread), ours / native per round,
 output rows, the state rows Spark reports after the run and the p50/p99 micro-batch duration. Each
 run's final results are checked against the brute-force model (pandas, over all events), ours and
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # (Beam's runs join the rounds: its rate moves by a third from run to run)
         timings = interleaved([(side, case(side)) for side in sides]
-                              + [(f"beam {mode}", beam_case(mode)) for mode in beam_modes], args.runs)
+                              + [(f"beam {mode}", beam_case(mode)) for mode in beam_modes], args.runs, alternate=True)
         for side in sides:
             figure = spread([args.events / t for t in timings[side]])
             versus = ratios(timings[side], timings["native"]).text() + "x" if side != "native" and "native" in timings \
