@@ -219,7 +219,9 @@ def ours_hot_items(spark, data_dir: Path, work: Path, key_groups: int | None, ch
     """The same with our operators: a hopping count per key, then (``chained``) a windowless Max
     that keeps each count's window, in the same query, applied as the production checklist asks
     (told the query's checkpoint: its key groups follow the session, and the Max, which Spark can
-    aggregate itself, runs as Spark's aggregation, as in any new query told its checkpoint)."""
+    aggregate itself, runs as Spark's aggregation, as in a new query told a checkpoint on this
+    machine's file system; on shared storage, or not told it, the two-stage form unless the session
+    sets ``nativeStages``)."""
     from accumulations import Count, Max
     from windowed_operator import KeyedWindowedOperator, TimeWindows, WindowedOperator, bounded_disorder
 

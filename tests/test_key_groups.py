@@ -72,12 +72,12 @@ def test_the_key_groups_share_the_checkpoints_record_with_the_pipelines_settings
     checkpoint = str(tmp_path / "checkpoint")
     record([checkpoint], True)
     chosen = key_groups_for(Session(4), None, checkpoint)
-    assert read_state(checkpoint).native_stages is True
+    assert read_state(checkpoint).recorded is True
     assert json.loads((tmp_path / "checkpoint" / RECORD).read_text())["spark.windowed_operator.nativeStages"] is True
     other = str(tmp_path / "other")
     chosen_first = key_groups_for(Session(4), None, other)
     record([other], False)
-    assert key_groups_for(Session(2), None, other) == chosen_first and read_state(other).native_stages is False
+    assert key_groups_for(Session(2), None, other) == chosen_first and read_state(other).recorded is False
     assert chosen.count == 16
 
 

@@ -201,7 +201,11 @@ def test_apply_told_a_new_checkpoint_plans_native_stages_and_the_checkpoint_keep
 
 def test_a_checkpoint_started_without_the_setting_recorded_keeps_the_sessions_setting(spark, tmp_path):
     """A checkpoint an ``apply`` not told it started (or one from before the record) was planned with
-    the session's setting then: off, unless the session gives it now."""
+    the session's setting then: off, unless the session gives it now; nothing is recorded in it (what
+    the session had then cannot be told here), and a record in a directory Spark never started binds
+    nothing."""
+    from windowed_operator.spark.base.checkpoint_record import read_record
+
     (tmp_path / "src").mkdir()
     chain = counts().then(WindowedOperator(None, Max()))
     old = _started(tmp_path / "old")
@@ -210,7 +214,14 @@ def test_a_checkpoint_started_without_the_setting_recorded_keeps_the_sessions_se
     given = _started(tmp_path / "given")
     with native_stages(spark):
         assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=given)).native_stage
-    assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=given)).native_stage
+    assert not feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=given)).native_stage
+    for started in ("old", "given"):
+        assert NATIVE_STAGES_CONF not in read_record(str(tmp_path / started))
+    # applied told a new checkpoint, never started, then applied again under another setting
+    fresh = str(tmp_path / "fresh")
+    assert feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=fresh)).native_stage
+    with native_stages(spark, "false"):
+        assert not feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN, checkpoint=fresh)).native_stage
     # not told the checkpoint: the session's setting, off by default
     assert not feed_of(chain.apply(_source(spark, tmp_path), end_of_input=END_COLUMN)).native_stage
 

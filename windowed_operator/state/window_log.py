@@ -11,10 +11,11 @@ expired.  So a batch's elements are run by the core on *empty* key states, and w
 one accumulator per (key, window) with its element count and holds, is appended to the window's
 bucket of the part log (``part_log``) without reading anything.  A window's bucket is its expiry
 due time: a watermark step reads the buckets due, folds each (key, window)'s accumulators in the
-order they were written (``Accumulation.merge``), puts them back into key states as the array path
-adds folded elements (``WindowedCore.accumulate_into``) and lets the core fire and expire them
-(``WindowedCore.on_watermark``).  Every rule is the core's; this module only decides where the
-accumulators wait.
+order they were written (``Accumulation.merge``) and fires each window's one pane through the
+core's emitter (``firing.PaneEmitter``): every window read is one the watermark expires, and the
+trigger fires each window once, ON_TIME, at its end (``TriggerOption.fires_once_at_end``).  The
+elements are added by the core's rules (``process_batch`` on empty key states, or their array
+form); the pane is the emitter's; this module only decides where the accumulators wait.
 
 Serves windows assigned by timestamp (tumbling, hopping, cumulative, global) on the object and
 array paths, for any accumulation whose ``merge`` agrees with ``accumulate`` (as Beam requires of a
@@ -66,6 +67,11 @@ class Partial:
     def of(cls, ws: WindowState) -> "Partial":
         """What a window of a key state holds since its last pane."""
         return cls(ws.acc, ws.pending, ws.pane_min_ts, ws.pane_max_ts)
+
+    def state(self, accumulation: Any) -> WindowState:
+        """A window holding this partial since its last pane (``of``'s inverse)."""
+        return WindowState(acc=accumulation.merge(accumulation.default_accumulated_value(), self.acc),
+                           pending=self.count, pane_min_ts=self.earliest, pane_max_ts=self.latest)
 
 
 @dataclass
@@ -238,8 +244,8 @@ class WindowLog:
         fire each window once, ON_TIME, as the watermark passes its end (``fires_once_at_end``), where
         no allowed lateness makes the end-of-window timer and the expiry due at the same watermark:
         so each window's one pane is the emitter's, finished, its end-of-window timer holding until
-        it fires, as the core's watermark step gives it (key by key in order of first arrival,
-        windows in event-time order)."""
+        it fires, as the core's watermark step gives it (key by key in the order the partials were
+        read, each key's windows in event-time order)."""
         emission = Emission()
         core, emit = self.core, self.core.emitter.emit
         by_key: dict[Hashable, list[tuple[Window, Partial]]] = {}
@@ -252,10 +258,8 @@ class WindowLog:
             if len(windows) > 1:
                 windows.sort(key=lambda item: (item[0].end, item[0].start))
             for window, partial in windows:
-                ws = WindowState(acc=self.accumulation.merge(self.accumulation.default_accumulated_value(),
-                                                             partial.acc),
-                                 pending=partial.count, pane_min_ts=partial.earliest, pane_max_ts=partial.latest)
-                emission.outputs.extend(emit(key, window, ws, watermark, finished=True, timer_hold=True))
+                emission.outputs.extend(emit(key, window, partial.state(self.accumulation), watermark, finished=True,
+                                             timer_hold=True))
         return WindowRows(watermark=watermark), emission
 
     # -- parts <-> rows ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """What a checkpoint records of how its query was planned, in one file beside Spark's own.
 
 A checkpoint holds state whose layout the plan decided when the query first started: the native stages
-setting a pipeline ran with (``checkpoint_settings``) and the key groups and their placement
+setting a query started with (``driver.checkpoint_settings``) and the key groups and their placement
 (``driver.key_groups``).  A restart must plan the same, so each is written into ``RECORD`` at a query's
 first start and read back at every restart that is told the checkpoint.  One JSON object, each
 setting under its own name: writing one keeps the others.  On the local file system it is read and

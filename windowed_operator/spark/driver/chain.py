@@ -168,8 +168,10 @@ def apply_fed_operator(op: OperatorBase, feed: Feed, *, value_type: Optional[str
     if feed.native_stage:
         raise SparkOperatorError(
             f"{op.label()} reads the output of {feed.operator.label()}, which Spark runs as its own aggregation "
-            f"({NATIVE_STAGES_CONF}=true): that output is not an operator's panes; apply the stages as one chain "
-            "(op1.then(op2).then(op3).apply(df): only its last stage may run natively), or apply native Spark to it")
+            f"({NATIVE_STAGES_CONF}=true, or apply() told a new checkpoint, which turns it on): that output is not "
+            "an operator's panes; apply the stages as one chain (op1.then(op2).then(op3).apply(df): only its last "
+            f"stage may run natively), set {NATIVE_STAGES_CONF}=false before a new query's apply(), or apply native "
+            "Spark to it")
     check_consumable(feed.operator, op)
     gap = element_gap(op.window)
     if gap is not None and not isinstance(gap, str) and not callable(gap):

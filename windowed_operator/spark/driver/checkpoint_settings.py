@@ -1,4 +1,4 @@
-"""The plan-shaping settings a pipeline's checkpoints were started with, kept in each checkpoint.
+"""The plan-shaping setting a query's checkpoints were started with (native stages), kept in each checkpoint.
 
 A checkpoint holds the stateful operators its query started with, so a restart must plan the same
 ones: ``spark.windowed_operator.nativeStages`` flipped under a running query is refused by Spark at
@@ -36,14 +36,20 @@ class CheckpointSettingError(SparkOperatorError):
 
 @dataclass(frozen=True)
 class CheckpointState:
-    """What a checkpoint says of the setting: the native stages setting it started with (None: new,
-    or not readable here: ``local`` is None); ``recorded``: the checkpoint records it (else a started
-    checkpoint was planned with the session's setting then, which the default, off, stands for)."""
+    """What a checkpoint says of the setting: ``recorded``, the setting its record holds (None: none,
+    or not readable here: ``local`` is None); ``started``: Spark has written a batch into it.  Only a
+    started checkpoint's record binds (a record in a directory without batches is an ``apply`` whose
+    query never ran); a started one without a record was planned with the session's setting then."""
 
     location: str
     local: Optional[Path]
-    native_stages: Optional[bool]
-    recorded: bool = False
+    recorded: Optional[bool]
+    started: bool = False
+
+    @property
+    def binding(self) -> Optional[bool]:
+        """The setting a restart must plan with (None: none is known)."""
+        return self.recorded if self.started else None
 
 
 def local_path(location: str, plain_paths_local: bool = True) -> Optional[Path]:
@@ -55,43 +61,43 @@ def local_path(location: str, plain_paths_local: bool = True) -> Optional[Path]:
 def read_state(location: str, plain_paths_local: bool = True) -> CheckpointState:
     path = local_path(location, plain_paths_local)
     if path is None:
-        return CheckpointState(location, None, native_stages=None)
+        return CheckpointState(location, None, recorded=None)
     try:
-        recorded = read_record(location, plain_paths_local=plain_paths_local)
+        kept = read_record(location, plain_paths_local=plain_paths_local)
     except CheckpointRecordError as exc:
         raise CheckpointSettingError(f"{exc}; it records {NATIVE_STAGES_CONF} as true or false") from None
-    if NATIVE_STAGES_CONF in recorded:
-        value = recorded[NATIVE_STAGES_CONF]
-        if not isinstance(value, bool):
-            raise CheckpointSettingError(f"checkpoint {location}: {MARKER} records {NATIVE_STAGES_CONF}={value!r}, "
-                                         "not true or false")
-        return CheckpointState(location, path, native_stages=value, recorded=True)
-    started = has_batches(location, plain_paths_local=plain_paths_local)  # (Spark wrote it, without the setting)
-    return CheckpointState(location, path, native_stages=False if started else None)
+    value = kept.get(NATIVE_STAGES_CONF)
+    if value is not None and not isinstance(value, bool):
+        raise CheckpointSettingError(f"checkpoint {location}: {MARKER} records {NATIVE_STAGES_CONF}={value!r}, "
+                                     "not true or false")
+    return CheckpointState(location, path, recorded=value,
+                           started=has_batches(location, plain_paths_local=plain_paths_local))
 
 
 def native_stages_setting(locations: Sequence[str], given: Optional[bool], plain_paths_local: bool = True) -> bool:
-    """The setting a run over these checkpoints plans with (``given``: the user's, if any)."""
+    """The setting a run over these checkpoints plans with (``given``: the user's, if any): what the
+    started ones record; else the one given; else off where one was started without a record (the
+    default then) or cannot be read here, on where all are new."""
     states = [read_state(location, plain_paths_local) for location in locations]
-    started = [s for s in states if s.native_stages is not None]
+    bound = [s for s in states if s.binding is not None]
     if given is not None:
-        for state in started:
-            if state.recorded and state.native_stages != given:
+        for state in bound:
+            if state.binding != given:
                 raise CheckpointSettingError(
                     f"{NATIVE_STAGES_CONF}={str(given).lower()} is given, but checkpoint {state.location} was "
-                    f"started with {str(state.native_stages).lower()}: a checkpoint keeps the stateful operators "
+                    f"started with {str(state.binding).lower()}: a checkpoint keeps the stateful operators "
                     f"it started with, so Spark would refuse the query at its first batch; drop the setting to "
                     f"resume this checkpoint, or give a new checkpoint directory")
         return given
-    values = {s.native_stages for s in started if s.native_stages is not None}  # (all of them: started)
+    values = {s.binding for s in bound}
     if len(values) > 1:
-        listed = ", ".join(f"{s.location} ({str(s.native_stages).lower()})" for s in started)
+        listed = ", ".join(f"{s.location} ({str(s.binding).lower()})" for s in bound)
         raise CheckpointSettingError(f"the pipeline's checkpoints were started with different {NATIVE_STAGES_CONF} "
                                      f"settings ({listed}); its operators are planned once for every sink: give "
                                      f"the sinks that disagree new checkpoint directories")
     if values:
-        return values.pop()
-    return all(s.local is not None for s in states)  # all new (off where one cannot be read here)
+        return bool(values.pop())
+    return all(s.local is not None and not s.started for s in states)  # all new and readable here
 
 
 def native_stages_for(spark: Any, checkpoint: Optional[str]) -> bool:
@@ -118,9 +124,10 @@ def default_file_system_is_local(spark: Any) -> bool:
 
 
 def record(locations: Sequence[str], native_stages: bool, plain_paths_local: bool = True) -> None:
-    """Write the setting into each local checkpoint that does not record one yet."""
+    """Write the setting into each local checkpoint Spark has not started yet (a started one keeps
+    what it records, or, recording nothing, what its session had then, which no one can tell here)."""
     for location in locations:
-        path = local_path(location, plain_paths_local)
-        if path is None or NATIVE_STAGES_CONF in read_record(location, plain_paths_local=plain_paths_local):
+        state = read_state(location, plain_paths_local)
+        if state.local is None or state.started or state.recorded == native_stages:
             continue
         update_record(location, {NATIVE_STAGES_CONF: native_stages}, plain_paths_local=plain_paths_local)

@@ -73,7 +73,9 @@ def with_watermark(out: DataFrame) -> DataFrame:
     if feed is None or feed.watermark_output is None:
         from ..base.errors import SparkOperatorError
 
-        why = "Spark aggregates a native stage itself, and its watermark is Spark's" \
+        why = ("Spark aggregates a native stage itself, and its watermark is Spark's (apply() told a new "
+               "checkpoint runs an eligible later stage natively: set spark.windowed_operator.nativeStages=false "
+               "before a new query's apply() to keep it in Python)") \
             if feed is not None and feed.native_stage else "give it the DataFrame apply() returned, before any select"
         raise SparkOperatorError(f"with_watermark: not an operator's output that can report its watermark: {why}")
     return feed.watermark_output()

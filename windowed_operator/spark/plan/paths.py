@@ -27,7 +27,8 @@ A scan fold needs ``preaggregate=`` too, and what every fold before the shuffle 
 the handoff (``handoff.choose_handoff``) is chosen when the stage is wired, as it depends on the fold.
 A merge's or a chained stage's rows (a union of two inputs, or panes) take the array path where it
 serves (``merge_paths``, ``chained_paths``), the element path otherwise: no table, no scan fold; a
-chained stage runs as Spark's own aggregation instead where the session's setting asks for it and
+chained stage runs as Spark's own aggregation instead where the setting allows it (``nativeStages``: the
+checkpoint's, or the session's: ``driver.checkpoint_settings``) and
 ``driver.native_stage.native_refusal`` finds nothing against it (its rules read Spark's types).
 
 The state layout (``stage_layout``, over ``state.layouts.choose_layout``) follows the engine: the
@@ -193,7 +194,7 @@ def merge_paths(op: Any) -> Paths:
 
 
 def chained_paths(op: WindowingOptions, vectorized: bool, native: bool = False) -> Paths:
-    """A chained stage's paths: Spark's own aggregation where the session asks for it and nothing
+    """A chained stage's paths: Spark's own aggregation where the setting allows it and nothing
     refuses it (``native``: see the module's docstring), else the array path where it serves
     (``vectorized=``, windows assigned by timestamp), the element path otherwise; no table engine and
     no scan fold (its rows are panes)."""
