@@ -19,11 +19,12 @@ pytestmark = pytest.mark.spark
 
 
 def _started(path, native=None):
-    """A checkpoint Spark has written (an offset log), with the setting recorded or not."""
-    (path / "offsets").mkdir(parents=True)
-    (path / "offsets" / "0").write_text("v1\n")
+    """A checkpoint Spark has written (an offset log), with the setting recorded before it started, or not."""
     if native is not None:
         record([str(path)], native)
+    (path / "offsets").mkdir(parents=True, exist_ok=True)
+    (path / "offsets" / "0").write_text("v1\n")
+    record([str(path)], not native)  # (a started checkpoint keeps what it records, or nothing)
     return str(path)
 
 
