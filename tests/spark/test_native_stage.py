@@ -19,6 +19,7 @@ from windowed_operator.spark.driver.native_stage import NATIVE_STAGES_CONF
 from windowed_operator.time import shown_time
 
 from .harness import END_COLUMN, MARKED_SCHEMA, pane_tuple, run_local_like_spark, write_batches
+from .test_checkpoint_settings import _started
 from .test_equivalence import DELAY, make_batches
 
 pytestmark = pytest.mark.spark
@@ -249,13 +250,6 @@ def test_a_chain_told_its_checkpoint_restarts_native_and_gives_the_local_chains_
                                       "unix_millis(timestamp) as ts_ms"), tmp_path)
         rows += more
     assert expected and Counter(pane_tuple(row.asDict()) for row in rows) == expected
-
-
-def _started(path):
-    """A checkpoint Spark has written a batch into (an offset log)."""
-    (path / "offsets").mkdir(parents=True, exist_ok=True)
-    (path / "offsets" / "0").write_text("v1\n")
-    return str(path)
 
 
 def test_the_setting_takes_only_true_or_false(spark, tmp_path):

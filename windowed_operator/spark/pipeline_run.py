@@ -18,12 +18,11 @@ from ..pipeline.endpoints import MemorySource, SinkSpec, SourceSpec
 from ..pipeline.document import Pipeline
 from ..pipeline.user_code import import_dotted
 from ..runners.totals import Totals
-from .driver.checkpoint_settings import default_file_system_is_local, native_stages_setting, record
+from .driver.checkpoint_settings import default_file_system_is_local, native_stages_setting, record, session_setting
 from .driver.native_stage import NATIVE_STAGES_CONF
 from .driver.feed import feed_of, with_watermark
 from .plan.outputs import split_outputs
 from .base.progress import ProgressPrinter, await_queries
-from .base.settings import read_flag
 
 
 def _memory_source(spark: SparkSession, name: str, memory: MemorySource, workdir: Path) -> DataFrame:
@@ -102,8 +101,7 @@ def _frames_as_checkpoints_were_started(spark: SparkSession, pipeline: Pipeline,
     checkpoints = sink_checkpoints(pipeline)
     given = spark.conf.get(NATIVE_STAGES_CONF, None)
     local = default_file_system_is_local(spark)
-    native = native_stages_setting(checkpoints, None if given is None else read_flag(spark.conf, NATIVE_STAGES_CONF),
-                                   plain_paths_local=local)
+    native = native_stages_setting(checkpoints, session_setting(spark), plain_paths_local=local)
     spark.conf.set(NATIVE_STAGES_CONF, str(native).lower())
     try:
         frames = [build_frames(spark, pipeline, workdir, checkpoint, upstream_of=sink.input)[sink.input]

@@ -104,13 +104,18 @@ def native_stages_for(spark: Any, checkpoint: Optional[str]) -> bool:
     """The setting a chained stage applied over ``spark``'s session plans with: told the query's
     ``checkpoint``, the one it records, else (a new checkpoint) the session's or on, then recorded;
     not told it, the session's, off by default."""
-    given = read_flag(spark.conf, NATIVE_STAGES_CONF) if spark.conf.get(NATIVE_STAGES_CONF, None) is not None else None
+    given = session_setting(spark)
     if checkpoint is None:
         return bool(given)
     local = default_file_system_is_local(spark)
     setting = native_stages_setting([checkpoint], given, plain_paths_local=local)
     record([checkpoint], setting, plain_paths_local=local)
     return setting
+
+
+def session_setting(spark: Any) -> Optional[bool]:
+    """The setting the session gives (None: it gives none)."""
+    return read_flag(spark.conf, NATIVE_STAGES_CONF) if spark.conf.get(NATIVE_STAGES_CONF, None) is not None else None
 
 
 def default_file_system_is_local(spark: Any) -> bool:
